@@ -1,0 +1,41 @@
+"""HAMi inside a tenant, for simulated GPUs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from gpu_tenancy import manifests, versions
+
+
+@dataclass
+class HamiArgs:
+    tenant: str
+    provider: k8s.Provider
+    chart_version: str
+    image_tag: str
+    kubernetes_version: str
+    depends_on: list[pulumi.Resource]
+
+
+class Hami(pulumi.ComponentResource):
+    release: k8s.helm.v3.Release
+
+    def __init__(self, name: str, args: HamiArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpu-tenancy:hami:Hami", name, None, opts)
+        # helm.v3.Release, not v4 Chart: HAMi's webhook certificate comes from Helm hook Jobs,
+        # which Chart does not run as hooks (pulumi-kubernetes #555, #1454).
+        self.release = k8s.helm.v3.Release(
+            f"{name}-chart",
+            name="hami",
+            chart="hami",
+            version=args.chart_version,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=versions.HAMI_CHART_REPO),
+            namespace="kube-system",
+            values=manifests.hami_values(args.kubernetes_version, args.image_tag),
+            timeout=900,
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on),
+        )
+        self.register_outputs({"release": self.release.name})

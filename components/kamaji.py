@@ -1,0 +1,61 @@
+"""cert-manager, then Kamaji and its etcd DataStore, ready before any TenantControlPlane."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from gpu_tenancy import manifests, versions
+
+
+@dataclass
+class KamajiArgs:
+    provider: k8s.Provider
+    cert_manager_version: str
+    chart_version: str
+    image_tag: str
+    depends_on: list[pulumi.Resource]
+
+
+class Kamaji(pulumi.ComponentResource):
+    datastore: k8s.apiextensions.CustomResource
+
+    def __init__(self, name: str, args: KamajiArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpu-tenancy:kamaji:Kamaji", name, None, opts)
+        on_cluster = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        cert_manager = k8s.helm.v3.Release(
+            f"{name}-cert-manager",
+            name="cert-manager",
+            chart="cert-manager",
+            version=args.cert_manager_version,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=versions.CERT_MANAGER_CHART_REPO),
+            namespace="cert-manager",
+            create_namespace=True,
+            values=manifests.cert_manager_values(),
+            opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=args.depends_on)),
+        )
+        kamaji = k8s.helm.v3.Release(
+            f"{name}-chart",
+            name="kamaji",  # release and namespace are fixed by Kamaji's CRD webhook annotations
+            chart="kamaji",
+            version=args.chart_version,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=versions.KAMAJI_CHART_REPO),
+            namespace=manifests.KAMAJI_NAMESPACE,
+            create_namespace=True,
+            values=manifests.kamaji_values(args.image_tag),
+            opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=[cert_manager])),
+        )
+        self.datastore = k8s.apiextensions.CustomResource(
+            f"{name}-datastore",
+            api_version="kamaji.clastix.io/v1alpha1",
+            kind="DataStore",
+            metadata={
+                "name": manifests.DATASTORE_NAME,
+                "annotations": manifests.wait_for("jsonpath={.status.ready}=true", timeout_seconds=600),
+            },
+            spec=manifests.etcd_datastore_spec(),
+            opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=[kamaji])),
+        )
+        self.register_outputs({"dataStore": manifests.DATASTORE_NAME})

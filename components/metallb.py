@@ -1,0 +1,75 @@
+"""MetalLB in L2 mode with a pool from the kind network's IPv4 subnet."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_docker as docker
+import pulumi_kubernetes as k8s
+
+from gpu_tenancy import manifests, netpool, versions
+
+NAMESPACE = "metallb-system"
+
+
+@dataclass
+class MetalLBArgs:
+    provider: k8s.Provider
+    network: str
+    addresses_needed: int
+    chart_version: str
+    depends_on: list[pulumi.Resource]
+
+
+class MetalLB(pulumi.ComponentResource):
+    address_range: pulumi.Output[str]
+    subnet: pulumi.Output[str]
+
+    def __init__(self, name: str, args: MetalLBArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(
+            "gpu-tenancy:metallb:MetalLB", name, {"network": args.network, "subnet": None}, opts
+        )
+        on_cluster = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        release = k8s.helm.v3.Release(
+            f"{name}-chart",
+            name="metallb",
+            chart="metallb",
+            version=args.chart_version,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=versions.METALLB_CHART_REPO),
+            namespace=NAMESPACE,
+            create_namespace=True,
+            values=manifests.metallb_values(),
+            opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=args.depends_on)),
+        )
+        network = docker.get_network_output(
+            name=args.network,
+            opts=pulumi.InvokeOutputOptions(parent=self, depends_on=args.depends_on),
+        )
+        pool = network.ipam_configs.apply(
+            lambda configs: netpool.select_pool(
+                args.network,
+                [{"subnet": c.subnet, "gateway": c.gateway} for c in configs or []],
+                args.addresses_needed,
+            )
+        )
+        self.address_range = pool.apply(lambda p: p.range)
+        self.subnet = pool.apply(lambda p: p.subnet)
+        after_chart = pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=[release]))
+        self.pool = k8s.apiextensions.CustomResource(
+            f"{name}-pool",
+            api_version="metallb.io/v1beta1",
+            kind="IPAddressPool",
+            metadata={"name": "kind-ipv4", "namespace": NAMESPACE},
+            spec=self.address_range.apply(lambda r: manifests.ip_address_pool("kind-ipv4", r)),
+            opts=after_chart,
+        )
+        self.advertisement = k8s.apiextensions.CustomResource(
+            f"{name}-l2",
+            api_version="metallb.io/v1beta1",
+            kind="L2Advertisement",
+            metadata={"name": "kind-ipv4", "namespace": NAMESPACE},
+            spec={"ipAddressPools": ["kind-ipv4"]},
+            opts=after_chart,
+        )
+        self.register_outputs({"addressRange": self.address_range, "subnet": self.subnet})

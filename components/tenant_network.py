@@ -1,0 +1,90 @@
+"""Pod networking inside a tenant: kind's kindnetd and a kube-proxy configured as kind does."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from gpu_tenancy import manifests, versions
+
+
+@dataclass
+class TenantNetworkArgs:
+    tenant: str
+    provider: k8s.Provider
+    pod_cidr: str
+    endpoint: pulumi.Input[str]
+    kindnetd_image: str
+    kubernetes_version: str
+
+
+class TenantNetwork(pulumi.ComponentResource):
+    def __init__(self, name: str, args: TenantNetworkArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpu-tenancy:tenant_network:TenantNetwork", name, None, opts)
+        tenant = args.tenant
+        in_tenant = pulumi.ResourceOptions(parent=self, provider=args.provider)
+
+        def meta(component: str, resource_name: str, namespaced: bool = True) -> dict[str, object]:
+            metadata: dict[str, object] = {"name": resource_name, "labels": manifests.labels(tenant, component)}
+            if namespaced:
+                metadata["namespace"] = "kube-system"
+            return metadata
+
+        kindnet_sa = k8s.core.v1.ServiceAccount(f"{name}-kindnet", metadata=meta("kindnet", "kindnet"), opts=in_tenant)
+        kindnet_role = k8s.rbac.v1.ClusterRole(
+            f"{name}-kindnet",
+            metadata=meta("kindnet", "kindnet", namespaced=False),
+            rules=manifests.kindnet_cluster_role_rules(),
+            opts=in_tenant,
+        )
+        kindnet_binding = k8s.rbac.v1.ClusterRoleBinding(
+            f"{name}-kindnet",
+            metadata=meta("kindnet", "kindnet", namespaced=False),
+            role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "kindnet"},
+            subjects=[{"kind": "ServiceAccount", "name": "kindnet", "namespace": "kube-system"}],
+            opts=in_tenant,
+        )
+        self.kindnet = k8s.apps.v1.DaemonSet(
+            f"{name}-kindnet",
+            metadata=meta("kindnet", "kindnet"),
+            spec=pulumi.Output.from_input(args.endpoint).apply(
+                lambda endpoint: manifests.kindnet_daemonset_spec(tenant, args.kindnetd_image, args.pod_cidr, endpoint)
+            ),
+            opts=pulumi.ResourceOptions.merge(
+                in_tenant,
+                # Nodes only become Ready with the CNI, so do not block the stack on rollout here.
+                pulumi.ResourceOptions(depends_on=[kindnet_sa, kindnet_role, kindnet_binding]),
+            ),
+        )
+        proxy_sa = k8s.core.v1.ServiceAccount(f"{name}-kube-proxy", metadata=meta("kube-proxy", "kube-proxy"), opts=in_tenant)
+        proxy_binding = k8s.rbac.v1.ClusterRoleBinding(
+            f"{name}-kube-proxy",
+            metadata=meta("kube-proxy", "gpu-tenancy:node-proxier", namespaced=False),
+            role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:node-proxier"},
+            subjects=[{"kind": "ServiceAccount", "name": "kube-proxy", "namespace": "kube-system"}],
+            opts=in_tenant,
+        )
+        proxy_config = k8s.core.v1.ConfigMap(
+            f"{name}-kube-proxy",
+            metadata=meta("kube-proxy", "kube-proxy"),
+            data=pulumi.Output.from_input(args.endpoint).apply(
+                lambda endpoint: {
+                    "config.conf": manifests.kube_proxy_config(args.pod_cidr),
+                    "kubeconfig.conf": manifests.kube_proxy_kubeconfig(endpoint),
+                }
+            ),
+            opts=in_tenant,
+        )
+        self.kube_proxy = k8s.apps.v1.DaemonSet(
+            f"{name}-kube-proxy",
+            metadata=meta("kube-proxy", "kube-proxy"),
+            spec=manifests.kube_proxy_daemonset_spec(
+                tenant, f"{versions.KUBE_PROXY_REPOSITORY}:{args.kubernetes_version}"
+            ),
+            opts=pulumi.ResourceOptions.merge(
+                in_tenant, pulumi.ResourceOptions(depends_on=[proxy_sa, proxy_binding, proxy_config])
+            ),
+        )
+        self.register_outputs({})

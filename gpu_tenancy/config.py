@@ -1,0 +1,278 @@
+"""Stack configuration: the public contract, validated before any resource exists.
+
+`load_config(raw)` takes the `gpu-tenancy:*` keys (without the namespace prefix, values already decoded
+from YAML/JSON) and returns a `StackConfig` or raises `ConfigError` with one line that names the key and
+the problem, e.g. ``gpu-tenancy:tenants[1].name: 'Tenant_B' is not a DNS-1123 label``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from gpu_tenancy import versions
+
+NAMESPACE = "gpu-tenancy"
+DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+KUBERNETES_VERSION = re.compile(r"^v1\.(\d+)\.(\d+)$")
+# Kamaji 26.8.2-edge rejects tenants above its vendored kubeadm (v1.36.0); see versions.md §2.1.
+MAX_TENANT_MINOR = 36
+MIN_TENANT_MINOR = 30
+
+
+class ConfigError(ValueError):
+    """Invalid stack configuration; the message is a single line naming the key."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True, strict=True)
+
+
+class GpuConfig(_Model):
+    model: Annotated[str, StringConstraints(min_length=1)]
+    memory_mib: int = Field(alias="memoryMiB", gt=0)
+    count: int = Field(gt=0, le=16)
+
+    @field_validator("model")
+    @classmethod
+    def _nvidia_model(cls, value: str) -> str:
+        # HAMi only sees devices whose type contains "NVIDIA" (score.go getNodeResources).
+        if "nvidia" not in value.lower():
+            raise ValueError(f"{value!r} must name an NVIDIA model (HAMi matches on 'NVIDIA')")
+        return value
+
+
+class ContainerGpuRequest(_Model):
+    gpus: int = Field(default=1, gt=0)
+    gpumem_mib: int | None = Field(default=None, alias="gpumemMiB", gt=0)
+    gpumem_percentage: int | None = Field(default=None, alias="gpumemPercentage", gt=0, le=100)
+    gpucores: int | None = Field(default=None, ge=0, le=100)
+
+    @model_validator(mode="after")
+    def _one_memory_form(self) -> ContainerGpuRequest:
+        if self.gpumem_mib is not None and self.gpumem_percentage is not None:
+            raise ValueError("set gpumemMiB or gpumemPercentage, not both")
+        return self
+
+
+class WorkloadConfig(_Model):
+    name: str
+    replicas: int = Field(default=1, ge=0, le=1000)
+    image: str = "registry.k8s.io/pause:3.10"
+    containers: list[ContainerGpuRequest] = Field(min_length=1)
+    use_gpu_type: list[str] = Field(default_factory=list, alias="useGpuType")
+    nouse_gpu_type: list[str] = Field(default_factory=list, alias="noUseGpuType")
+    gpu_scheduler_policy: Literal["binpack", "spread"] | None = Field(
+        default=None, alias="gpuSchedulerPolicy"
+    )
+    node_scheduler_policy: Literal["binpack", "spread"] | None = Field(
+        default=None, alias="nodeSchedulerPolicy"
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _dns_name(cls, value: str) -> str:
+        return _dns1123(value)
+
+
+QUOTA_KEYS = ("limits.nvidia.com/gpu", "limits.nvidia.com/gpumem", "limits.nvidia.com/gpucores")
+
+
+class TenantConfig(_Model):
+    name: str
+    gpus: list[GpuConfig] = Field(min_length=1)
+    pod_cidr: str | None = Field(default=None, alias="podCidr")
+    service_cidr: str | None = Field(default=None, alias="serviceCidr")
+    workloads: list[WorkloadConfig] = Field(default_factory=list)
+    quota: dict[str, int] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _dns_name(cls, value: str) -> str:
+        _dns1123(value)
+        if len(value) > 40:
+            raise ValueError(f"{value!r} is longer than 40 characters (it prefixes derived names)")
+        return value
+
+    @field_validator("pod_cidr", "service_cidr")
+    @classmethod
+    def _ipv4_cidr(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        try:
+            network = ipaddress.ip_network(value, strict=True)
+        except ValueError as exc:
+            raise ValueError(f"{value!r} is not a valid CIDR ({exc})") from None
+        if network.version != 4 or network.prefixlen > 24:
+            raise ValueError(f"{value!r} must be an IPv4 CIDR of /24 or larger")
+        return value
+
+    @field_validator("quota")
+    @classmethod
+    def _quota_keys(cls, value: dict[str, int]) -> dict[str, int]:
+        for key, amount in value.items():
+            if key not in QUOTA_KEYS:
+                raise ValueError(f"unknown quota key {key!r}; allowed: {', '.join(QUOTA_KEYS)}")
+            if amount < 0:
+                raise ValueError(f"quota {key!r} must be >= 0")
+        return value
+
+    @model_validator(mode="after")
+    def _unique_workloads(self) -> TenantConfig:
+        names = [w.name for w in self.workloads]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"duplicate workload name(s): {', '.join(duplicates)}")
+        return self
+
+
+class VersionsConfig(_Model):
+    """Per-stack overrides of `gpu_tenancy.versions`."""
+
+    kind_node_image: str = Field(default=versions.KIND_NODE_IMAGE, alias="kindNodeImage")
+    kubernetes: str = versions.TENANT_KUBERNETES_VERSION
+    worker_image: str = Field(default=versions.WORKER_IMAGE, alias="workerImage")
+    cert_manager: str = Field(default=versions.CERT_MANAGER_CHART_VERSION, alias="certManager")
+    metallb: str = versions.METALLB_CHART_VERSION
+    kamaji_chart: str = Field(default=versions.KAMAJI_CHART_VERSION, alias="kamajiChart")
+    kamaji_image_tag: str = Field(default=versions.KAMAJI_IMAGE_TAG, alias="kamajiImageTag")
+    hami: str = versions.HAMI_CHART_VERSION
+    hami_image_tag: str = Field(default=versions.HAMI_IMAGE_TAG, alias="hamiImageTag")
+    kindnetd_image: str = Field(default=versions.KINDNETD_IMAGE, alias="kindnetdImage")
+
+    @field_validator("kubernetes")
+    @classmethod
+    def _supported_version(cls, value: str) -> str:
+        match = KUBERNETES_VERSION.match(value)
+        if not match:
+            raise ValueError(f"{value!r} is not an exact version like 'v1.35.5'")
+        minor = int(match.group(1))
+        if not MIN_TENANT_MINOR <= minor <= MAX_TENANT_MINOR:
+            raise ValueError(
+                f"{value!r} is outside what Kamaji {versions.KAMAJI_IMAGE_TAG} accepts "
+                f"(v1.{MIN_TENANT_MINOR} .. v1.{MAX_TENANT_MINOR})"
+            )
+        return value
+
+    @field_validator("kind_node_image", "worker_image", "kindnetd_image")
+    @classmethod
+    def _pinned_image(cls, value: str) -> str:
+        if image_tag(value) in ("", "latest"):
+            raise ValueError(f"{value!r} must carry an explicit tag other than 'latest'")
+        return value
+
+    @model_validator(mode="after")
+    def _worker_matches_tenant(self) -> VersionsConfig:
+        if image_tag(self.worker_image) != self.kubernetes:
+            raise ValueError(
+                f"workerImage tag {image_tag(self.worker_image)!r} must equal kubernetes "
+                f"{self.kubernetes!r} (the worker kubelet must match its control plane)"
+            )
+        return self
+
+
+class KindConfig(_Model):
+    cluster_name: str | None = Field(default=None, alias="clusterName")
+    network: str = "kind"
+
+    @field_validator("cluster_name")
+    @classmethod
+    def _dns_name(cls, value: str | None) -> str | None:
+        return None if value is None else _dns1123(value)
+
+
+class MetalLBConfig(_Model):
+    headroom: int = Field(default=8, ge=0, le=1000)
+
+
+class StackConfig(_Model):
+    mode: Literal["sim", "real"]
+    tenants: list[TenantConfig] = Field(min_length=1)
+    versions: VersionsConfig = Field(default_factory=VersionsConfig)
+    kind: KindConfig = Field(default_factory=KindConfig)
+    metallb: MetalLBConfig = Field(default_factory=MetalLBConfig)
+
+    @field_validator("mode")
+    @classmethod
+    def _sim_only_for_now(cls, value: str) -> str:
+        if value == "real":
+            raise ValueError(
+                "'real' is not implemented yet (promotion to real GPUs is tracked separately); "
+                "use 'sim'"
+            )
+        return value
+
+    @field_validator("tenants")
+    @classmethod
+    def _unique_tenants(cls, tenants: list[TenantConfig]) -> list[TenantConfig]:
+        names = [t.name for t in tenants]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"duplicate tenant name(s): {', '.join(duplicates)}")
+        return tenants
+
+    def cidrs(self, tenant: TenantConfig) -> tuple[str, str]:
+        """Pod and service CIDR of a tenant: explicit, or derived from its position.
+
+        Derived ranges stay clear of kind's own 10.244.0.0/16 and 10.96.0.0/16.
+        """
+        index = self.tenants.index(tenant)
+        pod = tenant.pod_cidr or f"10.{100 + 2 * index}.0.0/16"
+        service = tenant.service_cidr or f"10.{101 + 2 * index}.0.0/16"
+        return pod, service
+
+    def cluster_name(self, stack: str) -> str:
+        return self.kind.cluster_name or f"gpu-tenancy-{stack}"
+
+
+def image_tag(image: str) -> str:
+    """The tag of an image reference (digest stripped); '' when it has none."""
+    name = image.split("@", 1)[0]
+    last = name.rsplit("/", 1)[-1]
+    return last.split(":", 1)[1] if ":" in last else ""
+
+
+def _dns1123(value: str) -> str:
+    if len(value) > 63 or not DNS1123_LABEL.match(value):
+        raise ValueError(f"{value!r} is not a DNS-1123 label (lower-case letters, digits, '-')")
+    return value
+
+
+def _format_location(location: tuple[int | str, ...], raw: Mapping[str, Any]) -> str:
+    key = f"{NAMESPACE}:{location[0]}" if location else NAMESPACE
+    for part in location[1:]:
+        key += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return key
+
+
+def _first_error_line(error: ValidationError, raw: Mapping[str, Any]) -> str:
+    detail = error.errors(include_url=False)[0]
+    location = tuple(p for p in detail["loc"] if not str(p).startswith("function-"))
+    message = detail["msg"].removeprefix("Value error, ")
+    if detail["type"] == "missing":
+        message = "is required"
+    elif detail["type"] == "extra_forbidden":
+        message = "is not a known setting"
+    elif detail["type"].endswith("_type") or detail["type"] == "literal_error":
+        message = f"{message} (got {detail.get('input')!r})"
+    return f"{_format_location(location, raw)}: {message}"
+
+
+def load_config(raw: Mapping[str, Any]) -> StackConfig:
+    """Validate the stack's `gpu-tenancy:*` values; raise ConfigError with one line on failure."""
+    try:
+        return StackConfig.model_validate(dict(raw))
+    except ValidationError as error:
+        raise ConfigError(_first_error_line(error, raw)) from None

@@ -1,0 +1,364 @@
+"""Pure builders: dicts in, dicts out. Components only wire these to resources."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+
+from gpu_tenancy import versions
+
+TENANT_LABEL = "gpu-tenancy.io/tenant"
+COMPONENT_LABEL = "gpu-tenancy.io/component"
+GPU_NODE_LABEL = "gpu-tenancy.io/gpu-node"
+KAMAJI_NAMESPACE = "kamaji-system"  # fixed: Kamaji's CRDs hard-code kamaji-system/kamaji-serving-cert
+DATASTORE_NAME = "default"
+TCP_PORT = 6443
+KONNECTIVITY_PORT = 8132
+
+
+def labels(tenant: str, component: str) -> dict[str, str]:
+    return {TENANT_LABEL: tenant, COMPONENT_LABEL: component}
+
+
+def kind_cluster_config(cluster_name: str) -> str:
+    """kind config for the management cluster: one control-plane node, kind defaults otherwise."""
+    config = {
+        "kind": "Cluster",
+        "apiVersion": "kind.x-k8s.io/v1alpha4",
+        "name": cluster_name,
+        "nodes": [{"role": "control-plane"}],
+    }
+    return yaml.safe_dump(config, sort_keys=False)
+
+
+def cert_manager_values() -> dict[str, Any]:
+    return {"crds": {"enabled": True}}
+
+
+def metallb_values() -> dict[str, Any]:
+    # L2 only: neither FRR nor FRR-K8s (the 0.16 default) is needed.
+    return {"frrk8s": {"enabled": False}, "speaker": {"frr": {"enabled": False}}}
+
+
+def ip_address_pool(name: str, address_range: str) -> dict[str, Any]:
+    return {"addresses": [address_range], "autoAssign": True, "avoidBuggyIPs": True}
+
+
+def kamaji_values(image_tag: str) -> dict[str, Any]:
+    """Kamaji sized for one host; the DataStore is declared by the program to gate on readiness."""
+    return {
+        "image": {"tag": image_tag, "pullPolicy": "IfNotPresent"},
+        "defaultDatastoreName": DATASTORE_NAME,
+        "telemetry": {"disabled": True},
+        "resources": {
+            "requests": {"cpu": "50m", "memory": "128Mi"},
+            "limits": {"cpu": "500m", "memory": "512Mi"},
+        },
+        "kamaji-etcd": {
+            "deploy": True,
+            "fullnameOverride": "kamaji-etcd",
+            "replicas": 1,
+            "persistentVolumeClaim": {"size": "2Gi"},
+            "datastore": {"enabled": False},
+        },
+    }
+
+
+def etcd_datastore_spec() -> dict[str, Any]:
+    """DataStore for the kamaji-etcd subchart (one replica, cert-manager issued certificates)."""
+    endpoint = f"kamaji-etcd-0.kamaji-etcd.{KAMAJI_NAMESPACE}.svc.cluster.local:2379"
+
+    def ref(secret: str, key: str) -> dict[str, Any]:
+        return {"secretReference": {"name": secret, "namespace": KAMAJI_NAMESPACE, "keyPath": key}}
+
+    return {
+        "driver": "etcd",
+        "endpoints": [endpoint],
+        "tlsConfig": {
+            "certificateAuthority": {
+                "certificate": ref("kamaji-etcd-ca", "tls.crt"),
+                "privateKey": ref("kamaji-etcd-ca", "tls.key"),
+            },
+            "clientCertificate": {
+                "certificate": ref("kamaji-etcd-client-certs", "tls.crt"),
+                "privateKey": ref("kamaji-etcd-client-certs", "tls.key"),
+            },
+        },
+    }
+
+
+def wait_for(*conditions: str, timeout_seconds: int = 900) -> dict[str, str]:
+    """pulumi-kubernetes await annotations (`pulumi.com/waitFor`, since v4.18)."""
+    return {
+        "pulumi.com/waitFor": json.dumps(list(conditions)),
+        "pulumi.com/timeoutSeconds": str(timeout_seconds),
+    }
+
+
+def tenant_control_plane_spec(
+    kubernetes_version: str, pod_cidr: str, service_cidr: str
+) -> dict[str, Any]:
+    """TCP for kindest/node workers: LoadBalancer, Konnectivity, kubelet settings kind applies."""
+    return {
+        "dataStore": DATASTORE_NAME,
+        "controlPlane": {
+            "deployment": {
+                "replicas": 1,
+                "resources": {
+                    "apiServer": {"requests": {"cpu": "100m", "memory": "256Mi"}},
+                    "controllerManager": {"requests": {"cpu": "50m", "memory": "64Mi"}},
+                    "scheduler": {"requests": {"cpu": "25m", "memory": "32Mi"}},
+                },
+            },
+            "service": {"serviceType": "LoadBalancer"},
+        },
+        "kubernetes": {
+            "version": kubernetes_version,
+            "kubelet": {
+                # kindest/node runs containerd with SystemdCgroup=true; the rest is what kind's own
+                # KubeletConfiguration sets and a plain kubeadm join would miss (versions.md §7).
+                "configurationJSONPatches": [
+                    {"op": "replace", "path": "/cgroupDriver", "value": "systemd"},
+                    {"op": "add", "path": "/cgroupRoot", "value": "/kubelet"},
+                    {"op": "add", "path": "/failSwapOn", "value": False},
+                    {"op": "add", "path": "/imageGCHighThresholdPercent", "value": 100},
+                    {
+                        "op": "add",
+                        "path": "/evictionHard",
+                        "value": {
+                            "nodefs.available": "0%",
+                            "nodefs.inodesFree": "0%",
+                            "imagefs.available": "0%",
+                        },
+                    },
+                ],
+                "preferredAddressTypes": ["InternalIP", "ExternalIP", "Hostname"],
+            },
+        },
+        "networkProfile": {
+            "port": TCP_PORT,
+            "podCidrs": [pod_cidr],
+            "serviceCidrs": [service_cidr],
+        },
+        "addons": {
+            "coreDNS": {},
+            # No kubeProxy addon: Kamaji rewrites its ConfigMap with conntrack.maxPerCore=32768, which
+            # crash-loops inside node containers (kind #2240); the program runs kind's kube-proxy.
+            "konnectivity": {
+                "server": {"port": KONNECTIVITY_PORT},
+                # hostNetwork + tolerate everything: the agent must run before the CNI is up, or a
+                # webhook-gated CNI install deadlocks (Kamaji #882, PR #883).
+                "agent": {
+                    "mode": "DaemonSet",
+                    "hostNetwork": True,
+                    "tolerations": [{"operator": "Exists"}],
+                },
+            },
+        },
+    }
+
+
+def tcp_wait_conditions() -> tuple[str, str]:
+    return (
+        "jsonpath={.status.kubernetesResources.version.status}=Ready",
+        "jsonpath={.status.kubeconfig.admin.secretName}",
+    )
+
+
+def admin_kubeconfig_secret_name(tenant: str) -> str:
+    return f"{tenant}-admin-kubeconfig"
+
+
+def hami_values(kubernetes_version: str, image_tag: str) -> dict[str, Any]:
+    """HAMi for simulated GPUs inside a Kamaji tenant."""
+    return {
+        "global": {"imageTag": image_tag},
+        "devicePlugin": {"enabled": False},
+        # mock-device-plugin 1.0.1 (the chart's pin) crashes on the 2.10 ConfigMap (mock PR #18);
+        # the mock-GPU agent provides what it would.
+        "mockDevicePlugin": {"enabled": False},
+        "scheduler": {
+            "kubeScheduler": {
+                "image": {
+                    "registry": versions.KUBE_SCHEDULER_REGISTRY,
+                    "repository": versions.KUBE_SCHEDULER_REPOSITORY,
+                    # Pinned: with an unreachable tenant at render time Helm's default
+                    # capabilities would pick the wrong tag (pulumi-kubernetes #2345).
+                    "tag": kubernetes_version,
+                },
+            },
+            # Service-referenced webhook (no customURL): the tenant API server reaches it through
+            # Konnectivity's `cluster` egress. ClusterIP keeps it off node ports.
+            "service": {"type": "ClusterIP"},
+            "admissionWebhook": {"enabled": True, "failurePolicy": "Ignore"},
+            "defaultSchedulerPolicy": {"nodeSchedulerPolicy": "binpack", "gpuSchedulerPolicy": "spread"},
+        },
+    }
+
+
+def kindnet_daemonset_spec(tenant: str, image: str, pod_cidr: str, endpoint: str) -> dict[str, Any]:
+    """kind's kindnetd, rendered for a tenant (POD_SUBNET and CONTROL_PLANE_ENDPOINT set)."""
+    pod_labels = {"app": "kindnet", **labels(tenant, "kindnet")}
+    return {
+        "selector": {"matchLabels": {"app": "kindnet"}},
+        "template": {
+            "metadata": {"labels": pod_labels},
+            "spec": {
+                "hostNetwork": True,
+                "nodeSelector": {"kubernetes.io/os": "linux"},
+                "tolerations": [{"operator": "Exists"}],
+                "priorityClassName": "system-node-critical",
+                "serviceAccountName": "kindnet",
+                "containers": [
+                    {
+                        "name": "kindnet-cni",
+                        "image": image,
+                        "env": [
+                            _field_env("HOST_IP", "status.hostIP"),
+                            _field_env("POD_IP", "status.podIP"),
+                            {"name": "POD_SUBNET", "value": pod_cidr},
+                            # Without it kindnetd dials 10.96.0.1, i.e. needs kube-proxy first.
+                            {"name": "CONTROL_PLANE_ENDPOINT", "value": endpoint},
+                        ],
+                        "volumeMounts": [
+                            {"name": "cni-cfg", "mountPath": "/etc/cni/net.d"},
+                            {"name": "xtables-lock", "mountPath": "/run/xtables.lock"},
+                            {"name": "lib-modules", "mountPath": "/lib/modules", "readOnly": True},
+                            {"name": "nri-plugin", "mountPath": "/var/run/nri"},
+                        ],
+                        "resources": {
+                            "requests": {"cpu": "100m", "memory": "50Mi"},
+                            "limits": {"cpu": "100m", "memory": "50Mi"},
+                        },
+                        "securityContext": {
+                            "privileged": False,
+                            "capabilities": {"add": ["NET_RAW", "NET_ADMIN"]},
+                        },
+                    }
+                ],
+                "volumes": [
+                    _host_path("cni-cfg", "/etc/cni/net.d"),
+                    _host_path("xtables-lock", "/run/xtables.lock", "FileOrCreate"),
+                    _host_path("lib-modules", "/lib/modules"),
+                    _host_path("nri-plugin", "/var/run/nri"),
+                ],
+            },
+        },
+    }
+
+
+def kindnet_cluster_role_rules() -> list[dict[str, Any]]:
+    return [
+        {"apiGroups": [""], "resources": ["nodes", "pods", "namespaces"], "verbs": ["list", "watch"]},
+        {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"], "verbs": ["list", "watch"]},
+    ]
+
+
+def kube_proxy_config(pod_cidr: str) -> str:
+    """kind's KubeProxyConfiguration: conntrack.maxPerCore=0 leaves the host-global sysctl alone."""
+    config = {
+        "apiVersion": "kubeproxy.config.k8s.io/v1alpha1",
+        "kind": "KubeProxyConfiguration",
+        "clientConnection": {"kubeconfig": "/var/lib/kube-proxy/kubeconfig.conf"},
+        "mode": "iptables",
+        "clusterCIDR": pod_cidr,
+        "iptables": {"minSyncPeriod": "1s"},
+        "conntrack": {"maxPerCore": 0},
+    }
+    return yaml.safe_dump(config, sort_keys=False)
+
+
+def kube_proxy_kubeconfig(endpoint: str) -> str:
+    """In-pod kubeconfig that talks to the tenant endpoint with the service-account token."""
+    sa = "/var/run/secrets/kubernetes.io/serviceaccount"
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {"name": "default", "cluster": {"server": f"https://{endpoint}", "certificate-authority": f"{sa}/ca.crt"}}
+        ],
+        "contexts": [{"name": "default", "context": {"cluster": "default", "user": "default", "namespace": "default"}}],
+        "current-context": "default",
+        "users": [{"name": "default", "user": {"tokenFile": f"{sa}/token"}}],
+    }
+    return yaml.safe_dump(config, sort_keys=False)
+
+
+def kube_proxy_daemonset_spec(tenant: str, image: str) -> dict[str, Any]:
+    pod_labels = {"k8s-app": "kube-proxy", **labels(tenant, "kube-proxy")}
+    return {
+        "selector": {"matchLabels": {"k8s-app": "kube-proxy"}},
+        "template": {
+            "metadata": {"labels": pod_labels},
+            "spec": {
+                "hostNetwork": True,
+                "priorityClassName": "system-node-critical",
+                "serviceAccountName": "kube-proxy",
+                "nodeSelector": {"kubernetes.io/os": "linux"},
+                "tolerations": [{"operator": "Exists"}],
+                "containers": [
+                    {
+                        "name": "kube-proxy",
+                        "image": image,
+                        "command": [
+                            "/usr/local/bin/kube-proxy",
+                            "--config=/var/lib/kube-proxy/config.conf",
+                            "--hostname-override=$(NODE_NAME)",
+                        ],
+                        "env": [_field_env("NODE_NAME", "spec.nodeName")],
+                        "securityContext": {"privileged": True},
+                        "resources": {"requests": {"cpu": "50m", "memory": "32Mi"}},
+                        "volumeMounts": [
+                            {"name": "kube-proxy", "mountPath": "/var/lib/kube-proxy"},
+                            {"name": "xtables-lock", "mountPath": "/run/xtables.lock"},
+                            {"name": "lib-modules", "mountPath": "/lib/modules", "readOnly": True},
+                        ],
+                    }
+                ],
+                "volumes": [
+                    {"name": "kube-proxy", "configMap": {"name": "kube-proxy"}},
+                    _host_path("xtables-lock", "/run/xtables.lock", "FileOrCreate"),
+                    _host_path("lib-modules", "/lib/modules"),
+                ],
+            },
+        },
+    }
+
+
+def join_configuration(
+    endpoint: str, token: str, ca_cert_hash: str, node_name: str, node_labels: dict[str, str]
+) -> str:
+    """kubeadm JoinConfiguration (v1beta4, served by kubeadm 1.31+) for a kindest/node worker."""
+    label_arg = ",".join(f"{k}={v}" for k, v in sorted(node_labels.items()))
+    config = {
+        "apiVersion": "kubeadm.k8s.io/v1beta4",
+        "kind": "JoinConfiguration",
+        "discovery": {
+            "bootstrapToken": {
+                "apiServerEndpoint": endpoint,
+                "token": token,
+                "caCertHashes": [ca_cert_hash],
+            }
+        },
+        "nodeRegistration": {
+            "name": node_name,
+            "criSocket": "unix:///run/containerd/containerd.sock",
+            "kubeletExtraArgs": [{"name": "node-labels", "value": label_arg}],
+            # The node containers share the host kernel: these preflight checks cannot pass there.
+            "ignorePreflightErrors": ["SystemVerification", "FileExisting", "Swap"],
+        },
+    }
+    return yaml.safe_dump(config, sort_keys=False)
+
+
+def _field_env(name: str, path: str) -> dict[str, Any]:
+    return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
+
+
+def _host_path(name: str, path: str, kind: str | None = None) -> dict[str, Any]:
+    host_path: dict[str, Any] = {"path": path}
+    if kind:
+        host_path["type"] = kind
+    return {"name": name, "hostPath": host_path}

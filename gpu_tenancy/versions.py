@@ -1,0 +1,44 @@
+"""Every pinned version in one place.
+
+The set fits together (evidence: shared reference `versions.md`):
+- kind v0.32.0 publishes `kindest/node:v1.35.5@sha256:ce97...`; the same image serves the management
+  cluster and every tenant worker, so the worker kubelet equals the tenant control plane exactly.
+- Kamaji 26.8.2-edge accepts tenants up to v1.36 (`KubeadmVersion = v1.36.0`) and needs a v1.33+
+  management cluster; its e2e runs the 1.35 line. Its chart is only published as `0.0.0+latest`, so the
+  image tag must be set explicitly.
+- cert-manager v1.21 is the only line that supports and tests Kubernetes 1.33 -> 1.36.
+- MetalLB chart 0.16.1 carries the Kubernetes 1.36 CRD fixes; L2 mode needs neither FRR nor FRR-K8s.
+- HAMi chart 2.10.0 renders the v1 KubeSchedulerConfiguration for minor > 25; its kube-scheduler must
+  match the tenant version and come from registry.k8s.io.
+- kindnetd v20260528-9350166c is pre-loaded in the v0.32.0 node images (no pull in the tenant).
+Every value can be overridden per stack under `gpu-tenancy:versions` (see README).
+"""
+
+from __future__ import annotations
+
+KIND_BINARY = "v0.32.0"  # documented prerequisite; the program drives the kind CLI
+
+KIND_NODE_IMAGE = (
+    "kindest/node:v1.35.5@sha256:ce977ae6d65918d0b58a5f8b5e940429c2ce42fa3a5619ec2bbc60b949c0ac95"
+)
+TENANT_KUBERNETES_VERSION = "v1.35.5"
+WORKER_IMAGE = KIND_NODE_IMAGE
+
+CERT_MANAGER_CHART_REPO = "https://charts.jetstack.io"
+CERT_MANAGER_CHART_VERSION = "v1.21.1"
+
+METALLB_CHART_REPO = "https://metallb.github.io/metallb"
+METALLB_CHART_VERSION = "0.16.1"
+
+KAMAJI_CHART_REPO = "https://clastix.github.io/charts"
+KAMAJI_CHART_VERSION = "0.0.0+latest"
+KAMAJI_IMAGE_TAG = "26.8.2-edge"
+
+HAMI_CHART_REPO = "https://project-hami.github.io/HAMi/"
+HAMI_CHART_VERSION = "2.10.0"
+HAMI_IMAGE_TAG = "v2.10.0"
+
+KINDNETD_IMAGE = "docker.io/kindest/kindnetd:v20260528-9350166c"
+KUBE_PROXY_REPOSITORY = "registry.k8s.io/kube-proxy"
+KUBE_SCHEDULER_REGISTRY = "registry.k8s.io"
+KUBE_SCHEDULER_REPOSITORY = "kube-scheduler"

@@ -1,0 +1,148 @@
+"""Run the Pulumi program under mocks and record what it registers.
+
+`record_stack(config)` evaluates `__main__.py` exactly as the engine would (fresh module namespace,
+config set for project `gpu-tenancy`), with mocks that fail loudly on unknown invokes.
+`unknowns=True` simulates a fresh-stack preview: command output, the Docker network lookup and every
+resource output the program reads come back unknown.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import json
+import runpy
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from pulumi.runtime import MockCallArgs, MockResourceArgs, Mocks
+from pulumi.runtime.rpc import UNKNOWN
+
+REPO = Path(__file__).resolve().parents[1]
+PROJECT = "gpu-tenancy"
+DEV_STACK_FILE = REPO / "Pulumi.dev.yaml"
+KIND_IPAM = [
+    {"subnet": "fc00:f853:ccd:e793::/64", "gateway": "fc00:f853:ccd:e793::1"},
+    {"subnet": "172.18.0.0/16", "gateway": "172.18.0.1"},
+]
+
+
+def dev_config() -> dict[str, Any]:
+    """The dev stack's config, keyed without the namespace."""
+    raw = yaml.safe_load(DEV_STACK_FILE.read_text())["config"]
+    return {key.split(":", 1)[1]: value for key, value in raw.items()}
+
+
+def _test_ca_pem() -> bytes:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(x509.oid.NameOID.COMMON_NAME, "kubernetes")])
+    now = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(1)
+        .not_valid_before(now)
+        .not_valid_after(now + datetime.timedelta(days=3650))
+        .sign(key, hashes.SHA256())
+    )
+    return cert.public_bytes(serialization.Encoding.PEM)
+
+
+CA_PEM = _test_ca_pem()
+
+
+def tenant_kubeconfig(tenant: str, index: int) -> str:
+    return yaml.safe_dump(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": tenant,
+                    "cluster": {
+                        "server": f"https://172.18.255.{245 + index}:6443",
+                        "certificate-authority-data": base64.b64encode(CA_PEM).decode(),
+                    },
+                }
+            ],
+            "users": [{"name": "admin", "user": {"token": f"secret-token-{tenant}"}}],
+        }
+    )
+
+
+class LabMocks(Mocks):
+    def __init__(self, unknowns: bool = False, ipam: list[dict[str, str]] | None = None) -> None:
+        self.unknowns = unknowns
+        self.ipam = KIND_IPAM if ipam is None else ipam
+        self.resources: list[MockResourceArgs] = []
+        self.calls: list[MockCallArgs] = []
+        self._secret_index = 0
+
+    def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        self.resources.append(args)
+        outputs = dict(args.inputs)
+        if args.typ == "command:local:Command":
+            outputs["stdout"] = UNKNOWN if self.unknowns else "apiVersion: v1\nkind: Config\n"
+        elif args.typ == "kubernetes:core/v1:Secret" and args.resource_id:
+            tenant = str(args.resource_id).split("/", 1)[0]
+            kubeconfig = tenant_kubeconfig(tenant, self._secret_index)
+            self._secret_index += 1
+            outputs["data"] = (
+                UNKNOWN if self.unknowns else {"admin.conf": base64.b64encode(kubeconfig.encode()).decode()}
+            )
+        elif args.typ == "random:index/randomString:RandomString":
+            outputs["result"] = UNKNOWN if self.unknowns else "a" * int(args.inputs["length"])
+        elif args.typ == "docker:index/remoteImage:RemoteImage":
+            outputs["imageId"] = UNKNOWN if self.unknowns else "sha256:0123"
+        elif args.typ == "docker:index/image:Image":
+            outputs["imageName"] = args.inputs.get("imageName")
+            outputs["repoDigest"] = UNKNOWN if self.unknowns else "sha256:4567"
+        resource_id = UNKNOWN if self.unknowns and args.custom else f"{args.name}-id"
+        return (None if resource_id is UNKNOWN else resource_id), outputs
+
+    def call(self, args: MockCallArgs) -> dict[str, Any]:
+        self.calls.append(args)
+        if args.token == "docker:index/getNetwork:getNetwork":
+            if self.unknowns:
+                return {"name": UNKNOWN, "id": UNKNOWN, "driver": UNKNOWN, "ipamConfigs": UNKNOWN}
+            return {"name": args.args["name"], "id": "net-1", "driver": "bridge", "ipamConfigs": self.ipam}
+        raise NotImplementedError(f"mock not implemented for invoke {args.token}")
+
+
+def _run(mocks: LabMocks, config: dict[str, Any], preview: bool, stack: str) -> None:
+    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=preview)
+    pulumi.runtime.set_all_config(
+        {f"{PROJECT}:{k}": v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}
+    )
+
+    @pulumi.runtime.test
+    def program() -> None:
+        runpy.run_path(str(REPO / "__main__.py"), run_name="__main__")
+
+    program()
+
+
+def record_stack(
+    config: dict[str, Any] | None = None,
+    *,
+    preview: bool = False,
+    unknowns: bool = False,
+    stack: str = "dev",
+    ipam: list[dict[str, str]] | None = None,
+) -> list[MockResourceArgs]:
+    mocks = LabMocks(unknowns=unknowns, ipam=ipam)
+    _run(mocks, dev_config() if config is None else config, preview or unknowns, stack)
+    return mocks.resources
+
+
+def record_mocks(config: dict[str, Any] | None = None, **kwargs: Any) -> LabMocks:
+    mocks = LabMocks(unknowns=kwargs.pop("unknowns", False), ipam=kwargs.pop("ipam", None))
+    _run(mocks, dev_config() if config is None else config, kwargs.pop("preview", False) or mocks.unknowns, kwargs.pop("stack", "dev"))
+    return mocks
