@@ -146,3 +146,25 @@ def record_mocks(config: dict[str, Any] | None = None, **kwargs: Any) -> LabMock
     mocks = LabMocks(unknowns=kwargs.pop("unknowns", False), ipam=kwargs.pop("ipam", None))
     _run(mocks, dev_config() if config is None else config, kwargs.pop("preview", False) or mocks.unknowns, kwargs.pop("stack", "dev"))
     return mocks
+
+
+SECRET_SIG = "4dabf18193072939515e22adb298388d"
+
+
+def is_secret(value: Any) -> bool:
+    return isinstance(value, dict) and SECRET_SIG in value
+
+
+def unwrap(value: Any) -> Any:
+    """Inputs with secret wrappers removed (for schema validation)."""
+    if is_secret(value):
+        return unwrap(value.get("value"))
+    if isinstance(value, dict):
+        return {k: unwrap(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [unwrap(v) for v in value]
+    return value
+
+
+def by_type(resources: list[MockResourceArgs], typ: str) -> list[MockResourceArgs]:
+    return [r for r in resources if r.typ == typ]

@@ -1,0 +1,142 @@
+"""What the program declares, checked against upstream CRD schemas and chart values."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import kubernetes_validate
+import pytest
+import yaml
+from pulumi.runtime import MockResourceArgs
+
+from tests.harness import record_stack, unwrap
+
+CRD_FILES = {
+    ("kamaji.clastix.io", "TenantControlPlane"): "kamaji.clastix.io_tenantcontrolplanes.yaml",
+    ("kamaji.clastix.io", "DataStore"): "kamaji.clastix.io_datastores.yaml",
+    ("metallb.io", "IPAddressPool"): "metallb.io_ipaddresspools.yaml",
+    ("metallb.io", "L2Advertisement"): "metallb.io_l2advertisements.yaml",
+}
+CHARTS = {
+    "cert-manager": "cert-manager/v1.21.1",
+    "metallb": "metallb/0.16.1",
+    "kamaji": "kamaji/0.0.0+latest",
+    "hami": "hami/2.10.0",
+}
+SUBCHARTS = {"kamaji-etcd": "kamaji-etcd/0.15.0"}
+# Maps whose keys are free-form in the upstream chart (resource requirements).
+FREE_FORM = {"resources"}
+CORE_PREFIXES = ("kubernetes:core/v1:", "kubernetes:apps/v1:", "kubernetes:rbac.authorization.k8s.io/v1:")
+
+
+@pytest.fixture(scope="module")
+def resources() -> list[MockResourceArgs]:
+    return record_stack()
+
+
+def closed(schema: dict[str, Any]) -> dict[str, Any]:
+    """The CRD schema with unknown fields rejected (the API server would silently prune them)."""
+    schema = copy.deepcopy(schema)
+
+    def visit(node: Any) -> None:
+        if isinstance(node, dict):
+            if "properties" in node and "additionalProperties" not in node and not node.get(
+                "x-kubernetes-preserve-unknown-fields"
+            ):
+                node["additionalProperties"] = False
+            for value in node.values():
+                visit(value)
+        elif isinstance(node, list):
+            for value in node:
+                visit(value)
+
+    visit(schema)
+    schema["properties"]["metadata"] = {"type": "object"}
+    return schema
+
+
+def crd_schema(shared: Path, group: str, kind: str, version: str) -> dict[str, Any]:
+    crd = yaml.safe_load((shared / "schemas" / CRD_FILES[(group, kind)]).read_text())
+    (served,) = [v for v in crd["spec"]["versions"] if v["name"] == version]
+    return closed(served["schema"]["openAPIV3Schema"])
+
+
+def test_every_custom_resource_validates_against_upstream_crd(shared: Path, resources: list[MockResourceArgs]) -> None:
+    custom = [r for r in resources if r.inputs.get("apiVersion") and "." in r.inputs["apiVersion"].split("/")[0]
+              and r.typ.split(":")[1].split("/")[0] in {g for g, _ in CRD_FILES}]
+    assert len(custom) >= 5
+    for resource in custom:
+        group, version = resource.inputs["apiVersion"].split("/")
+        body = {k: unwrap(resource.inputs[k]) for k in ("apiVersion", "kind", "metadata", "spec") if k in resource.inputs}
+        jsonschema.validate(body, crd_schema(shared, group, resource.inputs["kind"], version))
+
+
+def test_crd_check_rejects_a_misspelt_field(shared: Path, resources: list[MockResourceArgs]) -> None:
+    tcp = next(r for r in resources if r.inputs.get("kind") == "TenantControlPlane")
+    body = unwrap({k: tcp.inputs[k] for k in ("apiVersion", "kind", "metadata", "spec")})
+    body["spec"]["addons"]["konnectivity"]["agent"]["hostNetwrok"] = True
+    with pytest.raises(jsonschema.ValidationError, match="hostNetwrok"):
+        jsonschema.validate(body, crd_schema(shared, "kamaji.clastix.io", "TenantControlPlane", "v1alpha1"))
+
+
+def value_paths(values: Any, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    if isinstance(values, dict) and values and prefix[-1:] != ("resources",):
+        return [p for key, value in values.items() for p in value_paths(value, (*prefix, key))]
+    return [prefix]
+
+
+def path_exists(defaults: Any, path: tuple[str, ...]) -> bool:
+    node = defaults
+    for key in path:
+        if not isinstance(node, dict) or key not in node:
+            return False
+        if key in FREE_FORM:
+            return True
+        node = node[key]
+    return True
+
+
+def chart_defaults(shared: Path, chart: str) -> dict[str, Any]:
+    return yaml.safe_load((shared / "charts" / chart / "values.yaml").read_text())
+
+
+def test_every_helm_value_path_exists_upstream(shared: Path, resources: list[MockResourceArgs]) -> None:
+    releases = [r for r in resources if r.typ == "kubernetes:helm.sh/v3:Release"]
+    assert len(releases) == 5
+    for release in releases:
+        chart, values = release.inputs["chart"], release.inputs["values"]
+        defaults = chart_defaults(shared, CHARTS[chart])
+        for path in value_paths(values):
+            if path[0] in SUBCHARTS and path[0] in defaults:
+                sub_defaults = chart_defaults(shared, SUBCHARTS[path[0]])
+                assert path_exists(sub_defaults, path[1:]) or path[1:] == ("deploy",), (chart, path)
+            else:
+                assert path_exists(defaults, path), f"{chart}: {'.'.join(path)} is not in upstream values.yaml"
+        schema_file = shared / "charts" / CHARTS[chart] / "values.schema.json"
+        if schema_file.exists():
+            merged = merge(defaults, values)
+            jsonschema.validate(merged, json.loads(schema_file.read_text()))
+
+
+def test_value_path_check_catches_a_renamed_key(shared: Path) -> None:
+    # HAMi 2.7 renamed kubeScheduler.imageTag to kubeScheduler.image.tag (HAMi #1991).
+    assert not path_exists(chart_defaults(shared, CHARTS["hami"]), ("scheduler", "kubeScheduler", "imageTag"))
+
+
+def merge(base: Any, override: Any) -> Any:
+    if isinstance(base, dict) and isinstance(override, dict):
+        return {**base, **{k: merge(base.get(k), v) for k, v in override.items()}}
+    return override
+
+
+def test_core_objects_validate_against_kubernetes_schemas(resources: list[MockResourceArgs]) -> None:
+    core = [r for r in resources if r.typ.startswith(CORE_PREFIXES) and not r.resource_id]
+    assert len(core) >= 20
+    for resource in core:
+        body = unwrap({k: v for k, v in resource.inputs.items() if k in
+                       ("apiVersion", "kind", "metadata", "spec", "data", "stringData", "type", "rules", "roleRef", "subjects")})
+        kubernetes_validate.validate(body, "1.35.0", strict=True)
