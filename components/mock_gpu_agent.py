@@ -1,0 +1,179 @@
+"""Pulumi component that runs the mock GPU agent DaemonSet inside a tenant cluster."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pulumi_command as command
+import pulumi_docker as docker
+import pulumi_kubernetes as k8s
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+AGENT_SOURCES = [
+    REPO_ROOT / "gpu_tenancy" / "__init__.py",
+    REPO_ROOT / "gpu_tenancy" / "hami.py",
+    *sorted((REPO_ROOT / "gpu_tenancy" / "agent").glob("*.py")),
+    REPO_ROOT / "gpu_tenancy" / "agent" / "Dockerfile",
+    REPO_ROOT / "gpu_tenancy" / "agent" / "requirements.txt",
+]
+IMAGE_REPOSITORY = "gpu-tenancy/mock-gpu-agent"
+NAMESPACE = "kube-system"
+GPU_NODE_LABEL = "gpu-tenancy.io/gpu-node"
+
+
+def agent_source_digest() -> str:
+    digest = hashlib.sha256()
+    for path in AGENT_SOURCES:
+        digest.update(str(path.relative_to(REPO_ROOT)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+@dataclass
+class MockGpuAgentArgs:
+    tenant: str
+    gpus: list[dict[str, Any]]
+    provider: k8s.Provider
+    worker_container: pulumi.Input[str]
+    node_name: pulumi.Input[str]
+    depends_on: list[pulumi.Resource] = field(default_factory=list)
+    image_tag: str | None = None
+    split_count: int = 10
+
+
+class MockGpuAgent(pulumi.ComponentResource):
+    def __init__(self, name: str, args: MockGpuAgentArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpu-tenancy:mock_gpu_agent:MockGpuAgent", name, None, opts)
+        labels = {"gpu-tenancy.io/tenant": args.tenant, "gpu-tenancy.io/component": "mock-gpu-agent"}
+        image_name = f"{IMAGE_REPOSITORY}:{args.image_tag or agent_source_digest()}"
+        local_opts = pulumi.ResourceOptions(parent=self, depends_on=args.depends_on)
+        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on)
+
+        self.image = docker.Image(
+            f"{name}-image",
+            image_name=image_name,
+            build=docker.DockerBuildArgs(
+                context=str(REPO_ROOT),
+                dockerfile=str(REPO_ROOT / "gpu_tenancy" / "agent" / "Dockerfile"),
+                platform="linux/amd64",
+            ),
+            skip_push=True,
+            opts=local_opts,
+        )
+        self.image_load = command.local.Command(
+            f"{name}-image-load",
+            create=pulumi.Output.concat(
+                "docker save ",
+                image_name,
+                " | docker exec -i ",
+                args.worker_container,
+                " ctr --namespace k8s.io images import -",
+            ),
+            triggers=[self.image.image_name, self.image.repo_digest, self.image.id],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.image, *args.depends_on]),
+        )
+
+        metadata = k8s.meta.v1.ObjectMetaArgs(name=f"{name}", namespace=NAMESPACE, labels=labels)
+        cluster_metadata = k8s.meta.v1.ObjectMetaArgs(name=f"{name}", labels=labels)
+        self.service_account = k8s.core.v1.ServiceAccount(f"{name}-sa", metadata=metadata, opts=k8s_opts)
+        self.cluster_role = k8s.rbac.v1.ClusterRole(
+            f"{name}-role",
+            metadata=cluster_metadata,
+            rules=[
+                k8s.rbac.v1.PolicyRuleArgs(
+                    api_groups=[""], resources=["nodes"], verbs=["get", "list", "watch", "patch"]
+                ),
+                k8s.rbac.v1.PolicyRuleArgs(api_groups=[""], resources=["nodes/status"], verbs=["patch"]),
+                k8s.rbac.v1.PolicyRuleArgs(
+                    api_groups=[""], resources=["pods"], verbs=["get", "list", "watch", "patch"]
+                ),
+            ],
+            opts=k8s_opts,
+        )
+        self.cluster_role_binding = k8s.rbac.v1.ClusterRoleBinding(
+            f"{name}-binding",
+            metadata=cluster_metadata,
+            role_ref=k8s.rbac.v1.RoleRefArgs(
+                api_group="rbac.authorization.k8s.io", kind="ClusterRole", name=self.cluster_role.metadata.name
+            ),
+            subjects=[
+                k8s.rbac.v1.SubjectArgs(
+                    kind="ServiceAccount", name=self.service_account.metadata.name, namespace=NAMESPACE
+                )
+            ],
+            opts=k8s_opts,
+        )
+        self.inventory = k8s.core.v1.ConfigMap(
+            f"{name}-inventory",
+            metadata=metadata,
+            data={"inventory.json": json.dumps(args.gpus, sort_keys=True)},
+            opts=k8s_opts,
+        )
+        self.daemon_set = k8s.apps.v1.DaemonSet(
+            f"{name}-daemonset",
+            metadata=metadata,
+            spec=k8s.apps.v1.DaemonSetSpecArgs(
+                selector=k8s.meta.v1.LabelSelectorArgs(match_labels=labels),
+                template=k8s.core.v1.PodTemplateSpecArgs(
+                    metadata=k8s.meta.v1.ObjectMetaArgs(labels=labels),
+                    spec=k8s.core.v1.PodSpecArgs(
+                        service_account_name=self.service_account.metadata.name,
+                        node_selector={GPU_NODE_LABEL: "true"},
+                        containers=[
+                            k8s.core.v1.ContainerArgs(
+                                name="agent",
+                                image=image_name,
+                                image_pull_policy="Never",
+                                env=[
+                                    k8s.core.v1.EnvVarArgs(
+                                        name="NODE_NAME",
+                                        value_from=k8s.core.v1.EnvVarSourceArgs(
+                                            field_ref=k8s.core.v1.ObjectFieldSelectorArgs(field_path="spec.nodeName")
+                                        ),
+                                    ),
+                                    k8s.core.v1.EnvVarArgs(name="TENANT", value=args.tenant),
+                                    k8s.core.v1.EnvVarArgs(
+                                        name="INVENTORY_JSON", value="/etc/mock-gpu-agent/inventory.json"
+                                    ),
+                                    k8s.core.v1.EnvVarArgs(name="SPLIT_COUNT", value=str(args.split_count)),
+                                    k8s.core.v1.EnvVarArgs(name="RESYNC_SECONDS", value="30"),
+                                ],
+                                resources=k8s.core.v1.ResourceRequirementsArgs(
+                                    requests={"cpu": "10m", "memory": "48Mi"}, limits={"memory": "128Mi"}
+                                ),
+                                security_context=k8s.core.v1.SecurityContextArgs(
+                                    privileged=False,
+                                    allow_privilege_escalation=False,
+                                    run_as_non_root=True,
+                                    run_as_user=10001,
+                                    read_only_root_filesystem=True,
+                                    capabilities=k8s.core.v1.CapabilitiesArgs(drop=["ALL"]),
+                                ),
+                                volume_mounts=[
+                                    k8s.core.v1.VolumeMountArgs(
+                                        name="inventory", mount_path="/etc/mock-gpu-agent", read_only=True
+                                    )
+                                ],
+                            )
+                        ],
+                        volumes=[
+                            k8s.core.v1.VolumeArgs(
+                                name="inventory",
+                                config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(name=self.inventory.metadata.name),
+                            )
+                        ],
+                    ),
+                ),
+            ),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                provider=args.provider,
+                depends_on=[self.image_load, self.cluster_role_binding, *args.depends_on],
+            ),
+        )
+        self.register_outputs({"image_name": image_name, "daemon_set_name": self.daemon_set.metadata.name})

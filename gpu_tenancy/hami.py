@@ -1,0 +1,167 @@
+"""HAMi 2.10 node/pod protocol helpers: annotation keys, resource names and codecs.
+
+Pure functions only; nothing here talks to Kubernetes or imports Pulumi.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+NODE_REGISTER_ANNOTATION = "hami.io/node-nvidia-register"
+NODE_HANDSHAKE_ANNOTATION = "hami.io/node-handshake"
+NODE_LOCK_ANNOTATION = "hami.io/mutex.lock"
+BIND_PHASE_ANNOTATION = "hami.io/bind-phase"
+ASSIGNED_NODE_ANNOTATION = "hami.io/vgpu-node"
+DEVICES_ALLOCATED_ANNOTATION = "hami.io/vgpu-devices-allocated"
+DEVICES_TO_ALLOCATE_ANNOTATION = "hami.io/vgpu-devices-to-allocate"
+
+BIND_PHASE_ALLOCATING = "allocating"
+BIND_PHASE_SUCCESS = "success"
+BIND_PHASE_FAILED = "failed"
+
+RESOURCE_GPU = "nvidia.com/gpu"
+RESOURCE_GPU_MEMORY = "nvidia.com/gpumem"
+RESOURCE_GPU_MEMORY_PERCENTAGE = "nvidia.com/gpumem-percentage"
+RESOURCE_GPU_CORES = "nvidia.com/gpucores"
+
+DEVICE_VENDOR = "NVIDIA"
+DEFAULT_SPLIT_COUNT = 10
+FULL_DEVICE_CORES = 100
+
+_DEVICE_ID_NAMESPACE = uuid.UUID("6f1c2a52-5b0e-4d8e-9a57-7f3b8f1b2c10")
+_REGISTER_FIELD_ORDER = ("id", "index", "count", "devmem", "devcore", "type", "numa", "mode", "health")
+
+
+def device_id(tenant: str, index: int) -> str:
+    """Stable fake GPU UUID for the index-th GPU of a tenant."""
+    return f"GPU-{uuid.uuid5(_DEVICE_ID_NAMESPACE, f'{tenant}/{index}')}"
+
+
+def device_inventory(
+    tenant: str, gpus: list[dict[str, Any]], split_count: int = DEFAULT_SPLIT_COUNT
+) -> list[dict[str, Any]]:
+    """Expand stack-config GPU groups into HAMi DeviceInfo dicts, one per physical GPU."""
+    if split_count < 1:
+        raise ValueError("split_count must be at least 1")
+    devices: list[dict[str, Any]] = []
+    for group in gpus:
+        model = str(group["model"])
+        if DEVICE_VENDOR.lower() not in model.lower():
+            raise ValueError(f"GPU model {model!r} must contain {DEVICE_VENDOR!r}, HAMi ignores other device types")
+        memory_mib = int(group["memoryMiB"])
+        count = int(group["count"])
+        if memory_mib <= 0 or count < 0:
+            raise ValueError(f"invalid GPU group {group!r}")
+        for _ in range(count):
+            index = len(devices)
+            devices.append(
+                {
+                    "id": device_id(tenant, index),
+                    "index": index,
+                    "count": split_count,
+                    "devmem": memory_mib,
+                    "devcore": FULL_DEVICE_CORES,
+                    "type": model,
+                    "numa": 0,
+                    "mode": "hami-core",
+                    "health": True,
+                }
+            )
+    return devices
+
+
+def total_slots(devices: list[dict[str, Any]]) -> int:
+    """Value for node capacity nvidia.com/gpu: the sum of every device's split count."""
+    return sum(int(device["count"]) for device in devices)
+
+
+def register_annotation(devices: list[dict[str, Any]]) -> str:
+    """Encode devices as the compact JSON list HAMi >= 2.8 decodes."""
+    ordered = [{field: device[field] for field in _REGISTER_FIELD_ORDER if field in device} for device in devices]
+    return json.dumps(ordered, separators=(",", ":"))
+
+
+def _parse_bool(text: str) -> bool:
+    return text.strip().lower() == "true"
+
+
+def _parse_legacy_register(value: str) -> list[dict[str, Any]]:
+    devices: list[dict[str, Any]] = []
+    for entry in value.split(":"):
+        if not entry.strip():
+            continue
+        fields = entry.split(",")
+        if len(fields) < 7:
+            raise ValueError(f"legacy register entry has {len(fields)} fields, expected at least 7: {entry!r}")
+        device: dict[str, Any] = {
+            "id": fields[0],
+            "count": int(fields[1]),
+            "devmem": int(fields[2]),
+            "devcore": int(fields[3]),
+            "type": fields[4],
+            "numa": int(fields[5]),
+            "health": _parse_bool(fields[6]),
+        }
+        if len(fields) > 7 and fields[7]:
+            device["index"] = int(fields[7])
+        if len(fields) > 8 and fields[8]:
+            device["mode"] = fields[8]
+        devices.append(device)
+    return devices
+
+
+def parse_register_annotation(value: str) -> list[dict[str, Any]]:
+    """Decode a register annotation: JSON (HAMi >= 2.8) or the pre-2.8 CSV form."""
+    stripped = value.strip()
+    if not stripped:
+        return []
+    if stripped.startswith("["):
+        decoded = json.loads(stripped)
+        if not isinstance(decoded, list) or not all(isinstance(item, dict) for item in decoded):
+            raise ValueError("register annotation JSON must be a list of objects")
+        # health is omitempty upstream, so a missing field means unhealthy.
+        return [{**item, "health": bool(item.get("health", False))} for item in decoded]
+    return _parse_legacy_register(stripped)
+
+
+def parse_lock(value: str) -> tuple[str, str | None, str | None]:
+    """Split a node lock into (timestamp, namespace, pod); legacy bare timestamps have no owner."""
+    parts = value.split(",")
+    if len(parts) >= 3:
+        return parts[0], parts[1], ",".join(parts[2:])
+    return value, None, None
+
+
+def lock_owner(value: str | None) -> tuple[str, str] | None:
+    """(namespace, pod) that holds the lock, or None when it is absent or ownerless."""
+    if not value:
+        return None
+    _, namespace, pod = parse_lock(value)
+    if namespace is None or pod is None or not namespace or not pod:
+        return None
+    return namespace, pod
+
+
+def parse_devices_allocated(value: str) -> list[list[dict[str, Any]]]:
+    """Decode `UUID,NVIDIA,<mem>,<cores>:` per device, `;` per container."""
+    containers: list[list[dict[str, Any]]] = []
+    if not value:
+        return containers
+    container_chunks = value.split(";")
+    if container_chunks and container_chunks[-1] == "":
+        container_chunks.pop()
+    for chunk in container_chunks:
+        devices: list[dict[str, Any]] = []
+        for entry in chunk.split(":"):
+            if not entry:
+                continue
+            fields = entry.split(",")
+            if len(fields) < 4:
+                raise ValueError(f"allocated device entry needs 4 fields: {entry!r}")
+            devices.append(
+                {"uuid": fields[0], "type": fields[1], "usedmem": int(fields[2]), "usedcores": int(fields[3])}
+            )
+        containers.append(devices)
+    return containers
