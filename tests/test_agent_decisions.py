@@ -12,7 +12,9 @@ def make_node(annotations: dict[str, str] | None = None, capacity: dict[str, str
     return {"metadata": {"name": NODE, "annotations": annotations}, "status": {"capacity": capacity or {}}}
 
 
-def make_pod(name: str, annotations: dict[str, str] | None, node: str | None = NODE, ns: str = "default") -> dict[str, Any]:
+def make_pod(
+    name: str, annotations: dict[str, str] | None, node: str | None = NODE, ns: str = "default"
+) -> dict[str, Any]:
     spec: dict[str, Any] = {"nodeName": node} if node else {}
     return {"metadata": {"name": name, "namespace": ns, "annotations": annotations}, "spec": spec}
 
@@ -44,7 +46,9 @@ def test_converged_node_needs_no_patch() -> None:
 
 def test_owned_new_format_lock_is_released() -> None:
     lock = "2026-12-02T20:00:00Z,default,pod-a"
-    plan = decisions.plan_reconcile(make_node({hami.NODE_LOCK_ANNOTATION: lock}), [make_pod("pod-a", hami_bound())], DEVICES)
+    plan = decisions.plan_reconcile(
+        make_node({hami.NODE_LOCK_ANNOTATION: lock}), [make_pod("pod-a", hami_bound())], DEVICES
+    )
     assert plan.pod_actions == [decisions.PodAction("default", "pod-a", True, lock)]
 
 

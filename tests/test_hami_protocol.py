@@ -14,8 +14,15 @@ def test_inventory_expands_groups_with_deterministic_ids() -> None:
     assert devices[0]["id"].startswith("GPU-")
     assert hami.device_inventory("tenant-a", gpus)[0]["id"] != devices[0]["id"]
     assert devices[0] | {"id": "x"} == {
-        "id": "x", "index": 0, "count": 10, "devmem": 24576, "devcore": 100,
-        "type": "NVIDIA-L4", "numa": 0, "mode": "hami-core", "health": True,
+        "id": "x",
+        "index": 0,
+        "count": 10,
+        "devmem": 24576,
+        "devcore": 100,
+        "type": "NVIDIA-L4",
+        "numa": 0,
+        "mode": "hami-core",
+        "health": True,
     }
     assert hami.total_slots(devices) == 20
 
@@ -39,9 +46,20 @@ def test_register_annotation_missing_health_is_unhealthy() -> None:
 
 
 def test_legacy_csv_register_annotation() -> None:
-    parsed = hami.parse_register_annotation("GPU-a,10,81920,100,NVIDIA-A100,0,true,0,hami-core:GPU-b,10,1,100,NVIDIA,1,false:")
-    assert parsed[0] == {"id": "GPU-a", "count": 10, "devmem": 81920, "devcore": 100, "type": "NVIDIA-A100",
-                         "numa": 0, "health": True, "index": 0, "mode": "hami-core"}
+    parsed = hami.parse_register_annotation(
+        "GPU-a,10,81920,100,NVIDIA-A100,0,true,0,hami-core:GPU-b,10,1,100,NVIDIA,1,false:"
+    )
+    assert parsed[0] == {
+        "id": "GPU-a",
+        "count": 10,
+        "devmem": 81920,
+        "devcore": 100,
+        "type": "NVIDIA-A100",
+        "numa": 0,
+        "health": True,
+        "index": 0,
+        "mode": "hami-core",
+    }
     assert parsed[1]["health"] is False and "index" not in parsed[1]
     assert hami.parse_register_annotation("") == []
 
@@ -57,8 +75,10 @@ def test_parse_lock_formats() -> None:
 def test_parse_devices_allocated() -> None:
     value = "GPU-aaa,NVIDIA,3000,30:GPU-bbb,NVIDIA,1000,0:;;GPU-ccc,NVIDIA,24576,100:;"
     assert hami.parse_devices_allocated(value) == [
-        [{"uuid": "GPU-aaa", "type": "NVIDIA", "usedmem": 3000, "usedcores": 30},
-         {"uuid": "GPU-bbb", "type": "NVIDIA", "usedmem": 1000, "usedcores": 0}],
+        [
+            {"uuid": "GPU-aaa", "type": "NVIDIA", "usedmem": 3000, "usedcores": 30},
+            {"uuid": "GPU-bbb", "type": "NVIDIA", "usedmem": 1000, "usedcores": 0},
+        ],
         [],
         [{"uuid": "GPU-ccc", "type": "NVIDIA", "usedmem": 24576, "usedcores": 100}],
     ]

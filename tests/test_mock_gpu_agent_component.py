@@ -1,0 +1,83 @@
+from typing import Any
+
+import pulumi
+import pytest
+
+K8S_TYPES = {
+    "kubernetes:core/v1:ServiceAccount",
+    "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole",
+    "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding",
+    "kubernetes:core/v1:ConfigMap",
+    "kubernetes:apps/v1:DaemonSet",
+}
+
+
+class RecordingMocks(pulumi.runtime.Mocks):
+    def __init__(self) -> None:
+        self.resources: list[pulumi.runtime.MockResourceArgs] = []
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
+        self.resources.append(args)
+        outputs = dict(args.inputs)
+        if args.typ == "docker:index/image:Image":
+            outputs.setdefault("repoDigest", "sha256:0")
+        return f"{args.name}-id", outputs
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
+        return {}, None
+
+
+@pytest.fixture
+def mocks() -> RecordingMocks:
+    recording = RecordingMocks()
+    pulumi.runtime.set_mocks(recording, preview=False)
+    return recording
+
+
+@pulumi.runtime.test
+def test_component_wires_provider_rbac_and_labels(mocks: RecordingMocks) -> Any:
+    import pulumi_kubernetes as k8s
+
+    from components.mock_gpu_agent import MockGpuAgent, MockGpuAgentArgs
+
+    provider = k8s.Provider("tenant-a-k8s", kubeconfig="{}")
+    agent = MockGpuAgent(
+        "tenant-a-gpu",
+        MockGpuAgentArgs(
+            tenant="tenant-a",
+            gpus=[{"model": "NVIDIA-A100-SXM4-80GB", "memoryMiB": 81920, "count": 1}],
+            provider=provider,
+            worker_container="tenant-a-worker",
+            node_name="tenant-a-worker",
+            depends_on=[],
+        ),
+    )
+
+    def check(provider_urn: str) -> None:
+        k8s_resources = [r for r in mocks.resources if r.typ in K8S_TYPES]
+        assert {r.typ for r in k8s_resources} == K8S_TYPES
+        for resource in k8s_resources:
+            assert resource.name.startswith("tenant-a-gpu-")
+            assert provider_urn in (resource.provider or "")
+            labels = resource.inputs["metadata"]["labels"]
+            assert labels == {"gpu-tenancy.io/tenant": "tenant-a", "gpu-tenancy.io/component": "mock-gpu-agent"}
+        role = next(r for r in k8s_resources if r.typ.endswith(":ClusterRole"))
+        rules = {tuple(rule["resources"]): sorted(rule["verbs"]) for rule in role.inputs["rules"]}
+        assert rules == {
+            ("nodes",): ["get", "list", "patch", "watch"],
+            ("nodes/status",): ["patch"],
+            ("pods",): ["get", "list", "patch", "watch"],
+        }
+        daemon_set = next(r for r in k8s_resources if r.typ.endswith(":DaemonSet"))
+        pod_spec = daemon_set.inputs["spec"]["template"]["spec"]
+        assert pod_spec["nodeSelector"] == {"gpu-tenancy.io/gpu-node": "true"}
+        container = pod_spec["containers"][0]
+        assert container["imagePullPolicy"] == "Never"
+        assert container["image"].startswith("gpu-tenancy/mock-gpu-agent:")
+        assert container["securityContext"]["privileged"] is False
+        image = next(r for r in mocks.resources if r.typ == "docker:index/image:Image")
+        assert image.inputs["skipPush"] is True
+        load = next(r for r in mocks.resources if r.typ == "command:local:Command")
+        assert "ctr --namespace k8s.io images import -" in load.inputs["create"]
+
+    return pulumi.Output.all(provider.urn, agent.daemon_set.id).apply(lambda values: check(values[0]))
