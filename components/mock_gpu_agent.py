@@ -60,7 +60,6 @@ class MockGpuAgent(pulumi.ComponentResource):
             build=docker.DockerBuildArgs(
                 context=str(REPO_ROOT),
                 dockerfile=str(REPO_ROOT / "gpu_tenancy" / "agent" / "Dockerfile"),
-                platform="linux/amd64",
             ),
             skip_push=True,
             opts=local_opts,
@@ -74,7 +73,7 @@ class MockGpuAgent(pulumi.ComponentResource):
                 args.worker_container,
                 " ctr --namespace k8s.io images import -",
             ),
-            triggers=[self.image.image_name, self.image.repo_digest, self.image.id],
+            triggers=[self.image.id],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.image, *args.depends_on]),
         )
 
