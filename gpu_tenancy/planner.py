@@ -1,0 +1,638 @@
+"""Pure GPU capacity planner modelled on HAMi v2.10.0's NVIDIA scheduling.
+
+Re-implemented from /work/shared/reference/hami-fit-notes.md (no HAMi code is
+copied).  Given node inventories (shaped like HAMi's
+``hami.io/node-nvidia-register`` annotation) and a set of workloads, ``plan``
+places every replica the way the HAMi scheduler extender would and reports the
+replicas that do not fit, with HAMi's own reason strings (``"n/N Reason, ..."``).
+
+No Kubernetes, Pulumi or I/O dependencies: everything here is plain data.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "ALLOCATED_CARDS_INSUFFICIENT_REQUEST",
+    "CARD_COMPUTE_UNITS_EXHAUSTED",
+    "CARD_INSUFFICIENT_CORE",
+    "CARD_INSUFFICIENT_MEMORY",
+    "CARD_NOT_HEALTH",
+    "CARD_TIME_SLICING_EXHAUSTED",
+    "CARD_TYPE_MISMATCH",
+    "EXCLUSIVE_DEVICE_ALLOCATE_CONFLICT",
+    "NODE_INSUFFICIENT_DEVICE",
+    "QUOTA_GPU",
+    "QUOTA_GPUCORES",
+    "QUOTA_GPUMEM",
+    "RESOURCE_QUOTA_NOT_FIT",
+    "ContainerRequest",
+    "Device",
+    "Failure",
+    "GpuUtilisation",
+    "Node",
+    "Placement",
+    "PlanResult",
+    "Policy",
+    "Quota",
+    "Utilisation",
+    "Workload",
+    "gen_reason",
+    "node_from_register",
+    "nodes_from_register",
+    "plan",
+    "utilisation",
+]
+
+# HAMi reason strings (pkg/device/common), spelled exactly.
+CARD_TYPE_MISMATCH = "CardTypeMismatch"
+CARD_TIME_SLICING_EXHAUSTED = "CardTimeSlicingExhausted"
+CARD_COMPUTE_UNITS_EXHAUSTED = "CardComputeUnitsExhausted"
+CARD_INSUFFICIENT_MEMORY = "CardInsufficientMemory"
+CARD_INSUFFICIENT_CORE = "CardInsufficientCore"
+CARD_NOT_HEALTH = "CardNotHealth"
+EXCLUSIVE_DEVICE_ALLOCATE_CONFLICT = "ExclusiveDeviceAllocateConflict"
+NODE_INSUFFICIENT_DEVICE = "NodeInsufficientDevice"
+ALLOCATED_CARDS_INSUFFICIENT_REQUEST = "AllocatedCardsInsufficientRequest"
+RESOURCE_QUOTA_NOT_FIT = "ResourceQuotaNotFit"
+
+# ResourceQuota keys as HAMi / Kubernetes spell them.
+QUOTA_GPU = "limits.nvidia.com/gpu"
+QUOTA_GPUMEM = "limits.nvidia.com/gpumem"
+QUOTA_GPUCORES = "limits.nvidia.com/gpucores"
+_QUOTA_KEYS = (QUOTA_GPU, QUOTA_GPUMEM, QUOTA_GPUCORES)
+
+Policy = Literal["binpack", "spread"]
+_POLICIES = ("binpack", "spread")
+_NVIDIA = "nvidia"
+
+
+# --------------------------------------------------------------------------- model
+
+
+@dataclass(frozen=True)
+class Device:
+    """One physical GPU as registered by the HAMi device plugin."""
+
+    id: str
+    type: str
+    devmem: int  # MiB
+    devcore: int = 100
+    count: int = 10  # split slots (time-slicing count)
+    numa: int = 0
+    health: bool = True
+    index: int = 0
+    mode: str = ""
+
+    def __post_init__(self) -> None:
+        if self.devmem < 0 or self.devcore < 0 or self.count < 0:
+            raise ValueError(f"device {self.id!r}: devmem, devcore and count must be >= 0")
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    devices: tuple[Device, ...]
+    tenant: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "devices", tuple(self.devices))
+        ids = [d.id for d in self.devices]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"node {self.name!r}: duplicate device ids")
+
+
+@dataclass(frozen=True)
+class ContainerRequest:
+    """``nvidia.com/gpu``, ``nvidia.com/gpumem`` (MiB), ``gpumem-percentage``, ``gpucores``."""
+
+    gpus: int = 1
+    gpumem_mib: int | None = None
+    gpumem_percentage: int | None = None
+    gpucores: int = 0
+
+    def __post_init__(self) -> None:
+        if self.gpus < 0:
+            raise ValueError("gpus must be >= 0")
+        if self.gpumem_mib is not None and self.gpumem_mib < 0:
+            raise ValueError("gpumem_mib must be >= 0")
+        if self.gpucores < 0:
+            raise ValueError("gpucores must be >= 0")
+
+    @property
+    def cores(self) -> int:
+        """gpucores clamped to 100, as Fit does."""
+        return min(self.gpucores, 100)
+
+    @property
+    def percentage(self) -> int | None:
+        """Resolved percentage: clamped to 100, <= 0 ignored, whole card when no memory is set."""
+        if self.gpumem_mib:
+            return None
+        pct = self.gpumem_percentage
+        if pct is None or pct <= 0:
+            return 100
+        return min(pct, 100)
+
+    def memreq(self, device: Device) -> int:
+        """MiB this container takes on ``device`` (gpumem wins over the percentage)."""
+        if self.gpumem_mib:
+            return self.gpumem_mib
+        pct = self.percentage
+        assert pct is not None
+        return device.devmem * pct // 100
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    containers: tuple[ContainerRequest, ...]
+    replicas: int = 1
+    use_gpu_type: tuple[str, ...] = ()
+    nouse_gpu_type: tuple[str, ...] = ()
+    gpu_scheduler_policy: Policy = "spread"
+    node_scheduler_policy: Policy = "binpack"
+    tenant: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "containers", tuple(self.containers))
+        object.__setattr__(self, "use_gpu_type", tuple(self.use_gpu_type))
+        object.__setattr__(self, "nouse_gpu_type", tuple(self.nouse_gpu_type))
+        if self.replicas < 0:
+            raise ValueError(f"workload {self.name!r}: replicas must be >= 0")
+        if self.gpu_scheduler_policy not in _POLICIES:
+            raise ValueError(f"workload {self.name!r}: gpu_scheduler_policy must be binpack|spread")
+        if self.node_scheduler_policy not in _POLICIES:
+            raise ValueError(f"workload {self.name!r}: node_scheduler_policy must be binpack|spread")
+
+
+@dataclass(frozen=True)
+class Quota:
+    """A namespace ResourceQuota restricted to HAMi's NVIDIA keys (``None`` = not set)."""
+
+    gpu: int | None = None
+    gpumem: int | None = None
+    gpucores: int | None = None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Quota:
+        unknown = set(data) - set(_QUOTA_KEYS)
+        if unknown:
+            raise ValueError(f"unknown quota keys: {sorted(unknown)}")
+
+        def get(key: str) -> int | None:
+            v = data.get(key)
+            return None if v is None else int(v)
+
+        return cls(gpu=get(QUOTA_GPU), gpumem=get(QUOTA_GPUMEM), gpucores=get(QUOTA_GPUCORES))
+
+    def to_dict(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for key, v in zip(_QUOTA_KEYS, (self.gpu, self.gpumem, self.gpucores), strict=True):
+            if v is not None:
+                out[key] = v
+        return out
+
+
+@dataclass(frozen=True)
+class Placement:
+    workload: str
+    replica: int
+    container: int
+    node: str
+    device_id: str
+    mem_mib: int
+    cores: int
+
+
+@dataclass(frozen=True)
+class Failure:
+    workload: str
+    replica: int
+    reason: str
+    node_reasons: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    placements: tuple[Placement, ...]
+    failures: tuple[Failure, ...]
+
+    @property
+    def fits(self) -> bool:
+        return not self.failures
+
+
+# --------------------------------------------------------------------------- inventory
+
+
+def node_from_register(
+    node_name: str, devices: Iterable[Mapping[str, Any]], tenant: str | None = None
+) -> Node:
+    """Build a Node from ``hami.io/node-nvidia-register``-shaped device dicts.
+
+    Keys: ``id, index, count, devmem, devcore, type, numa, mode, health``; unknown keys
+    (``customInfo``, ``devicepairscore`` ...) are ignored.
+    """
+    out = []
+    for pos, d in enumerate(devices):
+        if "id" not in d or "devmem" not in d:
+            raise ValueError(f"node {node_name!r}: device #{pos} needs 'id' and 'devmem'")
+        health = d.get("health", True)
+        if isinstance(health, str):
+            health = health.strip().lower() in ("true", "1", "yes")
+        out.append(
+            Device(
+                id=str(d["id"]),
+                type=str(d.get("type", "NVIDIA")),
+                devmem=int(d["devmem"]),
+                devcore=int(d.get("devcore", 100)),
+                count=int(d.get("count", 10)),
+                numa=int(d.get("numa", 0)),
+                health=bool(health),
+                index=int(d.get("index", pos)),
+                mode=str(d.get("mode", "") or ""),
+            )
+        )
+    return Node(name=node_name, devices=tuple(out), tenant=tenant)
+
+
+# Name kept as in the brief; returns one Node.
+nodes_from_register = node_from_register
+
+
+# --------------------------------------------------------------------------- reasons
+
+
+def gen_reason(reasons: Mapping[str, int], cards: int) -> str:
+    """HAMi's GenReason: ``"n/N Reason"`` entries, byte-wise sorted, joined with ``", "``."""
+    return ", ".join(sorted(f"{n}/{cards} {r}" for r, n in reasons.items()))
+
+
+# --------------------------------------------------------------------------- engine
+
+
+class _DevState:
+    __slots__ = ("dev", "used", "usedcores", "usedmem")
+
+    def __init__(self, dev: Device) -> None:
+        self.dev = dev
+        self.used = 0
+        self.usedmem = 0
+        self.usedcores = 0
+
+    def score(self) -> float:
+        # HAMi ComputeScore with default weights. The incoming request only counts when
+        # request.Type == device.Type ("NVIDIA" vs "NVIDIA-..."), i.e. practically never,
+        # so the score is existing usage only.
+        d = self.dev
+        if d.count == 0 or d.devcore == 0 or d.devmem == 0:
+            return 0.0
+        return 10.0 * (self.used / d.count + self.usedcores / d.devcore + self.usedmem / d.devmem)
+
+
+class _NodeState:
+    __slots__ = ("devs", "idx", "node", "score", "version")
+
+    def __init__(self, node: Node, idx: int) -> None:
+        self.node = node
+        self.idx = idx
+        # getNodeResources: only devices whose type contains "nvidia" take part.
+        self.devs = [_DevState(d) for d in node.devices if _NVIDIA in d.type.lower()]
+        self.version = 0
+        self.score = 0.0
+
+    def compute_score(self) -> float:
+        # Node score from usage before the pod: mean of the device usage ratios.
+        if not self.devs:
+            return 0.0
+        return sum(s.score() for s in self.devs) / len(self.devs)
+
+
+@dataclass
+class _QuotaUse:
+    gpu: int = 0
+    mem: int = 0
+    cores: int = 0
+
+
+def _type_ok(dev_type: str, use: Sequence[str], nouse: Sequence[str]) -> bool:
+    t = dev_type.lower()
+    use_l = [u.strip().lower() for u in use if u.strip()]
+    nouse_l = [u.strip().lower() for u in nouse if u.strip()]
+    if use_l and not any(u in t for u in use_l):
+        return False
+    return not (nouse_l and any(u in t for u in nouse_l))
+
+
+# A tentative allocation inside one pod: (device state, mem, cores)
+_Alloc = tuple[_DevState, int, int]
+
+
+def _fit_container(
+    devs: list[_DevState],
+    req: ContainerRequest,
+    wl: Workload,
+    pending: dict[int, list[int]],
+    type_ok: dict[str, bool],
+    quota: Quota | None,
+    quota_base: tuple[int, int],
+) -> tuple[list[_Alloc] | None, str]:
+    """One container on one node: HAMi fitInDevices + Fit. ``pending`` holds the
+    usage (used, mem, cores) already claimed on a device by earlier containers of
+    the same pod, keyed by ``id(devstate)``."""
+    nums = req.gpus
+    if nums > len(devs):
+        return None, NODE_INSUFFICIENT_DEVICE
+
+    def eff(s: _DevState) -> tuple[int, int, int]:
+        p = pending.get(id(s))
+        if p is None:
+            return s.used, s.usedmem, s.usedcores
+        return s.used + p[0], s.usedmem + p[1], s.usedcores + p[2]
+
+    def score(s: _DevState) -> float:
+        d = s.dev
+        if d.count == 0 or d.devcore == 0 or d.devmem == 0:
+            return 0.0
+        u, m, c = eff(s)
+        return 10.0 * (u / d.count + c / d.devcore + m / d.devmem)
+
+    # Order in which Fit tries the devices (it walks the ascending-sorted slice from
+    # its end): spread -> lowest score first; binpack -> highest score first.  Ties:
+    # the sorted slice is (score, numa asc, index asc), so the last of them is tried
+    # first.
+    if wl.gpu_scheduler_policy == "binpack":
+        order = sorted(devs, key=lambda s: (score(s), s.dev.numa, s.dev.index), reverse=True)
+    else:
+        order = sorted(devs, key=lambda s: (-score(s), s.dev.numa, s.dev.index), reverse=True)
+
+    cores = req.cores
+    reasons: dict[str, int] = {}
+    chosen: list[_Alloc] = []
+    q_mem, q_cores = quota_base
+    for s in order:
+        d = s.dev
+        if not d.health:
+            reason = CARD_NOT_HEALTH
+        elif not type_ok[d.type]:
+            reason = CARD_TYPE_MISMATCH
+        else:
+            used, usedmem, usedcores = eff(s)
+            memreq = req.memreq(d)
+            if d.count <= used:
+                reason = CARD_TIME_SLICING_EXHAUSTED
+            elif quota is not None and (
+                (quota.gpumem is not None and q_mem + memreq > quota.gpumem)
+                or (quota.gpucores is not None and q_cores + cores > quota.gpucores)
+            ):
+                reason = RESOURCE_QUOTA_NOT_FIT
+            elif d.devmem - usedmem < memreq:
+                reason = CARD_INSUFFICIENT_MEMORY
+            elif d.devcore - usedcores < cores:
+                reason = CARD_INSUFFICIENT_CORE
+            elif d.devcore == 100 and cores == 100 and used > 0:
+                reason = EXCLUSIVE_DEVICE_ALLOCATE_CONFLICT
+            elif d.devcore != 0 and usedcores == d.devcore and cores == 0:
+                reason = CARD_COMPUTE_UNITS_EXHAUSTED
+            else:
+                chosen.append((s, memreq, cores))
+                q_mem += memreq
+                q_cores += cores
+                if len(chosen) == nums:
+                    return chosen, ""
+                continue
+        reasons[reason] = reasons.get(reason, 0) + 1
+    if chosen:
+        reasons[ALLOCATED_CARDS_INSUFFICIENT_REQUEST] = len(chosen)
+    return None, gen_reason(reasons, len(devs))
+
+
+def _fit_pod(
+    ns: _NodeState,
+    wl: Workload,
+    type_ok: dict[str, bool],
+    quota: Quota | None,
+    qused: _QuotaUse,
+) -> tuple[list[list[_Alloc]] | None, str]:
+    pending: dict[int, list[int]] = {}
+    allocs: list[list[_Alloc]] = []
+    pod_mem = 0
+    pod_cores = 0
+    for req in wl.containers:
+        if req.gpus == 0:
+            allocs.append([])
+            continue
+        got, reason = _fit_container(
+            ns.devs, req, wl, pending, type_ok, quota, (qused.mem + pod_mem, qused.cores + pod_cores)
+        )
+        if got is None:
+            return None, reason
+        for s, m, c in got:
+            p = pending.setdefault(id(s), [0, 0, 0])
+            p[0] += 1
+            p[1] += m
+            p[2] += c
+            pod_mem += m
+            pod_cores += c
+        allocs.append(got)
+    return allocs, ""
+
+
+class _NodeIndex:
+    """Nodes kept sorted by score for both node policies, updated incrementally."""
+
+    def __init__(self, states: list[_NodeState]) -> None:
+        self.states = states
+        self.asc: list[tuple[float, int]] = sorted((s.score, s.idx) for s in states)
+        self.desc: list[tuple[float, int]] = sorted((-s.score, s.idx) for s in states)
+
+    def order(self, policy: str) -> Iterable[_NodeState]:
+        # binpack -> highest score first; spread -> lowest first; ties -> input order.
+        keys = self.desc if policy == "binpack" else self.asc
+        st = self.states
+        return [st[i] for _, i in keys]
+
+    def update(self, ns: _NodeState, new_score: float) -> None:
+        old = ns.score
+        if new_score == old:
+            return
+        for lst, k_old, k_new in ((self.asc, old, new_score), (self.desc, -old, -new_score)):
+            pos = bisect.bisect_left(lst, (k_old, ns.idx))
+            del lst[pos]
+            bisect.insort(lst, (k_new, ns.idx))
+        ns.score = new_score
+
+
+def _quota_for(quota: Quota | Mapping[str, Quota] | None, tenant: str | None) -> Quota | None:
+    if quota is None or isinstance(quota, Quota):
+        return quota
+    if tenant is None:
+        return None
+    return quota.get(tenant)
+
+
+def plan(
+    nodes: Sequence[Node],
+    workloads: Sequence[Workload],
+    quota: Quota | Mapping[str, Quota] | None = None,
+) -> PlanResult:
+    """Place every replica of ``workloads`` on ``nodes`` as HAMi would.
+
+    Workloads are scheduled in the given order, replica by replica (one replica = one
+    pod; all its containers on the same node).  ``quota`` is either one namespace
+    quota applied to all workloads, or a mapping tenant -> Quota applied to the
+    workloads whose ``tenant`` matches.  A workload with a ``tenant`` only sees nodes of
+    that tenant; one without sees every node.
+    """
+    names = [n.name for n in nodes]
+    if len(set(names)) != len(names):
+        raise ValueError("duplicate node names")
+    states = [_NodeState(n, i) for i, n in enumerate(nodes)]
+    index = _NodeIndex(states)
+    all_types = {d.type for n in nodes for d in n.devices}
+    qusage: dict[str | None, _QuotaUse] = {}
+
+    placements: list[Placement] = []
+    failures: list[Failure] = []
+
+    for wl in workloads:
+        type_ok = {t: _type_ok(t, wl.use_gpu_type, wl.nouse_gpu_type) for t in all_types}
+        wq = _quota_for(quota, wl.tenant)
+        qkey = wl.tenant if isinstance(quota, Mapping) else None
+        qused = qusage.setdefault(qkey, _QuotaUse())
+        pod_gpus = sum(c.gpus for c in wl.containers)
+        eligible = [s for s in states if wl.tenant is None or s.node.tenant == wl.tenant]
+        eligible_ids = {s.idx for s in eligible}
+        # node idx -> (node version, quota usage snapshot, reason) of a failed attempt
+        memo: dict[int, tuple[int, tuple[int, int, int], str]] = {}
+
+        for r in range(wl.replicas):
+            if pod_gpus == 0:
+                continue  # not a HAMi pod
+            if wq is not None and wq.gpu is not None and qused.gpu + pod_gpus > wq.gpu:
+                failures.append(
+                    Failure(
+                        wl.name,
+                        r,
+                        f"{RESOURCE_QUOTA_NOT_FIT}: {QUOTA_GPU} {qused.gpu}+{pod_gpus} > {wq.gpu}",
+                    )
+                )
+                continue
+            qsnap = (qused.gpu, qused.mem, qused.cores)
+            node_reasons: dict[str, str] = {}
+            placed = False
+            for ns in index.order(wl.node_scheduler_policy):
+                if ns.idx not in eligible_ids:
+                    continue
+                m = memo.get(ns.idx)
+                if m is not None and m[0] == ns.version and (wq is None or m[1] == qsnap):
+                    node_reasons[ns.node.name] = m[2]
+                    continue
+                allocs, reason = _fit_pod(ns, wl, type_ok, wq, qused)
+                if allocs is None:
+                    memo[ns.idx] = (ns.version, qsnap, reason)
+                    node_reasons[ns.node.name] = reason
+                    continue
+                for ci, got in enumerate(allocs):
+                    for s, mem, cores in got:
+                        s.used += 1
+                        s.usedmem += mem
+                        s.usedcores += cores
+                        qused.mem += mem
+                        qused.cores += cores
+                        placements.append(
+                            Placement(wl.name, r, ci, ns.node.name, s.dev.id, mem, cores)
+                        )
+                qused.gpu += pod_gpus
+                ns.version += 1
+                index.update(ns, ns.compute_score())
+                placed = True
+                break
+            if not placed:
+                failures.append(Failure(wl.name, r, _summarise(node_reasons), node_reasons))
+
+    return PlanResult(tuple(placements), tuple(failures))
+
+
+def _summarise(node_reasons: Mapping[str, str]) -> str:
+    if not node_reasons:
+        return "no nodes available"
+    if len(node_reasons) == 1:
+        return next(iter(node_reasons.values()))
+    return "; ".join(f"{n}: {r}" for n, r in sorted(node_reasons.items()))
+
+
+# --------------------------------------------------------------------------- utilisation
+
+
+@dataclass(frozen=True)
+class GpuUtilisation:
+    node: str
+    tenant: str | None
+    device_id: str
+    type: str
+    mem_allocated: int
+    mem_capacity: int
+    cores_allocated: int
+    cores_capacity: int
+    slots_used: int
+    slots_capacity: int
+
+    @property
+    def mem_pct(self) -> float:
+        return 100.0 * self.mem_allocated / self.mem_capacity if self.mem_capacity else 0.0
+
+    @property
+    def cores_pct(self) -> float:
+        return 100.0 * self.cores_allocated / self.cores_capacity if self.cores_capacity else 0.0
+
+
+@dataclass(frozen=True)
+class Utilisation:
+    gpus: tuple[GpuUtilisation, ...]
+    cards_total: int
+    cards_in_use: int
+    #: cards the placed replicas would need without sharing (one per placement)
+    whole_cards_placed: int
+    #: the same for every requested replica, including the ones that did not fit
+    whole_cards_requested: int
+
+
+def utilisation(
+    nodes: Sequence[Node], result: PlanResult, workloads: Sequence[Workload] | None = None
+) -> Utilisation:
+    """Per-GPU allocated memory / cores / slots versus capacity.
+
+    ``whole_cards_requested`` adds the GPUs of the failed replicas; it needs
+    ``workloads`` to look those up and equals ``whole_cards_placed`` without them.
+    """
+    acc: dict[tuple[str, str], list[int]] = {}
+    for p in result.placements:
+        a = acc.setdefault((p.node, p.device_id), [0, 0, 0])
+        a[0] += p.mem_mib
+        a[1] += p.cores
+        a[2] += 1
+    gpus = []
+    for n in nodes:
+        for d in n.devices:
+            mem, cores, slots = acc.get((n.name, d.id), (0, 0, 0))
+            gpus.append(
+                GpuUtilisation(n.name, n.tenant, d.id, d.type, mem, d.devmem, cores, d.devcore, slots, d.count)
+            )
+    placed = len(result.placements)
+    requested = placed
+    if workloads is not None:
+        per_pod = {w.name: sum(c.gpus for c in w.containers) for w in workloads}
+        requested += sum(per_pod.get(f.workload, 0) for f in result.failures)
+    return Utilisation(
+        gpus=tuple(gpus),
+        cards_total=len(gpus),
+        cards_in_use=sum(1 for g in gpus if g.slots_used),
+        whole_cards_placed=placed,
+        whole_cards_requested=requested,
+    )
