@@ -50,7 +50,9 @@ class TenantNetwork(pulumi.ComponentResource):
             f"{name}-kindnet",
             metadata=meta("kindnet", "kindnet"),
             spec=pulumi.Output.from_input(args.endpoint).apply(
-                lambda endpoint: manifests.kindnet_daemonset_spec(tenant, args.kindnetd_image, args.pod_cidr, endpoint)
+                lambda endpoint: manifests.kindnet_daemonset_spec(
+                    tenant, args.kindnetd_image, args.pod_cidr, endpoint
+                )
             ),
             opts=pulumi.ResourceOptions.merge(
                 in_tenant,

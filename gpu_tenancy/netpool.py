@@ -32,7 +32,9 @@ class AddressPool:
         return int(ipaddress.IPv4Address(self.last)) - int(ipaddress.IPv4Address(self.first)) + 1
 
 
-def ipv4_subnet(network: str, ipam_configs: Sequence[Mapping[str, str | None]]) -> tuple[ipaddress.IPv4Network, str | None]:
+def ipv4_subnet(
+    network: str, ipam_configs: Sequence[Mapping[str, str | None]]
+) -> tuple[ipaddress.IPv4Network, str | None]:
     """The IPv4 subnet (and gateway) among a network's IPAM entries."""
     for entry in ipam_configs:
         subnet = entry.get("subnet")
