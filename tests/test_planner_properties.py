@@ -1,0 +1,54 @@
+"""Hypothesis: placements never exceed a card's memory, cores or split count."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpu_tenancy.planner import ContainerRequest, Device, Node, Workload, plan
+
+containers = st.builds(
+    ContainerRequest,
+    gpus=st.integers(1, 3),
+    gpumem_mib=st.one_of(st.none(), st.integers(1, 30000)),
+    gpumem_percentage=st.one_of(st.none(), st.integers(-5, 120)),
+    gpucores=st.integers(0, 150),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    cards=st.lists(st.tuples(st.integers(1000, 81920), st.integers(1, 10)), min_size=1, max_size=6),
+    wls=st.lists(
+        st.tuples(st.lists(containers, min_size=1, max_size=3), st.integers(1, 6), st.booleans()),
+        min_size=1,
+        max_size=5,
+    ),
+)
+def test_capacity_never_exceeded(
+    cards: list[tuple[int, int]], wls: list[tuple[list[ContainerRequest], int, bool]]
+) -> None:
+    devs = [Device(f"g{i}", "NVIDIA-X", m, 100, c, index=i) for i, (m, c) in enumerate(cards)]
+    nodes = [Node("n0", tuple(devs[::2])), Node("n1", tuple(devs[1::2]))]
+    workloads = [
+        Workload(f"w{i}", tuple(cs), replicas=r, gpu_scheduler_policy="binpack" if b else "spread")
+        for i, (cs, r, b) in enumerate(wls)
+    ]
+    res = plan(nodes, workloads)
+    mem: dict[str, int] = defaultdict(int)
+    cores: dict[str, int] = defaultdict(int)
+    slots: dict[str, int] = defaultdict(int)
+    for p in res.placements:
+        mem[p.device_id] += p.mem_mib
+        cores[p.device_id] += p.cores
+        slots[p.device_id] += 1
+    for d in devs:
+        assert mem[d.id] <= d.devmem and cores[d.id] <= d.devcore and slots[d.id] <= d.count
+    # a container's GPUs are on distinct cards
+    seen: set[tuple[str, int, int, str]] = set()
+    for p in res.placements:
+        key = (p.workload, p.replica, p.container, p.device_id)
+        assert key not in seen
+        seen.add(key)
