@@ -60,7 +60,9 @@ class TenantNetwork(pulumi.ComponentResource):
                 pulumi.ResourceOptions(depends_on=[kindnet_sa, kindnet_role, kindnet_binding]),
             ),
         )
-        proxy_sa = k8s.core.v1.ServiceAccount(f"{name}-kube-proxy", metadata=meta("kube-proxy", "kube-proxy"), opts=in_tenant)
+        proxy_sa = k8s.core.v1.ServiceAccount(
+            f"{name}-kube-proxy", metadata=meta("kube-proxy", "kube-proxy"), opts=in_tenant
+        )
         proxy_binding = k8s.rbac.v1.ClusterRoleBinding(
             f"{name}-kube-proxy",
             metadata=meta("kube-proxy", "gpu-tenancy:node-proxier", namespaced=False),

@@ -80,7 +80,10 @@ class Worker(pulumi.ComponentResource):
         )
         token_id = _token_part(f"{name}-token-id", 6, self)
         token_secret = _token_part(f"{name}-token-secret", 16, self)
-        token = pulumi.Output.secret(pulumi.Output.concat(token_id.result, ".", token_secret.result))
+        secret_part: pulumi.Output[str] = pulumi.Output.secret(token_secret.result)
+        token: pulumi.Output[str] = pulumi.Output.secret(
+            pulumi.Output.concat(token_id.result, ".", token_secret.result)
+        )
         bootstrap_token = k8s.core.v1.Secret(
             f"{name}-bootstrap-token",
             metadata={
@@ -91,7 +94,7 @@ class Worker(pulumi.ComponentResource):
             type="bootstrap.kubernetes.io/token",
             string_data={
                 "token-id": token_id.result,
-                "token-secret": pulumi.Output.secret(token_secret.result),
+                "token-secret": secret_part,
                 "usage-bootstrap-authentication": "true",
                 "usage-bootstrap-signing": "true",
                 "auth-extra-groups": "system:bootstrappers:kubeadm:default-node-token",
@@ -103,7 +106,7 @@ class Worker(pulumi.ComponentResource):
             manifests.GPU_NODE_LABEL: "true",
             manifests.TENANT_LABEL: tenant,
         }
-        join_configuration = pulumi.Output.secret(
+        join_configuration: pulumi.Output[str] = pulumi.Output.secret(
             pulumi.Output.all(args.endpoint, token, args.ca_cert_hash).apply(
                 lambda v: manifests.join_configuration(v[0], v[1], v[2], args.container_name, node_labels)
             )
