@@ -107,7 +107,7 @@ class LabMocks(Mocks):
         resource_id = UNKNOWN if self.unknowns and args.custom else f"{args.name}-id"
         return (None if resource_id is UNKNOWN else resource_id), outputs
 
-    def call(self, args: MockCallArgs) -> dict[str, Any]:
+    def call(self, args: MockCallArgs) -> dict[str, Any]:  # type: ignore[override]  # Mocks.call accepts a plain dict too
         self.calls.append(args)
         if args.token == "docker:index/getNetwork:getNetwork":
             if self.unknowns:
