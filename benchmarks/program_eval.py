@@ -8,7 +8,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.harness import record_stack  # noqa: E402
+from tests.harness import record_stack
 
 
 def config_for(tenants: int) -> dict[str, object]:
