@@ -1,6 +1,6 @@
 from typing import Any
 
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from gpu_tenancy import hami
@@ -41,6 +41,8 @@ def test_agent_only_finishes_own_assigned_pods_and_own_lock(
     node = {"metadata": {"name": node_name, "annotations": annotations}}
     plan = decisions.plan_reconcile(node, pod_list, [])
     by_key = {(p["metadata"]["namespace"], p["metadata"]["name"]): p for p in pod_list}
+    # Two pods cannot share a namespace/name in a cluster; such lists are not valid inputs.
+    assume(len(by_key) == len(pod_list))
     for action in plan.pod_actions:
         pod = by_key[(action.namespace, action.name)]
         pod_annotations = pod["metadata"]["annotations"]
