@@ -61,7 +61,7 @@ class MetalLB(pulumi.ComponentResource):
             api_version="metallb.io/v1beta1",
             kind="IPAddressPool",
             metadata={"name": "kind-ipv4", "namespace": NAMESPACE},
-            spec=self.address_range.apply(lambda r: manifests.ip_address_pool("kind-ipv4", r)),
+            spec=self.address_range.apply(lambda r: manifests.ip_address_pool(r)),
             opts=after_chart,
         )
         self.advertisement = k8s.apiextensions.CustomResource(

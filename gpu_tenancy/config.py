@@ -250,14 +250,14 @@ def _dns1123(value: str) -> str:
     return value
 
 
-def _format_location(location: tuple[int | str, ...], raw: Mapping[str, Any]) -> str:
+def _format_location(location: tuple[int | str, ...]) -> str:
     key = f"{NAMESPACE}:{location[0]}" if location else NAMESPACE
     for part in location[1:]:
         key += f"[{part}]" if isinstance(part, int) else f".{part}"
     return key
 
 
-def _first_error_line(error: ValidationError, raw: Mapping[str, Any]) -> str:
+def _first_error_line(error: ValidationError) -> str:
     detail = error.errors(include_url=False)[0]
     location = tuple(p for p in detail["loc"] if not str(p).startswith("function-"))
     message = detail["msg"].removeprefix("Value error, ")
@@ -267,7 +267,7 @@ def _first_error_line(error: ValidationError, raw: Mapping[str, Any]) -> str:
         message = "is not a known setting"
     elif detail["type"].endswith("_type") or detail["type"] == "literal_error":
         message = f"{message} (got {detail.get('input')!r})"
-    return f"{_format_location(location, raw)}: {message}"
+    return f"{_format_location(location)}: {message}"
 
 
 def load_config(raw: Mapping[str, Any]) -> StackConfig:
@@ -275,4 +275,4 @@ def load_config(raw: Mapping[str, Any]) -> StackConfig:
     try:
         return StackConfig.model_validate(dict(raw))
     except ValidationError as error:
-        raise ConfigError(_first_error_line(error, raw)) from None
+        raise ConfigError(_first_error_line(error)) from None

@@ -42,7 +42,7 @@ def metallb_values() -> dict[str, Any]:
     return {"frrk8s": {"enabled": False}, "speaker": {"frr": {"enabled": False}}}
 
 
-def ip_address_pool(name: str, address_range: str) -> dict[str, Any]:
+def ip_address_pool(address_range: str) -> dict[str, Any]:
     return {"addresses": [address_range], "autoAssign": True, "avoidBuggyIPs": True}
 
 

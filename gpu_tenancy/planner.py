@@ -1,6 +1,6 @@
 """Pure GPU capacity planner modelled on HAMi v2.10.0's NVIDIA scheduling.
 
-Re-implemented from /work/shared/reference/hami-fit-notes.md (no HAMi code is
+Re-implemented from the shared reference notes (``hami-fit-notes.md``) (no HAMi code is
 copied).  Given node inventories (shaped like HAMi's
 ``hami.io/node-nvidia-register`` annotation) and a set of workloads, ``plan``
 places every replica the way the HAMi scheduler extender would and reports the

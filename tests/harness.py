@@ -137,14 +137,20 @@ def record_stack(
     stack: str = "dev",
     ipam: list[dict[str, str]] | None = None,
 ) -> list[MockResourceArgs]:
+    return record_mocks(config, preview=preview, unknowns=unknowns, stack=stack, ipam=ipam).resources
+
+
+def record_mocks(
+    config: dict[str, Any] | None = None,
+    *,
+    preview: bool = False,
+    unknowns: bool = False,
+    stack: str = "dev",
+    ipam: list[dict[str, str]] | None = None,
+) -> LabMocks:
+    """Like `record_stack`, returning the mocks (resources and invokes)."""
     mocks = LabMocks(unknowns=unknowns, ipam=ipam)
     _run(mocks, dev_config() if config is None else config, preview or unknowns, stack)
-    return mocks.resources
-
-
-def record_mocks(config: dict[str, Any] | None = None, **kwargs: Any) -> LabMocks:
-    mocks = LabMocks(unknowns=kwargs.pop("unknowns", False), ipam=kwargs.pop("ipam", None))
-    _run(mocks, dev_config() if config is None else config, kwargs.pop("preview", False) or mocks.unknowns, kwargs.pop("stack", "dev"))
     return mocks
 
 
