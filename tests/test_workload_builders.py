@@ -1,0 +1,230 @@
+"""Pure builders for tenant GPU workloads: limits, annotations, pod hardening, quota keys, planner input."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kubernetes_validate
+import pytest
+
+from gpu_tenancy import manifests
+from gpu_tenancy import workloads as wl
+from gpu_tenancy.config import ContainerGpuRequest, TenantConfig, WorkloadConfig, load_config
+
+A100 = {"model": "NVIDIA-A100-SXM4-80GB", "memoryMiB": 81920, "count": 1}
+
+
+def workload(**fields: Any) -> WorkloadConfig:
+    data: dict[str, Any] = {"name": "infer", "containers": [{"gpus": 1}], **fields}
+    return WorkloadConfig.model_validate(data)
+
+
+def request(**fields: Any) -> ContainerGpuRequest:
+    return ContainerGpuRequest.model_validate(fields)
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        ({"gpus": 1, "gpumemMiB": 3000, "gpucores": 30},
+         {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "3000", "nvidia.com/gpucores": "30"}),
+        ({"gpus": 2, "gpumemPercentage": 50, "gpucores": 30},
+         {"nvidia.com/gpu": "2", "nvidia.com/gpumem-percentage": "50", "nvidia.com/gpucores": "30"}),
+        ({"gpus": 1}, {"nvidia.com/gpu": "1"}),  # whole card memory, cores left to HAMi
+        ({"gpus": 1, "gpucores": 0}, {"nvidia.com/gpu": "1", "nvidia.com/gpucores": "0"}),
+        ({}, {"nvidia.com/gpu": "1"}),  # config default: one vGPU
+    ],
+)
+def test_gpu_limits(fields: dict[str, Any], expected: dict[str, str]) -> None:
+    assert wl.gpu_limits(request(**fields)) == expected
+
+
+def test_memory_is_mib_or_percentage_never_both() -> None:
+    mib = wl.gpu_limits(request(gpumemMiB=10240))
+    pct = wl.gpu_limits(request(gpumemPercentage=25))
+    assert "nvidia.com/gpumem" in mib and "nvidia.com/gpumem-percentage" not in mib
+    assert "nvidia.com/gpumem-percentage" in pct and "nvidia.com/gpumem" not in pct
+
+
+def test_limits_are_in_every_container_with_small_cpu_memory() -> None:
+    spec = wl.deployment_spec("tenant-a", workload(containers=[{"gpus": 1, "gpumemMiB": 1024}, {"gpus": 2}]))
+    containers = spec["template"]["spec"]["containers"]
+    assert [c["name"] for c in containers] == ["gpu-0", "gpu-1"]
+    assert containers[0]["resources"]["limits"]["nvidia.com/gpumem"] == "1024"
+    assert containers[1]["resources"]["limits"]["nvidia.com/gpu"] == "2"
+    for c in containers:
+        assert c["resources"]["requests"] == {"cpu": "10m", "memory": "16Mi"}
+        assert c["resources"]["limits"]["memory"] == "32Mi"
+        # GPU resources are limits only: Kubernetes defaults an extended resource's request to its limit.
+        assert not any(k.startswith("nvidia.com/") for k in c["resources"]["requests"])
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        ({}, {}),
+        ({"useGpuType": ["A100", "H100"]}, {"nvidia.com/use-gputype": "A100,H100"}),
+        ({"noUseGpuType": ["1080", " 2080 "]}, {"nvidia.com/nouse-gputype": "1080,2080"}),
+        ({"useGpuType": ["A100"], "noUseGpuType": ["MIG"]},
+         {"nvidia.com/use-gputype": "A100", "nvidia.com/nouse-gputype": "MIG"}),
+        ({"useGpuType": [" ", ""]}, {}),
+        ({"gpuSchedulerPolicy": "binpack"}, {"hami.io/gpu-scheduler-policy": "binpack"}),
+        ({"nodeSchedulerPolicy": "spread"}, {"hami.io/node-scheduler-policy": "spread"}),
+        ({"gpuSchedulerPolicy": "spread", "nodeSchedulerPolicy": "binpack"},
+         {"hami.io/gpu-scheduler-policy": "spread", "hami.io/node-scheduler-policy": "binpack"}),
+    ],
+)
+def test_pod_annotations(fields: dict[str, Any], expected: dict[str, str]) -> None:
+    assert wl.pod_annotations(workload(**fields)) == expected
+
+
+def test_annotations_go_on_the_pod_template_not_only_the_deployment() -> None:
+    spec = wl.deployment_spec("tenant-a", workload(useGpuType=["A100"], gpuSchedulerPolicy="binpack"))
+    assert spec["template"]["metadata"]["annotations"] == {
+        "nvidia.com/use-gputype": "A100", "hami.io/gpu-scheduler-policy": "binpack"}
+    assert "annotations" not in wl.deployment_spec("tenant-a", workload())["template"]["metadata"]
+
+
+@pytest.mark.parametrize("replicas", [0, 1, 7])
+def test_replicas(replicas: int) -> None:
+    assert wl.deployment_spec("t", workload(replicas=replicas))["replicas"] == replicas
+
+
+def test_default_replicas_and_image() -> None:
+    spec = wl.deployment_spec("t", workload())
+    assert spec["replicas"] == 1
+    assert spec["template"]["spec"]["containers"][0]["image"] == "registry.k8s.io/pause:3.10"
+    assert wl.deployment_spec("t", workload(image="example.org/x:1.2"))["template"]["spec"]["containers"][0][
+        "image"] == "example.org/x:1.2"
+
+
+def test_scheduler_name_is_hami_and_matches_the_chart_default() -> None:
+    spec = wl.deployment_spec("t", workload())
+    assert spec["template"]["spec"]["schedulerName"] == "hami-scheduler"
+    # The release does not override the chart's schedulerName value.
+    assert "schedulerName" not in manifests.hami_values("v1.35.5", "v2.10.0")
+
+
+def test_default_policies_match_the_hami_release() -> None:
+    defaults = manifests.hami_values("v1.35.5", "v2.10.0")["scheduler"]["defaultSchedulerPolicy"]
+    assert defaults == {"gpuSchedulerPolicy": wl.DEFAULT_GPU_SCHEDULER_POLICY,
+                        "nodeSchedulerPolicy": wl.DEFAULT_NODE_SCHEDULER_POLICY}
+
+
+def test_pods_are_hardened() -> None:
+    pod = wl.deployment_spec("t", workload(containers=[{"gpus": 1}, {"gpus": 1}]))["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] != 0
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert pod["automountServiceAccountToken"] is False
+    assert not {"hostNetwork", "hostPID", "hostIPC", "volumes", "nodeName"} & set(pod)
+    for c in pod["containers"]:
+        sc = c["securityContext"]
+        assert sc["privileged"] is False and sc["allowPrivilegeEscalation"] is False
+        assert sc["capabilities"] == {"drop": ["ALL"]} and sc["runAsNonRoot"] is True
+        assert sc["readOnlyRootFilesystem"] is True
+
+
+def test_namespace_enforces_pod_security_restricted() -> None:
+    meta = wl.namespace_metadata("tenant-a")
+    assert meta["name"] == "workloads"
+    assert meta["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+
+
+def test_every_object_carries_the_tenant_label() -> None:
+    w = workload()
+    for meta in (wl.namespace_metadata("tenant-a"), wl.deployment_metadata("tenant-a", w),
+                 wl.resource_quota_metadata("tenant-a"), wl.deployment_spec("tenant-a", w)["template"]["metadata"]):
+        assert meta["labels"][manifests.TENANT_LABEL] == "tenant-a"
+        assert meta["labels"][manifests.COMPONENT_LABEL] == "workload"
+
+
+def test_selector_selects_the_template() -> None:
+    spec = wl.deployment_spec("tenant-a", workload(name="b-notebook"))
+    selector = spec["selector"]["matchLabels"]
+    assert selector.items() <= spec["template"]["metadata"]["labels"].items()
+    assert selector[wl.WORKLOAD_LABEL] == "b-notebook"
+
+
+def test_updates_never_surge_past_the_plan() -> None:
+    strategy = wl.deployment_spec("t", workload())["strategy"]
+    assert strategy["rollingUpdate"]["maxSurge"] == 0
+
+
+@pytest.mark.parametrize(
+    ("quota", "hard"),
+    [
+        ({"limits.nvidia.com/gpumem": 81920}, {"limits.nvidia.com/gpumem": "81920"}),
+        ({"limits.nvidia.com/gpucores": 150}, {"limits.nvidia.com/gpucores": "150"}),
+        # HAMi manages only gpumem/gpucores quotas; Kubernetes counts extended resources under requests.
+        ({"limits.nvidia.com/gpu": 4}, {"requests.nvidia.com/gpu": "4"}),
+        ({"limits.nvidia.com/gpu": 6, "limits.nvidia.com/gpumem": 61440, "limits.nvidia.com/gpucores": 100},
+         {"requests.nvidia.com/gpu": "6", "limits.nvidia.com/gpumem": "61440", "limits.nvidia.com/gpucores": "100"}),
+        ({"limits.nvidia.com/gpumem": 0}, {"limits.nvidia.com/gpumem": "0"}),
+        ({}, {}),
+    ],
+)
+def test_resource_quota_keys(quota: dict[str, int], hard: dict[str, str]) -> None:
+    assert wl.resource_quota_hard(quota) == hard
+
+
+def test_quota_map_covers_every_config_key() -> None:
+    from gpu_tenancy.config import QUOTA_KEYS
+
+    assert set(wl.QUOTA_KEY_MAP) == set(QUOTA_KEYS)
+
+
+def test_unknown_quota_key_is_rejected() -> None:
+    with pytest.raises(ValueError, match=r"requests\.cpu"):
+        wl.resource_quota_hard({"requests.cpu": 1})
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [({}, False), ({"workloads": [{"name": "w", "containers": [{"gpus": 1}]}]}, True),
+     ({"quota": {"limits.nvidia.com/gpumem": 1024}}, True)],
+)
+def test_has_workloads(extra: dict[str, Any], expected: bool) -> None:
+    tenant = TenantConfig.model_validate({"name": "t", "gpus": [A100], **extra})
+    assert wl.has_workloads(tenant) is expected
+
+
+def body(kind: str, api_version: str, metadata: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": api_version, "kind": kind, "metadata": metadata, "spec": spec}
+
+
+def test_manifests_validate_against_kubernetes_schemas() -> None:
+    w = workload(containers=[{"gpus": 1, "gpumemMiB": 10240, "gpucores": 20}, {"gpus": 2, "gpumemPercentage": 50}],
+                 useGpuType=["A100"], gpuSchedulerPolicy="binpack", nodeSchedulerPolicy="spread", replicas=3)
+    kubernetes_validate.validate(
+        body("Deployment", "apps/v1", wl.deployment_metadata("t", w), wl.deployment_spec("t", w)), "1.35.0",
+        strict=True)
+    kubernetes_validate.validate(
+        body("ResourceQuota", "v1", wl.resource_quota_metadata("t"),
+             {"hard": wl.resource_quota_hard({"limits.nvidia.com/gpu": 2, "limits.nvidia.com/gpumem": 1})}),
+        "1.35.0", strict=True)
+    kubernetes_validate.validate(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": wl.namespace_metadata("t")}, "1.35.0", strict=True)
+
+
+def test_plan_document_mirrors_the_config() -> None:
+    stack = load_config({
+        "mode": "sim",
+        "tenants": [
+            {"name": "a", "gpus": [A100],
+             "workloads": [{"name": "w", "replicas": 2, "useGpuType": ["A100"],
+                            "containers": [{"gpus": 1, "gpumemPercentage": 25}]}],
+             "quota": {"limits.nvidia.com/gpumem": 40960}},
+            {"name": "b", "gpus": [{"model": "NVIDIA-L4", "memoryMiB": 24576, "count": 2}]},
+        ],
+    })
+    doc = wl.plan_document(stack)
+    assert [(n["name"], n["tenant"], len(n["devices"])) for n in doc["nodes"]] == [("a-worker", "a", 1),
+                                                                                  ("b-worker", "b", 2)]
+    assert doc["nodes"][1]["devices"][0] | {"id": "x"} == {
+        "id": "x", "index": 0, "count": 10, "devmem": 24576, "devcore": 100, "type": "NVIDIA-L4", "numa": 0,
+        "mode": "hami-core", "health": True}
+    assert doc["workloads"] == [{
+        "name": "w", "tenant": "a", "replicas": 2, "containers": [{"gpus": 1, "gpumemPercentage": 25}],
+        "useGpuType": ["A100"], "noUseGpuType": [], "gpuSchedulerPolicy": "spread", "nodeSchedulerPolicy": "binpack"}]
+    assert doc["quota"] == {"a": {"limits.nvidia.com/gpumem": 40960}}
