@@ -12,6 +12,8 @@ from components.mock_gpu_agent import MockGpuAgent, MockGpuAgentArgs
 from components.tenant_control_plane import TenantControlPlane, TenantControlPlaneArgs
 from components.tenant_network import TenantNetwork, TenantNetworkArgs
 from components.worker import Worker, WorkerArgs
+from components.workloads import Workloads, WorkloadsArgs
+from gpu_tenancy import workloads
 from gpu_tenancy.config import StackConfig, TenantConfig
 
 
@@ -32,17 +34,7 @@ class Tenant(pulumi.ComponentResource):
     def __init__(self, name: str, args: TenantArgs, opts: pulumi.ResourceOptions | None = None):
         tenant = args.config.name
         super().__init__(
-            "gpu-tenancy:tenant:Tenant",
-            name,
-            # What the tenant declares, as plain JSON, for the gpu-plan-fits policy (policies/).
-            {
-                "tenant": tenant,
-                "mode": args.stack.mode,
-                "gpus": [gpu.model_dump(by_alias=True) for gpu in args.config.gpus],
-                "workloads": [workload.model_dump(by_alias=True) for workload in args.config.workloads],
-                "quota": dict(args.config.quota),
-            },
-            opts,
+            "gpu-tenancy:tenant:Tenant", name, {"tenant": tenant, "mode": args.stack.mode}, opts
         )
         child = pulumi.ResourceOptions(parent=self)
         versions = args.stack.versions
@@ -87,7 +79,7 @@ class Tenant(pulumi.ComponentResource):
             ),
             child,
         )
-        Hami(
+        hami = Hami(
             f"{name}-hami",
             HamiArgs(
                 tenant=tenant,
@@ -99,8 +91,9 @@ class Tenant(pulumi.ComponentResource):
             ),
             child,
         )
+        gpu_ready: list[pulumi.Resource] = [hami]
         if args.stack.mode == "sim":
-            MockGpuAgent(
+            gpu_agent = MockGpuAgent(
                 f"{name}-mock-gpu-agent",
                 MockGpuAgentArgs(
                     tenant=tenant,
@@ -109,6 +102,19 @@ class Tenant(pulumi.ComponentResource):
                     worker_container=self.worker_container,
                     node_name=worker.node_name,
                     depends_on=[worker.join, network],
+                ),
+                child,
+            )
+            gpu_ready.append(gpu_agent)
+        if workloads.has_workloads(args.config):
+            Workloads(
+                f"{name}-workloads",
+                WorkloadsArgs(
+                    tenant=tenant,
+                    provider=control_plane.provider,
+                    workloads=list(args.config.workloads),
+                    quota=dict(args.config.quota),
+                    depends_on=gpu_ready,
                 ),
                 child,
             )

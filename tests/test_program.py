@@ -29,13 +29,19 @@ def tenant_of(resource: MockResourceArgs) -> str | None:
     return labels.get(manifests.TENANT_LABEL) if isinstance(labels, dict) else None
 
 
+def component_of(resource: MockResourceArgs) -> str | None:
+    labels = (resource.inputs.get("metadata") or {}).get("labels") or {}
+    return labels.get(manifests.COMPONENT_LABEL) if isinstance(labels, dict) else None
+
+
 def test_every_component_is_present_once_or_per_tenant(resources: list[MockResourceArgs]) -> None:
     counts = Counter(r.typ for r in resources)
     assert counts["gpu-tenancy:kind_cluster:KindCluster"] == 1
     assert counts["gpu-tenancy:metallb:MetalLB"] == 1
     assert counts["gpu-tenancy:kamaji:Kamaji"] == 1
     for component in ("tenant:Tenant", "tenant_control_plane:TenantControlPlane", "tenant_network:TenantNetwork",
-                      "worker:Worker", "hami:Hami", "mock_gpu_agent:MockGpuAgent"):
+                      "worker:Worker", "hami:Hami", "mock_gpu_agent:MockGpuAgent",
+                      "workloads:Workloads"):  # the dev stack declares workloads for both tenants
         assert counts[f"gpu-tenancy:{component}"] == len(TENANTS), component
     assert counts[TCP] == len(TENANTS)
     assert counts["docker:index/container:Container"] == len(TENANTS)
@@ -65,7 +71,8 @@ def test_each_tenant_resource_uses_its_own_provider(resources: list[MockResource
         provider = resource.provider
         assert provider, f"{resource.name} uses the default provider"
         # Only the control plane, its namespace and Kamaji's admin Secret (read) live in management.
-        if resource.typ in (TCP, "kubernetes:core/v1:Namespace") or resource.resource_id:
+        control_plane_namespace = resource.typ == "kubernetes:core/v1:Namespace" and component_of(resource) == "control-plane"
+        if resource.typ == TCP or control_plane_namespace or resource.resource_id:
             assert "::management::" in provider, resource.name
         elif tenant is not None or resource.name.startswith(TENANTS):
             owner = tenant or next(t for t in TENANTS if resource.name.startswith(t))

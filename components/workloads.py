@@ -1,0 +1,62 @@
+"""A tenant's GPU workloads: namespace, ResourceQuota and Deployments, inside the tenant cluster."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from gpu_tenancy import workloads as builders
+from gpu_tenancy.config import WorkloadConfig
+
+
+@dataclass
+class WorkloadsArgs:
+    tenant: str
+    provider: k8s.Provider
+    workloads: list[WorkloadConfig]
+    quota: dict[str, int]
+    # HAMi (its webhook and scheduler) and, in sim, the mock-GPU agent that registers the devices.
+    depends_on: list[pulumi.Resource] = field(default_factory=list)
+
+
+class Workloads(pulumi.ComponentResource):
+    namespace: k8s.core.v1.Namespace
+    quota: k8s.core.v1.ResourceQuota | None
+    deployments: dict[str, k8s.apps.v1.Deployment]
+
+    def __init__(self, name: str, args: WorkloadsArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpu-tenancy:workloads:Workloads", name, None, opts)
+        tenant = args.tenant
+        self.namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata=builders.namespace_metadata(tenant),
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on),
+        )
+        # Everything else waits for the namespace and, through it, for HAMi.
+        in_namespace = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[self.namespace])
+        self.quota = None
+        if args.quota:
+            self.quota = k8s.core.v1.ResourceQuota(
+                f"{name}-quota",
+                metadata=builders.resource_quota_metadata(tenant),
+                spec={"hard": builders.resource_quota_hard(args.quota)},
+                opts=in_namespace,
+            )
+        # The quota first, so HAMi's quota manager has it before the first pod is admitted.
+        before_pods = [self.namespace, *([self.quota] if self.quota else [])]
+        self.deployments = {
+            workload.name: k8s.apps.v1.Deployment(
+                f"{name}-{workload.name}",
+                metadata=builders.deployment_metadata(tenant, workload),
+                spec=builders.deployment_spec(tenant, workload),
+                opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=before_pods),
+            )
+            for workload in args.workloads
+        }
+        self.register_outputs({
+            "namespace": self.namespace.metadata.name,
+            "deployments": sorted(self.deployments),
+            "quota": builders.resource_quota_hard(args.quota),
+        })
