@@ -34,7 +34,17 @@ class Tenant(pulumi.ComponentResource):
     def __init__(self, name: str, args: TenantArgs, opts: pulumi.ResourceOptions | None = None):
         tenant = args.config.name
         super().__init__(
-            "gpu-tenancy:tenant:Tenant", name, {"tenant": tenant, "mode": args.stack.mode}, opts
+            "gpu-tenancy:tenant:Tenant",
+            name,
+            # What the tenant declares, as plain JSON, for the gpu-plan-fits policy (policies/).
+            {
+                "tenant": tenant,
+                "mode": args.stack.mode,
+                "gpus": [gpu.model_dump(by_alias=True) for gpu in args.config.gpus],
+                "workloads": [workload.model_dump(by_alias=True) for workload in args.config.workloads],
+                "quota": dict(args.config.quota),
+            },
+            opts,
         )
         child = pulumi.ResourceOptions(parent=self)
         versions = args.stack.versions
