@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from collections import Counter
 from collections.abc import Iterator
@@ -171,10 +172,14 @@ def test_dev_stack_workloads_plan_without_failures() -> None:
 
 
 def test_dev_stack_quota_binds() -> None:
-    """The example quotas are not decorative: doubling every replica count runs into one of them or the cards."""
+    """The README's non-fitting change: two more b-notebook replicas fit the cards but not tenant-b's gpumem quota."""
     nodes, workloads, quota = dev_plan()
-    doubled = [planner.Workload(**{**w.__dict__, "replicas": 2 * w.replicas}) for w in workloads]
-    assert not planner.plan(nodes, doubled, quota).fits
+    grown = [dataclasses.replace(w, replicas=4) if w.name == "b-notebook" else w for w in workloads]
+    result = planner.plan(nodes, grown, quota)
+    assert [(f.workload, f.replica, f.reason) for f in result.failures] == [
+        ("b-notebook", 3, "2/2 ResourceQuotaNotFit")]
+    # Without the quota the same change fits: it is the quota, not the L4s, that says no.
+    assert planner.plan(nodes, grown, None).fits
 
 
 def test_dev_stack_planner_cli_round_trip(tmp_path: Path) -> None:
