@@ -127,19 +127,25 @@ def parse_register_annotation(value: str) -> list[dict[str, Any]]:
 
 
 def parse_lock(value: str) -> tuple[str, str | None, str | None]:
-    """Split a node lock into (timestamp, namespace, pod); legacy bare timestamps have no owner."""
+    """Split a node lock into (timestamp, namespace, pod), as HAMi's ``nodelock.ParseNodeLock`` does.
+
+    ``<RFC3339>,<ns>,<pod>`` names its owner; the legacy bare timestamp (no comma) has none. Any other
+    comma count is malformed upstream, so it names no owner here either.
+    """
+    if "," not in value:
+        return value, None, None
     parts = value.split(",")
-    if len(parts) >= 3:
-        return parts[0], parts[1], ",".join(parts[2:])
-    return value, None, None
+    if len(parts) != 3:
+        return value, None, None
+    return parts[0], parts[1], parts[2]
 
 
 def lock_owner(value: str | None) -> tuple[str, str] | None:
-    """(namespace, pod) that holds the lock, or None when it is absent or ownerless."""
+    """(namespace, pod) that holds the lock, or None when it is absent, legacy or malformed."""
     if not value:
         return None
     _, namespace, pod = parse_lock(value)
-    if namespace is None or pod is None or not namespace or not pod:
+    if not namespace or not pod:
         return None
     return namespace, pod
 

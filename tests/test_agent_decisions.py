@@ -84,6 +84,87 @@ def test_missing_node_fields_are_tolerated() -> None:
     assert plan.node_status_patch is not None
 
 
+def test_success_pod_still_holding_its_lock_gets_only_the_release() -> None:
+    # The agent (or the API) stopped between the success patch and the release: finish the release.
+    lock = "2026-12-02T20:00:00Z,default,pod-a"
+    plan = decisions.plan_reconcile(
+        make_node({hami.NODE_LOCK_ANNOTATION: lock}), [make_pod("pod-a", hami_bound(phase="success"))], DEVICES
+    )
+    assert plan.pod_actions == [decisions.PodAction("default", "pod-a", False, lock)]
+
+
+def test_success_pod_without_the_lock_is_left_alone() -> None:
+    lock = "2026-12-02T20:00:00Z,default,pod-b"
+    pods = [make_pod("pod-a", hami_bound(phase="success")), make_pod("pod-b", hami_bound(phase="allocating"))]
+    plan = decisions.plan_reconcile(make_node({hami.NODE_LOCK_ANNOTATION: lock}), pods, DEVICES)
+    assert plan.pod_actions == [decisions.PodAction("default", "pod-b", True, lock)]
+
+
+def test_failed_pod_keeps_its_lock_and_phase() -> None:
+    lock = "2026-12-02T20:00:00Z,default,pod-a"
+    plan = decisions.plan_reconcile(
+        make_node({hami.NODE_LOCK_ANNOTATION: lock}), [make_pod("pod-a", hami_bound(phase="failed"))], DEVICES
+    )
+    assert plan.pod_actions == []
+
+
+def test_lock_naming_same_pod_in_another_namespace_is_not_released() -> None:
+    node = make_node({hami.NODE_LOCK_ANNOTATION: "2026-12-02T20:00:00Z,team,pod-a"})
+    plan = decisions.plan_reconcile(node, [make_pod("pod-a", hami_bound(), ns="default")], DEVICES)
+    assert plan.pod_actions == [decisions.PodAction("default", "pod-a", True, None)]
+
+
+def test_malformed_lock_is_never_released() -> None:
+    # HAMi's ParseNodeLock rejects anything but one or three comma-separated parts.
+    for lock in ["2026-12-02T20:00:00Z,default,pod-a,extra", "2026-12-02T20:00:00Z,default", "default,pod-a"]:
+        plan = decisions.plan_reconcile(
+            make_node({hami.NODE_LOCK_ANNOTATION: lock}), [make_pod("pod-a", hami_bound())], DEVICES
+        )
+        assert plan.pod_actions[0].release_lock_value is None, lock
+
+
+def test_allocating_pod_with_empty_device_assignment_is_not_marked() -> None:
+    annotations = hami_bound() | {hami.DEVICES_ALLOCATED_ANNOTATION: ""}
+    lock = "2026-12-02T20:00:00Z,default,pod-a"
+    plan = decisions.plan_reconcile(
+        make_node({hami.NODE_LOCK_ANNOTATION: lock}), [make_pod("pod-a", annotations)], DEVICES
+    )
+    assert plan.pod_actions == []
+
+
+def test_capacity_drift_and_kubelet_reset_are_reasserted() -> None:
+    register = {hami.NODE_REGISTER_ANNOTATION: hami.register_annotation(DEVICES)}
+    # kubelet zeroes extended resources it does not serve when it re-registers the node.
+    for capacity in [{hami.RESOURCE_GPU: "0"}, {hami.RESOURCE_GPU: "3"}, {"cpu": "8"}]:
+        plan = decisions.plan_reconcile(make_node(register, capacity), [], DEVICES)
+        assert plan.node_status_patch == {"status": {"capacity": {hami.RESOURCE_GPU: "10"}}}, capacity
+        assert plan.node_annotation_patch is None
+
+
+def test_register_annotation_drift_is_reasserted() -> None:
+    stale = hami.register_annotation([DEVICES[0] | {"health": False}])
+    for value in [stale, "GPU-a,10,81920,100,NVIDIA-A100,0,true:", ""]:
+        plan = decisions.plan_reconcile(
+            make_node({hami.NODE_REGISTER_ANNOTATION: value}, {hami.RESOURCE_GPU: "10"}), [], DEVICES
+        )
+        assert plan.node_annotation_patch == {
+            "metadata": {"annotations": {hami.NODE_REGISTER_ANNOTATION: hami.register_annotation(DEVICES)}}
+        }
+
+
+def test_handshake_is_left_to_the_scheduler() -> None:
+    # v2.10 CheckHealth tolerates an expired `Requesting_` handshake while allocatable nvidia.com/gpu > 0.
+    node = make_node(
+        {
+            hami.NODE_REGISTER_ANNOTATION: hami.register_annotation(DEVICES),
+            hami.NODE_HANDSHAKE_ANNOTATION: "Requesting_2026-12-01 10:00:00",
+        },
+        {hami.RESOURCE_GPU: "10"},
+    )
+    plan = decisions.plan_reconcile(node, [], DEVICES)
+    assert plan == decisions.ReconcilePlan()
+
+
 def test_lock_release_patch_tests_value_first() -> None:
     assert decisions.lock_release_json_patch("t,ns,p") == [
         {"op": "test", "path": "/metadata/annotations/hami.io~1mutex.lock", "value": "t,ns,p"},

@@ -70,6 +70,19 @@ def test_parse_lock_formats() -> None:
     assert hami.lock_owner("2026-12-02T20:00:00Z") is None
     assert hami.lock_owner(None) is None
     assert hami.lock_owner("t,ns,p") == ("ns", "p")
+    # Upstream ParseNodeLock: exactly three parts, otherwise malformed (no owner).
+    assert hami.lock_owner("t,ns,p,extra") is None
+    assert hami.lock_owner("t,ns") is None
+    assert hami.lock_owner("t,,p") is None
+    assert hami.lock_owner("") is None
+
+
+def test_register_annotation_is_the_json_hami_2_10_decodes() -> None:
+    # pkg/device/devices.go DeviceInfo json tags at v2.10.0: id,index,count,devmem,devcore,type,numa,mode,health.
+    devices = hami.device_inventory("t", [{"model": "NVIDIA-L4", "memoryMiB": 24576, "count": 1}])
+    decoded = json.loads(hami.register_annotation(devices))
+    assert list(decoded[0]) == ["id", "index", "count", "devmem", "devcore", "type", "numa", "mode", "health"]
+    assert decoded[0]["health"] is True and "NVIDIA" in decoded[0]["type"]
 
 
 def test_parse_devices_allocated() -> None:

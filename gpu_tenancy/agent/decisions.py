@@ -8,6 +8,16 @@ still consults ``hami.io/node-handshake`` but keeps the node healthy while
 allocatable ``nvidia.com/gpu`` > 0 and re-reads devices when that count or the
 register annotation changes (#1879). The scheduler writes ``Requesting_<t>``
 itself, so the agent never writes the handshake.
+
+Bind completion mirrors the device plugin's ``PodAllocationSuccess``
+(pkg/device-plugin/nvidiadevice/nvinternal/plugin/util.go): patch the pod's
+``hami.io/bind-phase`` to ``success``, then release ``hami.io/mutex.lock``
+only when the lock value is ``<RFC3339>,<ns>,<pod>`` naming that pod. Unlike
+upstream (which releases a legacy ownerless lock for any pod) the agent never
+releases a lock that does not name the pod. A pod already in ``success`` whose
+lock is still held (the agent stopped between the two writes) gets only the
+release. ``failed`` pods, pods on other nodes and pods without HAMi's device
+assignment are never touched.
 """
 
 from __future__ import annotations
@@ -62,19 +72,22 @@ def is_assigned_to(pod: dict[str, Any], node_name: str) -> bool:
 
 
 def pod_action(pod: dict[str, Any], node_name: str, lock_value: str | None) -> PodAction | None:
-    """What the fake Allocate does for one pod: success, plus lock release if it owns the lock."""
+    """What the fake Allocate does for one pod: success, plus lock release if the lock names it."""
     metadata = pod.get("metadata") or {}
     namespace, name = metadata.get("namespace"), metadata.get("name")
     if not namespace or not name:
         return None
     if (pod.get("spec") or {}).get("nodeName") != node_name:
         return None
-    if _annotations(pod).get(hami.BIND_PHASE_ANNOTATION) != hami.BIND_PHASE_ALLOCATING:
-        return None
     if not is_assigned_to(pod, node_name):
         return None
     owns_lock = lock_value is not None and hami.lock_owner(lock_value) == (namespace, name)
-    return PodAction(namespace, name, mark_success=True, release_lock_value=lock_value if owns_lock else None)
+    phase = _annotations(pod).get(hami.BIND_PHASE_ANNOTATION)
+    if phase == hami.BIND_PHASE_ALLOCATING:
+        return PodAction(namespace, name, mark_success=True, release_lock_value=lock_value if owns_lock else None)
+    if phase == hami.BIND_PHASE_SUCCESS and owns_lock:
+        return PodAction(namespace, name, mark_success=False, release_lock_value=lock_value)
+    return None
 
 
 def plan_reconcile(
