@@ -1,0 +1,178 @@
+"""The thin I/O layer: which calls it makes, in what order, and how it treats API errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from gpu_tenancy import hami
+from gpu_tenancy.agent import decisions, kube
+
+NODE = "tenant-a-worker"
+DEVICES = hami.device_inventory("tenant-a", [{"model": "NVIDIA-A100-SXM4-80GB", "memoryMiB": 81920, "count": 1}])
+LOCK = "2026-12-02T20:00:00Z,default,pod-a"
+
+
+def bound_pod(name: str, phase: str = "allocating") -> client.V1Pod:
+    return client.V1Pod(
+        metadata=client.V1ObjectMeta(
+            name=name,
+            namespace="default",
+            annotations={
+                hami.ASSIGNED_NODE_ANNOTATION: NODE,
+                hami.DEVICES_ALLOCATED_ANNOTATION: "GPU-a,NVIDIA,4000,5:;",
+                hami.BIND_PHASE_ANNOTATION: phase,
+            },
+        ),
+        spec=client.V1PodSpec(node_name=NODE, containers=[client.V1Container(name="c")]),
+    )
+
+
+class FakeCoreV1:
+    """Records calls; errors are injected per (method, target)."""
+
+    def __init__(self, node: client.V1Node, pods: list[client.V1Pod]) -> None:
+        self.api_client = client.ApiClient()
+        self.node = node
+        self.pods = pods
+        self.calls: list[tuple[str, Any, dict[str, Any]]] = []
+        self.errors: dict[tuple[str, str], int] = {}
+
+    def _maybe_fail(self, method: str, target: str) -> None:
+        if (status := self.errors.get((method, target))) is not None:
+            raise ApiException(status=status, reason="injected")
+
+    def read_node(self, name: str, **kwargs: Any) -> client.V1Node:
+        self.calls.append(("read_node", name, kwargs))
+        return self.node
+
+    def list_pod_for_all_namespaces(self, **kwargs: Any) -> client.V1PodList:
+        self.calls.append(("list_pod_for_all_namespaces", None, kwargs))
+        return client.V1PodList(items=self.pods)
+
+    def patch_node(self, name: str, body: Any, **kwargs: Any) -> None:
+        self.calls.append(("patch_node", body, kwargs))
+        self._maybe_fail("patch_node", "json-patch" if isinstance(body, list) else "merge")
+
+    def patch_node_status(self, name: str, body: Any, **kwargs: Any) -> None:
+        self.calls.append(("patch_node_status", body, kwargs))
+
+    def patch_namespaced_pod(self, name: str, namespace: str, body: Any, **kwargs: Any) -> None:
+        self.calls.append(("patch_namespaced_pod", (namespace, name, body), kwargs))
+        self._maybe_fail("patch_namespaced_pod", name)
+
+
+def fresh_node(lock: str | None = LOCK) -> client.V1Node:
+    annotations = {hami.NODE_LOCK_ANNOTATION: lock} if lock else {}
+    return client.V1Node(
+        metadata=client.V1ObjectMeta(name=NODE, annotations=annotations),
+        status=client.V1NodeStatus(capacity={"cpu": "8"}),
+    )
+
+
+def agent(api: FakeCoreV1) -> kube.KubeAgent:
+    return kube.KubeAgent(api, NODE, DEVICES)  # type: ignore[arg-type]
+
+
+def test_reconcile_reads_own_node_and_its_pods_then_writes_in_device_plugin_order() -> None:
+    api = FakeCoreV1(fresh_node(), [bound_pod("pod-a")])
+    agent(api).reconcile_once()
+    names = [call[0] for call in api.calls]
+    assert names == [
+        "read_node",
+        "list_pod_for_all_namespaces",
+        "patch_node",  # register annotation
+        "patch_node_status",  # nvidia.com/gpu capacity, on the status subresource
+        "patch_namespaced_pod",  # bind-phase success first ...
+        "patch_node",  # ... then the owner-checked lock release
+    ]
+    assert api.calls[1][2]["field_selector"] == f"spec.nodeName={NODE}"
+    assert api.calls[3][1] == {"status": {"capacity": {"nvidia.com/gpu": "10"}}}
+    assert api.calls[4][1] == ("default", "pod-a", decisions.success_patch())
+    release = api.calls[5]
+    assert release[1] == decisions.lock_release_json_patch(LOCK)
+    assert release[2]["_content_type"] == "application/json-patch+json"
+    assert all("_request_timeout" in call[2] for call in api.calls)
+
+
+def test_converged_node_makes_no_writes() -> None:
+    node = fresh_node(lock=None)
+    node.metadata.annotations = {hami.NODE_REGISTER_ANNOTATION: hami.register_annotation(DEVICES)}
+    node.status.capacity = {"nvidia.com/gpu": "10"}
+    api = FakeCoreV1(node, [bound_pod("pod-a", phase="success"), bound_pod("pod-b", phase="failed")])
+    agent(api).reconcile_once()
+    assert [call[0] for call in api.calls] == ["read_node", "list_pod_for_all_namespaces"]
+
+
+def test_lock_changed_before_release_is_left_alone() -> None:
+    api = FakeCoreV1(fresh_node(), [bound_pod("pod-a")])
+    api.errors[("patch_node", "json-patch")] = 422  # the JSON-patch `test` op failed
+    agent(api).reconcile_once()
+    assert [call[0] for call in api.calls][-1] == "patch_node"
+
+
+def test_deleted_owner_still_gets_its_dangling_lock_released() -> None:
+    api = FakeCoreV1(fresh_node(), [bound_pod("pod-a")])
+    api.errors[("patch_namespaced_pod", "pod-a")] = 404
+    agent(api).reconcile_once()
+    assert api.calls[-1][1] == decisions.lock_release_json_patch(LOCK)
+
+
+def test_one_failing_pod_does_not_block_the_others() -> None:
+    api = FakeCoreV1(fresh_node(lock="2026-12-02T20:00:00Z,default,pod-b"), [bound_pod("pod-a"), bound_pod("pod-b")])
+    api.errors[("patch_namespaced_pod", "pod-a")] = 500
+    agent(api).reconcile_once()
+    patched = [call[1][1] for call in api.calls if call[0] == "patch_namespaced_pod"]
+    assert patched == ["pod-a", "pod-b"]
+    assert api.calls[-1][1] == decisions.lock_release_json_patch("2026-12-02T20:00:00Z,default,pod-b")
+
+
+def test_unexpected_release_error_is_raised() -> None:
+    api = FakeCoreV1(fresh_node(), [])
+    api.errors[("patch_node", "json-patch")] = 403
+    with pytest.raises(ApiException):
+        agent(api).release_lock(LOCK)
+
+
+def test_dry_run_only_reads() -> None:
+    api = FakeCoreV1(fresh_node(), [bound_pod("pod-a")])
+    plan = kube.KubeAgent(api, NODE, DEVICES, dry_run=True).reconcile_once()  # type: ignore[arg-type]
+    assert plan.pod_actions and [call[0] for call in api.calls] == ["read_node", "list_pod_for_all_namespaces"]
+
+
+def test_watch_events_wake_the_loop_and_resync_times_out() -> None:
+    worker = agent(FakeCoreV1(fresh_node(), []))
+    assert worker.wait_for_work(0.01) is False
+    worker._wake.set()
+    assert worker.wait_for_work(5) is True
+    assert worker.wait_for_work(0.01) is False
+
+
+def test_dict_patches_go_out_as_strategic_merge_and_lists_as_json_patch() -> None:
+    """The pinned client defaults every PATCH to application/json-patch+json and rewrites dict bodies to
+    strategic merge; the agent relies on both (merge for annotations/capacity, JSON patch for the lock)."""
+
+    sent: list[tuple[str, str]] = []
+
+    class Pool:
+        def request(self, method: str, url: str, body: Any = None, headers: Any = None, **_: Any) -> Any:
+            sent.append((headers["Content-Type"], body))
+            raise RuntimeError("stop")
+
+    api = client.CoreV1Api(client.ApiClient(client.Configuration(host="https://127.0.0.1:1")))
+    api.api_client.rest_client.pool_manager = Pool()  # type: ignore[assignment]
+    for call in (
+        lambda: api.patch_node(NODE, {"metadata": {"annotations": {"a": "b"}}}),
+        lambda: api.patch_node_status(NODE, {"status": {"capacity": {"nvidia.com/gpu": "10"}}}),
+        lambda: api.patch_node(NODE, decisions.lock_release_json_patch(LOCK), _content_type=kube.JSON_PATCH),
+    ):
+        with pytest.raises(Exception, match="stop"):
+            call()
+    assert [content_type for content_type, _ in sent] == [
+        "application/strategic-merge-patch+json",
+        "application/strategic-merge-patch+json",
+        "application/json-patch+json",
+    ]
