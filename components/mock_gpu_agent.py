@@ -24,6 +24,21 @@ AGENT_SOURCES = [
 IMAGE_REPOSITORY = "gpu-tenancy/mock-gpu-agent"
 NAMESPACE = "kube-system"
 GPU_NODE_LABEL = "gpu-tenancy.io/gpu-node"
+AGENT_UID = 10001  # the numeric USER of gpu_tenancy/agent/Dockerfile
+
+
+def agent_rbac_rules(node_name: pulumi.Input[str]) -> list[k8s.rbac.v1.PolicyRuleArgs]:
+    """Least privilege: read/patch only its own Node (list/watch carry a metadata.name field selector,
+    which the API server maps to the resource name), patch its status, and list/watch/patch pods."""
+    return [
+        k8s.rbac.v1.PolicyRuleArgs(
+            api_groups=[""], resources=["nodes"], resource_names=[node_name], verbs=["get", "list", "watch", "patch"]
+        ),
+        k8s.rbac.v1.PolicyRuleArgs(
+            api_groups=[""], resources=["nodes/status"], resource_names=[node_name], verbs=["patch"]
+        ),
+        k8s.rbac.v1.PolicyRuleArgs(api_groups=[""], resources=["pods"], verbs=["list", "watch", "patch"]),
+    ]
 
 
 def agent_source_digest() -> str:
@@ -44,6 +59,8 @@ class MockGpuAgentArgs:
     depends_on: list[pulumi.Resource] = field(default_factory=list)
     image_tag: str | None = None
     split_count: int = 10
+    # The worker container's id: a replaced worker (same name, empty containerd) gets the image again.
+    worker_id: pulumi.Input[str] | None = None
 
 
 class MockGpuAgent(pulumi.ComponentResource):
@@ -73,7 +90,7 @@ class MockGpuAgent(pulumi.ComponentResource):
                 args.worker_container,
                 " ctr --namespace k8s.io images import -",
             ),
-            triggers=[self.image.id],
+            triggers=[self.image.id, *([args.worker_id] if args.worker_id is not None else [])],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.image, *args.depends_on]),
         )
 
@@ -83,15 +100,7 @@ class MockGpuAgent(pulumi.ComponentResource):
         self.cluster_role = k8s.rbac.v1.ClusterRole(
             f"{name}-role",
             metadata=cluster_metadata,
-            rules=[
-                k8s.rbac.v1.PolicyRuleArgs(
-                    api_groups=[""], resources=["nodes"], verbs=["get", "list", "watch", "patch"]
-                ),
-                k8s.rbac.v1.PolicyRuleArgs(api_groups=[""], resources=["nodes/status"], verbs=["patch"]),
-                k8s.rbac.v1.PolicyRuleArgs(
-                    api_groups=[""], resources=["pods"], verbs=["get", "list", "watch", "patch"]
-                ),
-            ],
+            rules=agent_rbac_rules(args.node_name),
             opts=k8s_opts,
         )
         self.cluster_role_binding = k8s.rbac.v1.ClusterRoleBinding(
@@ -122,6 +131,12 @@ class MockGpuAgent(pulumi.ComponentResource):
                     metadata=k8s.meta.v1.ObjectMetaArgs(labels=labels),
                     spec=k8s.core.v1.PodSpecArgs(
                         service_account_name=self.service_account.metadata.name,
+                        security_context=k8s.core.v1.PodSecurityContextArgs(
+                            run_as_non_root=True,
+                            run_as_user=AGENT_UID,
+                            run_as_group=AGENT_UID,
+                            seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
+                        ),
                         node_selector={GPU_NODE_LABEL: "true"},
                         containers=[
                             k8s.core.v1.ContainerArgs(
@@ -149,7 +164,8 @@ class MockGpuAgent(pulumi.ComponentResource):
                                     privileged=False,
                                     allow_privilege_escalation=False,
                                     run_as_non_root=True,
-                                    run_as_user=10001,
+                                    run_as_user=AGENT_UID,
+                                    run_as_group=AGENT_UID,
                                     read_only_root_filesystem=True,
                                     capabilities=k8s.core.v1.CapabilitiesArgs(drop=["ALL"]),
                                 ),

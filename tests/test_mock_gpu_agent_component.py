@@ -50,6 +50,7 @@ def test_component_wires_provider_rbac_and_labels(mocks: RecordingMocks) -> Any:
             worker_container="tenant-a-worker",
             node_name="tenant-a-worker",
             depends_on=[],
+            worker_id="worker-container-id",
         ),
     )
 
@@ -62,22 +63,36 @@ def test_component_wires_provider_rbac_and_labels(mocks: RecordingMocks) -> Any:
             labels = resource.inputs["metadata"]["labels"]
             assert labels == {"gpu-tenancy.io/tenant": "tenant-a", "gpu-tenancy.io/component": "mock-gpu-agent"}
         role = next(r for r in k8s_resources if r.typ.endswith(":ClusterRole"))
-        rules = {tuple(rule["resources"]): sorted(rule["verbs"]) for rule in role.inputs["rules"]}
-        assert rules == {
-            ("nodes",): ["get", "list", "patch", "watch"],
-            ("nodes/status",): ["patch"],
-            ("pods",): ["get", "list", "patch", "watch"],
+        rules = {
+            tuple(rule["resources"]): (sorted(rule["verbs"]), rule.get("resourceNames")) for rule in role.inputs["rules"]
         }
+        # Least privilege: its own node only; pods cluster-wide (any namespace can run on the node).
+        assert rules == {
+            ("nodes",): (["get", "list", "patch", "watch"], ["tenant-a-worker"]),
+            ("nodes/status",): (["patch"], ["tenant-a-worker"]),
+            ("pods",): (["list", "patch", "watch"], None),
+        }
+        assert all(rule["apiGroups"] == [""] for rule in role.inputs["rules"])
         daemon_set = next(r for r in k8s_resources if r.typ.endswith(":DaemonSet"))
         pod_spec = daemon_set.inputs["spec"]["template"]["spec"]
         assert pod_spec["nodeSelector"] == {"gpu-tenancy.io/gpu-node": "true"}
         container = pod_spec["containers"][0]
         assert container["imagePullPolicy"] == "Never"
         assert container["image"].startswith("gpu-tenancy/mock-gpu-agent:")
-        assert container["securityContext"]["privileged"] is False
+        security = container["securityContext"]
+        assert security["privileged"] is False and security["allowPrivilegeEscalation"] is False
+        assert security["runAsNonRoot"] is True and security["runAsUser"] == 10001
+        assert security["readOnlyRootFilesystem"] is True
+        assert security["capabilities"] == {"drop": ["ALL"]}
+        assert pod_spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+        assert pod_spec["securityContext"]["runAsNonRoot"] is True
+        assert not pod_spec.get("hostNetwork") and not pod_spec.get("hostPID")
+        assert all("hostPath" not in volume for volume in pod_spec["volumes"])
         image = next(r for r in mocks.resources if r.typ == "docker:index/image:Image")
         assert image.inputs["skipPush"] is True
         load = next(r for r in mocks.resources if r.typ == "command:local:Command")
         assert "ctr --namespace k8s.io images import -" in load.inputs["create"]
+        assert "tenant-a-worker" in load.inputs["create"] and "push" not in load.inputs["create"]
+        assert load.inputs["triggers"] == ["tenant-a-gpu-image-id", "worker-container-id"]
 
     return pulumi.Output.all(provider.urn, agent.daemon_set.id).apply(lambda values: check(values[0]))
