@@ -1,18 +1,44 @@
+"""Golden: the register annotation the agent writes for the dev stack's tenants.
+
+The inventory goes the same way as in the program: Pulumi.dev.yaml -> load_config -> GpuConfig
+dumped by alias (what components/tenant.py hands the agent) -> hami.device_inventory.
+Regenerate after an intended change with ``GPU_TENANCY_UPDATE_GOLDEN=1 pytest tests/test_agent_golden.py``.
+"""
+
 import json
+import os
 from pathlib import Path
 
 from gpu_tenancy import hami
+from gpu_tenancy.config import load_config
+from tests.harness import dev_config
 
 GOLDEN = Path(__file__).parent / "golden" / "register-annotations.json"
-TENANTS = {
-    "tenant-a": [{"model": "NVIDIA-A100-SXM4-80GB", "memoryMiB": 81920, "count": 1}],
-    "tenant-b": [{"model": "NVIDIA-L4", "memoryMiB": 24576, "count": 2}],
-}
 
 
 def render() -> dict[str, str]:
-    return {tenant: hami.register_annotation(hami.device_inventory(tenant, gpus)) for tenant, gpus in TENANTS.items()}
+    stack = load_config(dev_config())
+    return {
+        tenant.name: hami.register_annotation(
+            hami.device_inventory(tenant.name, [gpu.model_dump(by_alias=True) for gpu in tenant.gpus])
+        )
+        for tenant in stack.tenants
+    }
 
 
 def test_register_annotations_match_golden() -> None:
-    assert render() == json.loads(GOLDEN.read_text(encoding="utf-8"))
+    rendered = render()
+    if os.environ.get("GPU_TENANCY_UPDATE_GOLDEN") == "1":
+        GOLDEN.write_text(json.dumps(rendered, indent=2) + "\n", encoding="utf-8")
+    assert rendered == json.loads(GOLDEN.read_text(encoding="utf-8"))
+
+
+def test_golden_is_one_a100_for_tenant_a_and_two_l4_for_tenant_b() -> None:
+    golden = {tenant: json.loads(value) for tenant, value in json.loads(GOLDEN.read_text(encoding="utf-8")).items()}
+    assert sorted(golden) == ["tenant-a", "tenant-b"]
+    assert [(d["type"], d["devmem"], d["count"]) for d in golden["tenant-a"]] == [("NVIDIA-A100-SXM4-80GB", 81920, 10)]
+    assert [(d["type"], d["devmem"], d["index"]) for d in golden["tenant-b"]] == [
+        ("NVIDIA-L4", 24576, 0),
+        ("NVIDIA-L4", 24576, 1),
+    ]
+    assert all(d["health"] is True and d["devcore"] == 100 for devices in golden.values() for d in devices)
