@@ -207,3 +207,17 @@ def test_examples_plan_dev_mirrors_the_dev_stack() -> None:
         return [(n.tenant, [(d.type, d.devmem, d.devcore, d.count) for d in n.devices]) for n in ns]
 
     assert shape(ex_nodes) == shape(nodes)
+
+
+def test_program_workload_objects_validate_against_kubernetes_schemas() -> None:
+    """What test_fidelity checks for all core/apps objects, pinned here for these three kinds."""
+    import kubernetes_validate
+
+    from tests.harness import unwrap
+
+    resources = record_stack()
+    mine = [r for r in resources if r.typ in (DEPLOYMENT, QUOTA)] + workload_namespaces(resources)
+    assert Counter(r.typ for r in mine) == {DEPLOYMENT: 2, QUOTA: 2, NAMESPACE: 2}
+    for resource in mine:
+        body = unwrap({k: v for k, v in resource.inputs.items() if k in ("apiVersion", "kind", "metadata", "spec")})
+        kubernetes_validate.validate(body, "1.35.0", strict=True)
