@@ -226,8 +226,9 @@ def validate_tcp_konnectivity(args: ResourceValidationArgs, report: ReportViolat
     if is_unknown(konnectivity):
         return
     if not isinstance(konnectivity, dict):
+        name = known_str(dig(res.props, "metadata", "name")) or res.name
         report(
-            f"TenantControlPlane {res.name!r} has no spec.addons.konnectivity; add `konnectivity: {{}}` "
+            f"TenantControlPlane {name!r} has no spec.addons.konnectivity; add `konnectivity: {{}}` "
             "(the CRD fills in port 8132 and a DaemonSet agent) or HAMi's webhook cannot be reached.", None
         )
 

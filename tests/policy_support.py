@@ -1,0 +1,288 @@
+"""Shared helpers for the policy-pack tests: the dev stack as the policy engine would hand it over.
+
+`record_engine_view` runs the program under tests/harness.py's mocks and additionally records what the
+mocks' `new_resource` does not see but the engine gives analyzers: each resource's URN, parent,
+dependencies, property dependencies, provider reference and, for components, what they passed to
+`register_outputs`. From that it builds the two shapes the engine sends:
+
+* resource policies (`Analyze`): a resource's *inputs* and its provider;
+* stack policies (`AnalyzeStack`): every resource's *outputs* (custom resources: the mock's state, which
+  echoes the inputs as pulumi-kubernetes' preview does; components: their `register_outputs` dict only,
+  exactly as the engine's step executor overwrites them; the root stack: its exports), parent and
+  dependencies.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from harness import record_mocks
+from pulumi.output import Unknown
+from pulumi.runtime import mocks as pulumi_mocks
+from pulumi.runtime import rpc
+from pulumi_policy import (
+    PolicyProviderResource,
+    PolicyResource,
+    PolicyResourceOptions,
+    ResourceValidationArgs,
+    StackValidationArgs,
+)
+from pulumi_policy.deserialize import deserialize_properties
+from pulumi_policy.proxy import unknown_checking_proxy
+
+REPO = Path(__file__).resolve().parents[1]
+POLICIES = REPO / "policies"
+if str(POLICIES) not in sys.path:
+    sys.path.insert(0, str(POLICIES))
+
+
+@dataclass
+class Recorded:
+    """One registered resource with what the engine keeps about it."""
+
+    urn: str
+    type: str
+    name: str
+    custom: bool
+    parent: str
+    provider: str  # "<provider urn>::<provider id>" or ""
+    inputs: dict[str, Any]
+    state: dict[str, Any]
+    dependencies: list[str] = field(default_factory=list)
+    property_dependencies: dict[str, list[str]] = field(default_factory=dict)
+    registered_outputs: dict[str, Any] | None = None
+
+    @property
+    def outputs(self) -> dict[str, Any]:
+        """What AnalyzeStack sees: a component's register_outputs, a custom resource's state."""
+        if self.custom:
+            return self.state
+        return self.registered_outputs or {}
+
+
+def _wire(value: Any) -> Any:
+    """Plain JSON as on the engine's wire: unknowns become the unknown-string sentinel."""
+    if isinstance(value, Unknown):
+        return rpc.UNKNOWN
+    if isinstance(value, dict):
+        return {k: _wire(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_wire(v) for v in value]
+    return value
+
+
+def _properties(struct: Any) -> dict[str, Any]:
+    return _wire(rpc.deserialize_properties(struct, keep_unknowns=True))
+
+
+@contextmanager
+def _capturing_monitor(into: dict[str, Recorded]) -> Iterator[None]:
+    monitor = pulumi_mocks.MockMonitor
+    original_register, original_read, original_outputs = (
+        monitor.RegisterResource,
+        monitor.ReadResource,
+        monitor.RegisterResourceOutputs,
+    )
+
+    def register(self: Any, request: Any) -> Any:
+        response = original_register(self, request)
+        urn = self.make_urn(request.parent, request.type, request.name)
+        registration = self.resources.get(urn)
+        into[urn] = Recorded(
+            urn=urn,
+            type=request.type,
+            name=request.name,
+            custom=bool(request.custom),
+            parent=request.parent,
+            provider=request.provider,
+            inputs=_properties(request.object),
+            state=_wire(dict(registration.state)) if registration else {},
+            dependencies=list(request.dependencies),
+            property_dependencies={k: list(v.urns) for k, v in request.propertyDependencies.items()},
+        )
+        return response
+
+    def read(self: Any, request: Any) -> Any:
+        response = original_read(self, request)
+        urn = self.make_urn(request.parent, request.type, request.name)
+        registration = self.resources.get(urn)
+        state = _wire(dict(registration.state)) if registration else {}
+        # A read returns the live object; the mock only echoes its (empty) inputs, so add the metadata
+        # the provider's Read would return for "<namespace>/<name>" ids.
+        if request.type.startswith("kubernetes:") and "/" in request.id:
+            namespace, name = request.id.split("/", 1)
+            state.setdefault("metadata", {"name": name, "namespace": namespace})
+        into[urn] = Recorded(
+            urn=urn,
+            type=request.type,
+            name=request.name,
+            custom=True,
+            parent=request.parent,
+            provider=request.provider,
+            inputs=state,
+            state=state,
+            dependencies=list(request.dependencies),
+        )
+        return response
+
+    def register_outputs(self: Any, request: Any) -> Any:
+        outputs = _properties(request.outputs) if request.outputs else {}
+        if request.urn in into:
+            into[request.urn].registered_outputs = outputs
+        else:  # the root stack registers only its outputs
+            into[request.urn] = Recorded(
+                request.urn, "pulumi:pulumi:Stack", request.urn.rsplit("::", 1)[-1], False, "", "", {}, {},
+                registered_outputs=outputs,
+            )
+        return original_outputs(self, request)
+
+    monitor.RegisterResource = register  # type: ignore[method-assign]
+    monitor.ReadResource = read  # type: ignore[method-assign]
+    monitor.RegisterResourceOutputs = register_outputs  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        monitor.RegisterResource = original_register  # type: ignore[method-assign]
+        monitor.ReadResource = original_read  # type: ignore[method-assign]
+        monitor.RegisterResourceOutputs = original_outputs  # type: ignore[method-assign]
+
+
+def record_engine_view(config: dict[str, Any] | None = None, *, unknowns: bool = False) -> list[Recorded]:
+    """The dev stack (or `config`) registered under mocks, as the engine records it."""
+    recorded: dict[str, Recorded] = {}
+    with _capturing_monitor(recorded):
+        record_mocks(config, unknowns=unknowns)
+    return list(recorded.values())
+
+
+_CACHE: dict[tuple[str, bool], list[Recorded]] = {}
+
+
+def dev_stack(unknowns: bool = False) -> list[Recorded]:
+    """The dev stack's registrations, recorded once per session (callers must not mutate them)."""
+    key = ("dev", unknowns)
+    if key not in _CACHE:
+        _CACHE[key] = record_engine_view(unknowns=unknowns)
+    return _CACHE[key]
+
+
+# --------------------------------------------------------------------------- crafting variants
+
+
+def copy_stack(resources: list[Recorded]) -> list[Recorded]:
+    return [
+        replace(
+            r,
+            inputs=json.loads(json.dumps(r.inputs)),
+            state=json.loads(json.dumps(r.state)),
+            registered_outputs=None if r.registered_outputs is None else json.loads(json.dumps(r.registered_outputs)),
+            dependencies=list(r.dependencies),
+            property_dependencies={k: list(v) for k, v in r.property_dependencies.items()},
+        )
+        for r in resources
+    ]
+
+
+def find(resources: list[Recorded], typ: str, name: str | None = None) -> Recorded:
+    matches = [r for r in resources if r.type == typ and (name is None or r.name == name)]
+    if not matches:
+        raise LookupError(f"no {typ} {name or ''} registered")
+    return matches[0]
+
+
+def set_both(resource: Recorded, path: list[str | int], value: Any) -> None:
+    """Set a property in the inputs and the state (a custom resource's outputs echo its inputs)."""
+    for props in (resource.inputs, resource.state):
+        node: Any = props
+        for step in path[:-1]:
+            node = node[step]
+        node[path[-1]] = value
+
+
+# --------------------------------------------------------------------------- policy arguments
+
+
+def _options(parent: str = "") -> PolicyResourceOptions:
+    from pulumi_policy import PolicyCustomTimeouts
+
+    return PolicyResourceOptions(False, [], None, [], PolicyCustomTimeouts(0, 0, 0), [], parent or None)
+
+
+def _engine_props(props: dict[str, Any], preview: bool = True) -> Any:
+    """What the pulumi_policy server does with a property map it receives."""
+    deserialized = deserialize_properties(json.loads(json.dumps(props)))
+    return unknown_checking_proxy(deserialized) if preview else deserialized
+
+
+def _provider(resources: dict[str, Recorded], reference: str) -> PolicyProviderResource | None:
+    if not reference:
+        return None
+    urn = reference.rsplit("::", 1)[0]
+    provider = resources.get(urn)
+    if provider is None:
+        return None
+    return PolicyProviderResource(provider.type, _engine_props(provider.inputs), provider.urn, provider.name)
+
+
+def resource_args(
+    resources: list[Recorded], resource: Recorded, config: dict[str, Any] | None = None
+) -> ResourceValidationArgs:
+    by_urn = {r.urn: r for r in resources}
+    return ResourceValidationArgs(
+        resource.type,
+        _engine_props(resource.inputs),
+        resource.urn,
+        resource.name,
+        _options(resource.parent),
+        _provider(by_urn, resource.provider),
+        config,
+    )
+
+
+def stack_args(resources: list[Recorded], config: dict[str, Any] | None = None) -> StackValidationArgs:
+    by_urn = {r.urn: r for r in resources}
+    views = {
+        r.urn: PolicyResource(
+            r.type, _engine_props(r.outputs), r.urn, r.name, _options(r.parent), _provider(by_urn, r.provider),
+            None, [], {},
+        )
+        for r in resources
+    }
+    for r in resources:
+        view = views[r.urn]
+        view.parent = views.get(r.parent)
+        view.dependencies = [views[d] for d in r.dependencies if d in views]
+        view.property_dependencies = {k: [views[d] for d in v if d in views] for k, v in r.property_dependencies.items()}
+    return StackValidationArgs(list(views.values()), config)
+
+
+Violation = tuple[str, str | None]
+
+
+def run_resource_policy(
+    policy: Any, resources: list[Recorded], config: dict[str, Any] | None = None
+) -> list[tuple[str, str, str | None]]:
+    """(resource name, message, urn) for every violation `policy` reports over every resource."""
+    out: list[tuple[str, str, str | None]] = []
+    for resource in resources:
+        def report(message: str, urn: str | None = None, _name: str = resource.name) -> None:
+            out.append((_name, message, urn))
+
+        policy.validate(resource_args(resources, resource, config), report)
+    return out
+
+
+def run_stack_policy(policy: Any, resources: list[Recorded], config: dict[str, Any] | None = None) -> list[Violation]:
+    out: list[Violation] = []
+
+    def report(message: str, urn: str | None = None) -> None:
+        out.append((message, urn))
+
+    policy.validate(stack_args(resources, config), report)
+    return out

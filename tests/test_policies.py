@@ -1,0 +1,465 @@
+"""The policy pack against what the dev stack really registers (recorded under mocks), and against
+crafted bad variants of those same resources: every policy passes on the first and fails on the second."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from harness import dev_config
+from policy_support import (
+    Recorded,
+    copy_stack,
+    dev_stack,
+    find,
+    run_resource_policy,
+    run_stack_policy,
+    set_both,
+)
+from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValidationPolicy
+from pulumi_policy.proxy import unknown_checking_proxy
+
+import policy_lib as lib  # isort: skip  (policies/ is put on sys.path by policy_support)
+import tenant_policies as tp  # isort: skip
+
+TCP = lib.TCP_TYPE
+TENANT = lib.TENANT_TYPE
+PROVIDER = lib.K8S_PROVIDER_TYPE
+DAEMONSET = "kubernetes:apps/v1:DaemonSet"
+RELEASE = lib.HELM_RELEASE_TYPE
+
+
+def engine_config(config: dict[str, Any]) -> str:
+    """PULUMI_CONFIG as the engine hands it to a policy pack (structured values JSON-encoded)."""
+    return json.dumps({f"gpu-tenancy:{k}": v if isinstance(v, str) else json.dumps(v) for k, v in config.items()})
+
+
+@pytest.fixture
+def pack_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stack config the engine passes to the pack process."""
+    monkeypatch.setenv("PULUMI_CONFIG", engine_config(dev_config()))
+
+
+@pytest.fixture
+def stack() -> list[Recorded]:
+    """A private copy of the dev stack to craft bad variants from."""
+    return copy_stack(dev_stack())
+
+
+def run(policy: Any, resources: list[Recorded], config: dict[str, Any] | None = None) -> list[str]:
+    if isinstance(policy, StackValidationPolicy):
+        return [message for message, _ in run_stack_policy(policy, resources, config)]
+    return [message for _, message, _ in run_resource_policy(policy, resources, config)]
+
+
+def owned(resources: list[Recorded], typ: str, tenant: str, name_part: str = "") -> Recorded:
+    for r in resources:
+        if r.type == typ and r.name.startswith(tenant) and name_part in r.name:
+            return r
+    raise LookupError(f"no {typ} of {tenant} matching {name_part!r}")
+
+
+def provider_ref(resources: list[Recorded], name: str) -> str:
+    provider = find(resources, PROVIDER, name)
+    return f"{provider.urn}::{provider.name}-id"
+
+
+def assert_violation(messages: list[str], *fragments: str) -> None:
+    assert any(all(f in m for f in fragments) for m in messages), f"no violation with {fragments} in {messages}"
+
+
+# --------------------------------------------------------------------------- the pack itself
+
+
+def test_every_policy_is_named_described_and_levelled() -> None:
+    names = [p.name for p in tp.ALL_POLICIES]
+    assert len(names) == len(set(names)) == 12
+    assert set(names) >= {
+        "tenant-provider-isolation", "tcp-konnectivity-enabled", "tcp-dedicated-namespace", "tcp-version-pinned",
+        "images-pinned", "charts-pinned", "gpu-requests-fractional", "tenant-cidrs-disjoint",
+        "worker-joins-own-tenant", "no-mock-gpus-in-real", "no-privileged-tenant-workloads", "gpu-plan-fits",
+    }
+    for policy in tp.ALL_POLICIES:
+        assert len(policy.description) > 40
+        expected = EnforcementLevel.ADVISORY if policy.name == "no-privileged-tenant-workloads" else EnforcementLevel.MANDATORY
+        assert policy.enforcement_level == expected, policy.name
+    stack_policies = {p.name for p in tp.ALL_POLICIES if isinstance(p, StackValidationPolicy)}
+    assert stack_policies == {
+        "tenant-provider-isolation", "tcp-dedicated-namespace", "tcp-version-pinned", "tenant-cidrs-disjoint",
+        "worker-joins-own-tenant", "no-mock-gpus-in-real", "gpu-plan-fits",
+    }
+
+
+# --------------------------------------------------------------------------- the dev stack passes
+
+
+@pytest.mark.usefixtures("pack_env")
+@pytest.mark.parametrize("unknowns", [False, True], ids=["deployed", "first-preview"])
+@pytest.mark.parametrize("policy", tp.ALL_POLICIES, ids=lambda p: p.name)
+def test_dev_stack_passes(policy: Any, unknowns: bool) -> None:
+    assert run(policy, dev_stack(unknowns)) == []
+
+
+def test_dev_stack_is_what_the_policies_expect() -> None:
+    """Guards against vacuous passes: the signals the policies key on are really registered."""
+    resources = dev_stack()
+    types = {r.type for r in resources}
+    assert {TCP, TENANT, PROVIDER, DAEMONSET, RELEASE, lib.MOCK_AGENT_TYPE, lib.COMMAND_TYPE} <= types
+    providers = {r.name: r.inputs.get("clusterIdentifier") for r in resources if r.type == PROVIDER}
+    assert providers == {"management": "management", "tenant-a-kubernetes": "tenant/tenant-a",
+                         "tenant-b-kubernetes": "tenant/tenant-b"}
+    tenant = find(resources, TENANT, "tenant-a")
+    assert {"tenant", "mode", "gpus", "workloads", "quota"} <= set(tenant.inputs)
+    # The engine's stack view of a component is its register_outputs, which does not carry the declaration.
+    assert "gpus" not in tenant.outputs
+
+
+# --------------------------------------------------------------------------- 1 tenant-provider-isolation
+
+
+def test_isolation_flags_a_resource_on_another_tenants_provider(stack: list[Recorded]) -> None:
+    kindnet = owned(stack, DAEMONSET, "tenant-a", "kindnet")
+    kindnet.provider = provider_ref(stack, "tenant-b-kubernetes")
+    assert_violation(run(tp.tenant_provider_isolation, stack), "tenant 'tenant-a'", "tenant 'tenant-b''s provider")
+
+
+def test_isolation_flags_a_tenant_workload_on_the_management_provider(stack: list[Recorded]) -> None:
+    config_map = owned(stack, "kubernetes:core/v1:ConfigMap", "tenant-a", "kube-proxy")
+    config_map.provider = provider_ref(stack, "management")
+    assert_violation(run(tp.tenant_provider_isolation, stack), "lands on the management cluster", "kube-system")
+
+
+def test_isolation_flags_a_tenant_resource_on_the_default_provider(stack: list[Recorded]) -> None:
+    owned(stack, DAEMONSET, "tenant-b", "kube-proxy").provider = ""
+    assert_violation(run(tp.tenant_provider_isolation, stack), "the default provider")
+
+
+def test_isolation_flags_mixing_two_tenants_outputs(stack: list[Recorded]) -> None:
+    join_a = owned(stack, lib.COMMAND_TYPE, "tenant-a", "join")
+    secret_b = owned(stack, "kubernetes:core/v1:Secret", "tenant-b", "admin-kubeconfig")
+    join_a.property_dependencies.setdefault("stdin", []).append(secret_b.urn)
+    assert_violation(run(tp.tenant_provider_isolation, stack), "of tenant 'tenant-a' depends on", "of tenant 'tenant-b'")
+
+
+def test_isolation_flags_a_label_that_contradicts_the_parent_chain(stack: list[Recorded]) -> None:
+    service_account = owned(stack, "kubernetes:core/v1:ServiceAccount", "tenant-a", "kindnet")
+    set_both(service_account, ["metadata", "labels", lib.TENANT_LABEL], "tenant-b")
+    assert_violation(run(tp.tenant_provider_isolation, stack), "claimed by more than one tenant")
+
+
+def test_isolation_flags_providers_sharing_a_cluster(stack: list[Recorded]) -> None:
+    provider_b = find(stack, PROVIDER, "tenant-b-kubernetes")
+    set_both(provider_b, ["clusterIdentifier"], "tenant/tenant-a")
+    messages = run(tp.tenant_provider_isolation, stack)
+    assert_violation(messages, "share clusterIdentifier 'tenant/tenant-a'")
+    assert_violation(messages, "belongs to tenant 'tenant-b' but has clusterIdentifier 'tenant/tenant-a'")
+
+
+def test_isolation_allowed_management_types_are_configurable(stack: list[Recorded]) -> None:
+    config_map = owned(stack, "kubernetes:core/v1:ConfigMap", "tenant-a", "kube-proxy")
+    config_map.provider = provider_ref(stack, "management")
+    allowed = {"allowedManagementTypes": [*tp.DEFAULT_MANAGEMENT_TYPES, "kubernetes:core/v1:ConfigMap"]}
+    assert run(tp.tenant_provider_isolation, stack, allowed) == []
+
+
+# --------------------------------------------------------------------------- 2 tcp-konnectivity-enabled
+
+
+def test_konnectivity_missing_is_flagged(stack: list[Recorded]) -> None:
+    tcp = owned(stack, TCP, "tenant-b")
+    for props in (tcp.inputs, tcp.state):
+        del props["spec"]["addons"]["konnectivity"]
+    assert_violation(run(tp.tcp_konnectivity_enabled, stack), "'tenant-b'", "spec.addons.konnectivity")
+
+
+# --------------------------------------------------------------------------- 3 tcp-dedicated-namespace
+
+
+def test_two_control_planes_in_one_namespace_are_flagged(stack: list[Recorded]) -> None:
+    set_both(owned(stack, TCP, "tenant-b"), ["metadata", "namespace"], "tenant-a")
+    messages = run(tp.tcp_dedicated_namespace, stack)
+    assert_violation(messages, "namespace 'tenant-a' holds 2 TenantControlPlanes")
+    assert_violation(messages, "of tenant 'tenant-b' is in namespace 'tenant-a'")
+
+
+def test_control_plane_named_after_another_tenant_or_in_a_shared_namespace_is_flagged(stack: list[Recorded]) -> None:
+    tcp = owned(stack, TCP, "tenant-a")
+    set_both(tcp, ["metadata", "name"], "shared")
+    set_both(tcp, ["metadata", "namespace"], "kube-system")
+    messages = run(tp.tcp_dedicated_namespace, stack)
+    assert_violation(messages, "belongs to tenant 'tenant-a'; name it 'tenant-a'")
+    assert_violation(messages, "shared namespace 'kube-system'")
+
+
+# --------------------------------------------------------------------------- 4 tcp-version-pinned
+
+
+def test_floating_control_plane_version_is_flagged(stack: list[Recorded]) -> None:
+    set_both(owned(stack, TCP, "tenant-a"), ["spec", "kubernetes", "version"], "v1.35")
+    assert_violation(run(tp.tcp_version_pinned, stack), "'tenant-a'", "pin an exact version")
+
+
+def test_worker_image_not_matching_its_control_plane_is_flagged(stack: list[Recorded]) -> None:
+    image = owned(stack, lib.REMOTE_IMAGE_TYPE, "tenant-b")
+    set_both(image, ["name"], "kindest/node:v1.30.13")
+    assert_violation(run(tp.tcp_version_pinned, stack), "tenant 'tenant-b'", "kindest/node:v1.30.13", "does not match")
+
+
+# --------------------------------------------------------------------------- 5 images-pinned
+
+
+@pytest.mark.parametrize(
+    ("image", "why"), [("docker.io/kindest/kindnetd", "has no tag"), ("docker.io/kindest/kindnetd:latest", "latest")]
+)
+def test_untagged_or_latest_container_image_is_flagged(stack: list[Recorded], image: str, why: str) -> None:
+    kindnet = owned(stack, DAEMONSET, "tenant-a", "kindnet")
+    set_both(kindnet, ["spec", "template", "spec", "containers", 0, "image"], image)
+    assert_violation(run(tp.images_pinned, stack), "kindnet", why)
+
+
+def test_latest_tag_in_helm_values_and_untagged_worker_image_are_flagged(stack: list[Recorded]) -> None:
+    set_both(owned(stack, RELEASE, "tenant-a", "hami"), ["values", "global", "imageTag"], "latest")
+    set_both(owned(stack, lib.REMOTE_IMAGE_TYPE, "tenant-b"), ["name"], "kindest/node")
+    messages = run(tp.images_pinned, stack)
+    assert_violation(messages, "values.global.imageTag uses the 'latest' tag")
+    assert_violation(messages, "'kindest/node' has no tag")
+
+
+# --------------------------------------------------------------------------- 6 charts-pinned
+
+
+def test_unpinned_or_repositoryless_chart_is_flagged(stack: list[Recorded]) -> None:
+    hami = owned(stack, RELEASE, "tenant-a", "hami")
+    set_both(hami, ["version"], "^2.10")
+    kamaji = find(stack, RELEASE, "kamaji-chart")
+    for props in (kamaji.inputs, kamaji.state):
+        del props["version"]
+        del props["repositoryOpts"]
+    messages = run(tp.charts_pinned, stack)
+    assert_violation(messages, "'hami' version '^2.10' is a range")
+    assert_violation(messages, "'kamaji' has no version")
+    assert_violation(messages, "'kamaji' has no repository")
+
+
+# --------------------------------------------------------------------------- 7 gpu-requests-fractional
+
+
+def test_whole_card_and_over_100_cores_requests_are_flagged(stack: list[Recorded]) -> None:
+    kindnet = owned(stack, DAEMONSET, "tenant-a", "kindnet")
+    set_both(kindnet, ["spec", "template", "spec", "containers", 0, "resources", "limits"],
+             {"nvidia.com/gpu": "1", "nvidia.com/gpucores": "150"})
+    messages = run(tp.gpu_requests_fractional, stack)
+    assert_violation(messages, "without nvidia.com/gpumem or nvidia.com/gpumem-percentage")
+    assert_violation(messages, "nvidia.com/gpucores=150")
+
+
+def test_a_memory_share_makes_a_gpu_request_fractional(stack: list[Recorded]) -> None:
+    kindnet = owned(stack, DAEMONSET, "tenant-a", "kindnet")
+    set_both(kindnet, ["spec", "template", "spec", "containers", 0, "resources", "limits"],
+             {"nvidia.com/gpu": 1, "nvidia.com/gpumem-percentage": 25, "nvidia.com/gpucores": 100})
+    assert run(tp.gpu_requests_fractional, stack) == []
+
+
+def test_declared_workload_without_memory_is_flagged_on_the_tenant(stack: list[Recorded]) -> None:
+    tenant = find(stack, TENANT, "tenant-a")
+    tenant.inputs["workloads"] = [{"name": "greedy", "containers": [{"gpus": 1, "gpumemMiB": None, "gpucores": 20}]}]
+    assert_violation(run(tp.gpu_requests_fractional, stack), "tenant 'tenant-a', workload 'greedy'", "gpumemMiB")
+
+
+# --------------------------------------------------------------------------- 8 tenant-cidrs-disjoint
+
+
+def test_overlapping_tenant_cidrs_are_flagged(stack: list[Recorded]) -> None:
+    tcp_a, tcp_b = owned(stack, TCP, "tenant-a"), owned(stack, TCP, "tenant-b")
+    set_both(tcp_b, ["spec", "networkProfile", "podCidrs"], [tcp_a.state["spec"]["networkProfile"]["podCidrs"][0]])
+    assert_violation(run(tp.tenant_cidrs_disjoint, stack), "'tenant-a' pod CIDR", "'tenant-b' pod CIDR", "overlaps")
+
+
+def test_cidr_overlapping_the_docker_network_or_kind_ranges_is_flagged(stack: list[Recorded]) -> None:
+    tcp = owned(stack, TCP, "tenant-a")
+    set_both(tcp, ["spec", "networkProfile", "podCidrs"], ["172.18.128.0/17"])
+    set_both(tcp, ["spec", "networkProfile", "serviceCidrs"], ["10.96.0.0/20"])
+    messages = run(tp.tenant_cidrs_disjoint, stack)
+    assert_violation(messages, "172.18.128.0/17", "Docker network 172.18.0.0/16")
+    assert_violation(messages, "172.18.128.0/17", "MetalLB pool")
+    assert_violation(messages, "10.96.0.0/20", "reserved range 10.96.0.0/16")
+    assert not any("10.96.0.0/20" in m for m in run(tp.tenant_cidrs_disjoint, stack, {"reservedCidrs": []}))
+
+
+# --------------------------------------------------------------------------- 9 worker-joins-own-tenant
+
+
+def test_worker_joining_another_tenant_is_flagged(stack: list[Recorded]) -> None:
+    join_b = owned(stack, lib.COMMAND_TYPE, "tenant-b", "join")
+    endpoint_a = find(stack, TENANT, "tenant-a").outputs["endpoint"]
+    set_both(join_b, ["environment", "CONTROL_PLANE_TENANT"], "tenant-a")
+    set_both(join_b, ["environment", "CONTROL_PLANE_ENDPOINT"], endpoint_a)
+    messages = run(tp.worker_joins_own_tenant, stack)
+    assert_violation(messages, "of tenant 'tenant-b' has CONTROL_PLANE_TENANT='tenant-a'")
+    assert_violation(messages, f"targets {endpoint_a}, the control plane of 'tenant-a'")
+
+
+def test_worker_joining_another_tenants_container_is_flagged(stack: list[Recorded]) -> None:
+    join_a = owned(stack, lib.COMMAND_TYPE, "tenant-a", "join")
+    container_b = owned(stack, lib.CONTAINER_TYPE, "tenant-b")
+    set_both(join_a, ["environment", "GPU_TENANCY_WORKER"], container_b.state["name"])
+    assert_violation(run(tp.worker_joins_own_tenant, stack), "joins container", "of tenant 'tenant-b'")
+
+
+# --------------------------------------------------------------------------- 10 no-mock-gpus-in-real
+
+
+def test_mock_agent_in_real_mode_is_flagged(stack: list[Recorded]) -> None:
+    messages = run(tp.no_mock_gpus_in_real, stack, {"mode": "real"})
+    assert_violation(messages, "mode is 'real' but tenant 'tenant-a' still runs the mock-GPU agent")
+    assert_violation(messages, "devicePlugin.enabled=false")
+
+
+def test_mode_real_from_the_stack_config_is_honoured(stack: list[Recorded], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PULUMI_CONFIG", engine_config({**dev_config(), "mode": "real"}))
+    assert_violation(run(tp.no_mock_gpus_in_real, stack), "mode is 'real'", "mock-GPU agent")
+
+
+def test_real_device_plugin_in_sim_mode_is_flagged(stack: list[Recorded], pack_env: None) -> None:
+    set_both(owned(stack, RELEASE, "tenant-b", "hami"), ["values", "devicePlugin", "enabled"], True)
+    assert_violation(run(tp.no_mock_gpus_in_real, stack), "mode is 'sim' but tenant 'tenant-b' installs a real GPU")
+
+
+def test_mock_agent_next_to_a_real_plugin_is_flagged_without_a_known_mode(
+    stack: list[Recorded], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PULUMI_CONFIG", raising=False)
+    set_both(owned(stack, RELEASE, "tenant-a", "hami"), ["values", "devicePlugin", "enabled"], True)
+    assert_violation(run(tp.no_mock_gpus_in_real, stack), "both the mock-GPU agent and a real device plugin")
+
+
+# --------------------------------------------------------------------------- 11 no-privileged-tenant-workloads
+
+
+def test_privileged_tenant_workload_is_reported_but_platform_components_are_not(stack: list[Recorded]) -> None:
+    kube_proxy = owned(stack, DAEMONSET, "tenant-a", "kube-proxy")  # privileged and hostNetwork by design
+    assert run(tp.no_privileged_tenant_workloads, stack) == []
+    set_both(kube_proxy, ["spec", "template", "metadata", "labels", lib.COMPONENT_LABEL], "team-job")
+    set_both(kube_proxy, ["metadata", "labels", lib.COMPONENT_LABEL], "team-job")
+    messages = run(tp.no_privileged_tenant_workloads, stack)
+    assert_violation(messages, "tenant 'tenant-a'", "sets hostNetwork: true")
+    assert_violation(messages, "mounts hostPath volume 'xtables-lock'")
+    assert_violation(messages, "container 'kube-proxy' is privileged")
+    assert tp.no_privileged_tenant_workloads.enforcement_level == EnforcementLevel.ADVISORY
+
+
+# --------------------------------------------------------------------------- 12 gpu-plan-fits
+
+
+def declare(stack: list[Recorded], tenant: str, **changes: Any) -> Recorded:
+    """Register `tenant`'s declaration as Tenant outputs (what register_outputs should carry), changed."""
+    resource = find(stack, TENANT, tenant)
+    declaration = {k: resource.inputs[k] for k in ("tenant", "mode", "gpus", "workloads", "quota")}
+    resource.registered_outputs = {**(resource.registered_outputs or {}), **declaration, **changes}
+    return resource
+
+
+def test_plan_passes_from_tenant_outputs_without_stack_config(
+    stack: list[Recorded], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PULUMI_CONFIG", raising=False)
+    declare(stack, "tenant-a")
+    declare(stack, "tenant-b")
+    assert run(tp.gpu_plan_fits, stack) == []
+
+
+def test_overcommitted_workload_is_flagged_in_hamis_words(stack: list[Recorded], pack_env: None) -> None:
+    declare(stack, "tenant-a", workloads=[
+        {"name": "a-infer", "replicas": 9, "containers": [{"gpus": 1, "gpumemMiB": 10240, "gpucores": 20}]}
+    ], quota={})
+    messages = run(tp.gpu_plan_fits, stack)
+    assert_violation(messages, "tenant 'tenant-a': workload 'a-infer' replica 5", "1/1 CardInsufficientCore")
+    assert len(messages) == 4  # replicas 5..8; 5 x 20 cores fill the one A100
+
+
+def test_quota_exceeded_is_flagged(stack: list[Recorded], pack_env: None) -> None:
+    declare(stack, "tenant-b", quota={"limits.nvidia.com/gpu": 1})
+    assert_violation(run(tp.gpu_plan_fits, stack), "tenant 'tenant-b': workload 'b-notebook' replica 1",
+                     "ResourceQuotaNotFit: limits.nvidia.com/gpu 1+1 > 1")
+
+
+def test_plan_falls_back_to_the_stack_config(stack: list[Recorded], monkeypatch: pytest.MonkeyPatch) -> None:
+    config = dev_config()
+    config["tenants"][1]["workloads"][0]["useGpuType"] = ["A100"]  # tenant-b only has L4s
+    monkeypatch.setenv("PULUMI_CONFIG", engine_config(config))
+    assert_violation(run(tp.gpu_plan_fits, stack), "tenant 'tenant-b'", "2/2 CardTypeMismatch")
+
+
+def test_plan_without_any_declaration_fails_closed(stack: list[Recorded], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PULUMI_CONFIG", raising=False)
+    assert_violation(run(tp.gpu_plan_fits, stack), "tenant 'tenant-a': cannot check its GPU plan")
+
+
+# --------------------------------------------------------------------------- pure helpers
+
+
+def test_plain_turns_unknowns_into_a_sentinel_instead_of_raising() -> None:
+    proxied = unknown_checking_proxy(
+        {"a": {"b": lib_unknown_string(), "c": [1, lib_unknown_string()]}, "d": "x"}
+    )
+    value = lib.plain(proxied)
+    assert lib.is_unknown(value["a"]["b"]) and lib.is_unknown(value["a"]["c"][1])
+    assert value["a"]["c"][0] == 1 and value["d"] == "x"
+    assert lib.is_unknown(lib.dig(value, "a", "b", "deeper"))
+    assert lib.dig(value, "missing", default="n/a") == "n/a"
+
+
+def lib_unknown_string() -> str:
+    from pulumi.runtime.rpc import UNKNOWN
+
+    return UNKNOWN
+
+
+@pytest.mark.parametrize(
+    ("ref", "problem"),
+    [
+        ("kindest/node:v1.35.5", None),
+        ("registry:5000/team/app:1.2", None),
+        ("registry:5000/team/app", "has no tag"),
+        ("busybox", "has no tag"),
+        ("busybox:latest", "uses the 'latest' tag"),
+        ("busybox@sha256:" + "a" * 64, None),
+        ("sha256:0123", None),
+    ],
+)
+def test_image_problem(ref: str, problem: str | None) -> None:
+    assert lib.image_problem(ref) == problem
+
+
+def test_quantities_networks_and_provider_clusters() -> None:
+    assert [lib.quantity(v) for v in ("2", 2, 2.0, "1.5", None, "x")] == [2, 2, 2, None, None, None]
+    assert [str(n) for n in lib.range_networks("172.18.255.245-172.18.255.254")] == [
+        "172.18.255.245/32", "172.18.255.246/31", "172.18.255.248/30", "172.18.255.252/31", "172.18.255.254/32"]
+    a, b = lib.network("10.100.0.0/16"), lib.network("10.100.8.0/24")
+    assert a and b and lib.overlaps(a, b) and not lib.overlaps(a, lib.network("fc00::/64"))  # type: ignore[arg-type]
+    cluster = lib.provider_cluster
+    assert cluster(lib.Provider(PROVIDER, "x", "u", {"clusterIdentifier": "tenant/t1"})) == lib.Cluster("tenant", "t1")
+    assert cluster(lib.Provider(PROVIDER, "t2-kubernetes", "u", {})) == lib.Cluster("tenant", "t2")
+    assert cluster(lib.Provider(PROVIDER, "management", "u", {})).kind == "management"
+    assert cluster(None).kind == "other"
+
+
+def test_planner_inputs_expand_groups_like_the_agent() -> None:
+    nodes, workloads, quota = lib.planner_inputs(
+        "t", "t-worker", [{"model": "NVIDIA-L4", "memoryMiB": 24576, "count": 2}],
+        [{"name": "w", "containers": [{"gpus": 1, "gpumemPercentage": 50}]}], {"limits.nvidia.com/gpu": 3}, 10,
+    )
+    assert [d.devmem for d in nodes[0].devices] == [24576, 24576] and nodes[0].tenant == "t"
+    assert workloads[0].replicas == 1 and workloads[0].containers[0].gpumem_percentage == 50
+    assert quota.gpu == 3
+    with pytest.raises(ValueError, match="malformed"):
+        lib.planner_inputs("t", "n", [{"memoryMiB": 1}], [], {}, 10)
+
+
+def test_resource_policies_are_type_filtered() -> None:
+    resource_policies = [p for p in tp.ALL_POLICIES if isinstance(p, ResourceValidationPolicy)]
+    stray = Recorded("urn:pulumi:dev::p::random:index/randomString:RandomString::r", "random:index/randomString:RandomString",
+                     "r", True, "", "", {"length": 6}, {"length": 6})
+    for policy in resource_policies:
+        assert run(policy, [stray]) == []
