@@ -1,7 +1,8 @@
-"""gpu-tenancy: multi-tenant GPU sharing on one Docker host.
+"""gpu-tenancy: multi-tenant GPU sharing as code.
 
-kind management cluster -> MetalLB (pool from the kind network's IPv4 subnet) -> cert-manager and
-Kamaji -> per tenant: TenantControlPlane, CNI, worker container joined with kubeadm, HAMi, mock GPUs.
+management cluster (sim: kind on this Docker host; real: an existing cluster) -> MetalLB (sim: pool
+from the kind network's IPv4 subnet; real: optional, pool from config) -> cert-manager and Kamaji ->
+per tenant: TenantControlPlane, CNI, GPU node(s), HAMi, workloads and quota.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from components.kamaji import Kamaji, KamajiArgs
 from components.kind_cluster import KindCluster, KindClusterArgs
 from components.metallb import MetalLB, MetalLBArgs
 from components.tenant import Tenant, TenantArgs
-from gpu_tenancy.config import NAMESPACE, ConfigError, StackConfig, load_config
+from gpu_tenancy.config import NAMESPACE, SECRET_KEYS, ConfigError, StackConfig, load_config
 
 
 def decode_config_value(value: str | None) -> object:
@@ -37,8 +38,9 @@ def read_config() -> StackConfig:
         if key.startswith(prefix):
             short = key[len(prefix):]
             raw[short] = decode_config_value(pulumi.Config(NAMESPACE).get(short))
+    secret_keys = frozenset(key for key in SECRET_KEYS if pulumi.runtime.is_config_secret(prefix + key))
     try:
-        return load_config(raw)
+        return load_config(raw, secret_keys)
     except ConfigError as error:
         raise pulumi.RunError(str(error)) from None
 
@@ -46,25 +48,42 @@ def read_config() -> StackConfig:
 config = read_config()
 cluster_name = config.cluster_name(pulumi.get_stack())
 
-cluster = KindCluster(
-    "management", KindClusterArgs(cluster_name=cluster_name, node_image=config.versions.kind_node_image)
-)
+# The management cluster: kind on this Docker host (sim), or an existing cluster (real).
+management_ready: list[pulumi.Resource] = []
+if config.mode == "sim":
+    cluster = KindCluster(
+        "management", KindClusterArgs(cluster_name=cluster_name, node_image=config.versions.kind_node_image)
+    )
+    management_kubeconfig = cluster.kubeconfig
+    management_ready.append(cluster)
+    pulumi.export("kindClusterName", cluster.cluster_name)
+else:
+    assert config.management_kubeconfig is not None  # load_config requires it in mode real
+    management_kubeconfig = pulumi.Output.secret(config.management_kubeconfig.get_secret_value())
 management = k8s.Provider(
     "management",
-    kubeconfig=cluster.kubeconfig,
+    kubeconfig=management_kubeconfig,
     cluster_identifier="management",
-    opts=pulumi.ResourceOptions(depends_on=[cluster]),
+    opts=pulumi.ResourceOptions(depends_on=management_ready),
 )
-metallb = MetalLB(
-    "metallb",
-    MetalLBArgs(
-        provider=management,
-        network=config.kind.network,
-        addresses_needed=len(config.tenants) + config.metallb.headroom,
-        chart_version=config.versions.metallb,
-        depends_on=[cluster],
-    ),
-)
+
+# Addresses for the control planes' LoadBalancer services.
+tenants_ready: list[pulumi.Resource] = []
+if config.metallb_enabled:
+    metallb = MetalLB(
+        "metallb",
+        MetalLBArgs(
+            provider=management,
+            chart_version=config.versions.metallb,
+            depends_on=management_ready,
+            network=config.kind_network if config.mode == "sim" else None,
+            addresses_needed=len(config.tenants) + config.metallb.headroom,
+            addresses=config.metallb.addresses,
+        ),
+    )
+    tenants_ready += [metallb.pool, metallb.advertisement]
+    pulumi.export("metallbRange", metallb.address_range)
+
 kamaji = Kamaji(
     "kamaji",
     KamajiArgs(
@@ -72,9 +91,12 @@ kamaji = Kamaji(
         cert_manager_version=config.versions.cert_manager,
         chart_version=config.versions.kamaji_chart,
         image_tag=config.versions.kamaji_image_tag,
-        depends_on=[cluster],
+        depends_on=management_ready,
     ),
 )
+tenants_ready.append(kamaji.datastore)
+
+# One tenant each: independent of one another, so the engine builds them in parallel.
 tenants = {
     tenant.name: Tenant(
         tenant.name,
@@ -83,17 +105,18 @@ tenants = {
             stack=config,
             cluster_name=cluster_name,
             management_provider=management,
-            depends_on=[kamaji.datastore, metallb.pool, metallb.advertisement],
+            depends_on=tenants_ready,
         ),
     )
     for tenant in config.tenants
 }
 
 pulumi.export("mode", config.mode)
-pulumi.export("kindClusterName", cluster.cluster_name)
-pulumi.export("managementKubeconfig", cluster.kubeconfig)
-pulumi.export("metallbRange", metallb.address_range)
+pulumi.export("managementKubeconfig", management_kubeconfig)
 pulumi.export(
-    "tenants", {name: {"endpoint": t.endpoint, "kubeconfig": t.kubeconfig} for name, t in tenants.items()}
+    "tenants",
+    {
+        name: {"endpoint": t.endpoint, "kubeconfig": t.kubeconfig, "nodes": t.nodes}
+        for name, t in tenants.items()
+    },
 )
-pulumi.export("workers", {name: t.worker_container for name, t in tenants.items()})

@@ -1,4 +1,4 @@
-"""HAMi inside a tenant, for simulated GPUs."""
+"""HAMi inside a tenant: with its NVIDIA device plugin (mode real) or for simulated GPUs."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ class HamiArgs:
     image_tag: str
     kubernetes_version: str
     depends_on: list[pulumi.Resource]
+    real_gpus: bool = False
 
 
 class Hami(pulumi.ComponentResource):
@@ -34,7 +35,7 @@ class Hami(pulumi.ComponentResource):
             version=args.chart_version,
             repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=versions.HAMI_CHART_REPO),
             namespace="kube-system",
-            values=manifests.hami_values(args.kubernetes_version, args.image_tag),
+            values=manifests.hami_values(args.kubernetes_version, args.image_tag, real_gpus=args.real_gpus),
             timeout=900,
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on),
         )

@@ -1,4 +1,4 @@
-"""MetalLB in L2 mode with a pool from the kind network's IPv4 subnet."""
+"""MetalLB in L2 mode: the pool comes from the kind network's IPv4 subnet (sim) or from config (real)."""
 
 from __future__ import annotations
 
@@ -16,10 +16,11 @@ NAMESPACE = "metallb-system"
 @dataclass
 class MetalLBArgs:
     provider: k8s.Provider
-    network: str
-    addresses_needed: int
     chart_version: str
     depends_on: list[pulumi.Resource]
+    network: str | None = None  # a Docker network to take the pool from...
+    addresses_needed: int = 0
+    addresses: list[str] | None = None  # ...or the pool's addresses as given
 
 
 class MetalLB(pulumi.ComponentResource):
@@ -42,34 +43,41 @@ class MetalLB(pulumi.ComponentResource):
             values=manifests.metallb_values(),
             opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=args.depends_on)),
         )
-        network = docker.get_network_output(
-            name=args.network,
-            opts=pulumi.InvokeOutputOptions(parent=self, depends_on=args.depends_on),
-        )
-        pool = network.ipam_configs.apply(
-            lambda configs: netpool.select_pool(
-                args.network,
-                [{"subnet": c.subnet, "gateway": c.gateway} for c in configs or []],
-                args.addresses_needed,
+        if args.network is not None:
+            network_name = args.network
+            network = docker.get_network_output(
+                name=network_name,
+                opts=pulumi.InvokeOutputOptions(parent=self, depends_on=args.depends_on),
             )
-        )
-        self.address_range = pool.apply(lambda p: p.range)
-        self.subnet = pool.apply(lambda p: p.subnet)
+            pool = network.ipam_configs.apply(
+                lambda configs: netpool.select_pool(
+                    network_name,
+                    [{"subnet": c.subnet, "gateway": c.gateway} for c in configs or []],
+                    args.addresses_needed,
+                )
+            )
+            addresses: pulumi.Output[list[str]] = pool.apply(lambda p: [p.range])
+            self.subnet = pool.apply(lambda p: p.subnet)
+        else:
+            addresses = pulumi.Output.from_input(list(args.addresses or []))
+            self.subnet = pulumi.Output.from_input("")
+        self.address_range = addresses.apply(",".join)
+        pool_name = "kind-ipv4" if args.network is not None else "control-planes"
         after_chart = pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=[release]))
         self.pool = k8s.apiextensions.CustomResource(
             f"{name}-pool",
             api_version="metallb.io/v1beta1",
             kind="IPAddressPool",
-            metadata={"name": "kind-ipv4", "namespace": NAMESPACE},
-            spec=self.address_range.apply(lambda r: manifests.ip_address_pool(r)),
+            metadata={"name": pool_name, "namespace": NAMESPACE},
+            spec=addresses.apply(manifests.ip_address_pool),
             opts=after_chart,
         )
         self.advertisement = k8s.apiextensions.CustomResource(
             f"{name}-l2",
             api_version="metallb.io/v1beta1",
             kind="L2Advertisement",
-            metadata={"name": "kind-ipv4", "namespace": NAMESPACE},
-            spec={"ipAddressPools": ["kind-ipv4"]},
+            metadata={"name": pool_name, "namespace": NAMESPACE},
+            spec={"ipAddressPools": [pool_name]},
             opts=after_chart,
         )
         self.register_outputs({"addressRange": self.address_range, "subnet": self.subnet})

@@ -19,6 +19,11 @@ class TenantControlPlaneArgs:
     pod_cidr: str
     service_cidr: str
     depends_on: list[pulumi.Resource]
+    node_runtime: str = "kind"  # "kind": kindest/node containers; "host": prepared real hosts
+    service_type: str = "LoadBalancer"
+    address: str | None = None
+    port: int = manifests.TCP_PORT
+    konnectivity_port: int = manifests.KONNECTIVITY_PORT
 
 
 class TenantControlPlane(pulumi.ComponentResource):
@@ -47,7 +52,16 @@ class TenantControlPlane(pulumi.ComponentResource):
                 "labels": manifests.labels(tenant, "control-plane"),
                 "annotations": manifests.wait_for(*manifests.tcp_wait_conditions()),
             },
-            spec=manifests.tenant_control_plane_spec(args.kubernetes_version, args.pod_cidr, args.service_cidr),
+            spec=manifests.tenant_control_plane_spec(
+                args.kubernetes_version,
+                args.pod_cidr,
+                args.service_cidr,
+                node_runtime=args.node_runtime,
+                service_type=args.service_type,
+                address=args.address,
+                port=args.port,
+                konnectivity_port=args.konnectivity_port,
+            ),
             opts=pulumi.ResourceOptions.merge(on_management, pulumi.ResourceOptions(depends_on=[namespace])),
         )
         secret = k8s.core.v1.Secret.get(

@@ -8,8 +8,8 @@ import pulumi
 import pulumi_command as command
 import pulumi_docker as docker
 import pulumi_kubernetes as k8s
-import pulumi_random as random
 
+from components.bootstrap_token import BootstrapToken, BootstrapTokenArgs
 from gpu_tenancy import manifests
 
 JOIN_SCRIPT = """set -eu
@@ -36,12 +36,6 @@ class WorkerArgs:
     endpoint: pulumi.Input[str]
     ca_cert_hash: pulumi.Input[str]
     depends_on: list[pulumi.Resource]
-
-
-def _token_part(name: str, length: int, parent: pulumi.Resource) -> random.RandomString:
-    return random.RandomString(
-        name, length=length, special=False, upper=False, opts=pulumi.ResourceOptions(parent=parent)
-    )
 
 
 class Worker(pulumi.ComponentResource):
@@ -78,36 +72,14 @@ class Worker(pulumi.ComponentResource):
             ],
             opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on),
         )
-        token_id = _token_part(f"{name}-token-id", 6, self)
-        token_secret = _token_part(f"{name}-token-secret", 16, self)
-        secret_part: pulumi.Output[str] = pulumi.Output.secret(token_secret.result)
-        token: pulumi.Output[str] = pulumi.Output.secret(
-            pulumi.Output.concat(token_id.result, ".", token_secret.result)
-        )
-        bootstrap_token = k8s.core.v1.Secret(
+        bootstrap = BootstrapToken(
             f"{name}-bootstrap-token",
-            metadata={
-                "name": token_id.result.apply(lambda i: f"bootstrap-token-{i}"),
-                "namespace": "kube-system",
-                "labels": manifests.labels(tenant, "worker"),
-            },
-            type="bootstrap.kubernetes.io/token",
-            string_data={
-                "token-id": token_id.result,
-                "token-secret": secret_part,
-                "usage-bootstrap-authentication": "true",
-                "usage-bootstrap-signing": "true",
-                "auth-extra-groups": "system:bootstrappers:kubeadm:default-node-token",
-            },
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider),
+            BootstrapTokenArgs(tenant=tenant, provider=args.provider),
+            pulumi.ResourceOptions(parent=self),
         )
-        node_labels = {
-            "gpu": "on",  # HAMi's nvidiaNodeSelector
-            manifests.GPU_NODE_LABEL: "true",
-            manifests.TENANT_LABEL: tenant,
-        }
+        node_labels = manifests.gpu_node_labels(tenant)
         join_configuration: pulumi.Output[str] = pulumi.Output.secret(
-            pulumi.Output.all(args.endpoint, token, args.ca_cert_hash).apply(
+            pulumi.Output.all(args.endpoint, bootstrap.token, args.ca_cert_hash).apply(
                 lambda v: manifests.join_configuration(v[0], v[1], v[2], args.container_name, node_labels)
             )
         )
@@ -123,7 +95,7 @@ class Worker(pulumi.ComponentResource):
                 "CONTROL_PLANE_ENDPOINT": args.endpoint,
             },
             triggers=[self.container.id],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.container, bootstrap_token]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.container, bootstrap.secret]),
         )
         self.node_name = self.join.id.apply(lambda _: args.container_name)
         self.register_outputs({"containerName": args.container_name, "nodeName": self.node_name})

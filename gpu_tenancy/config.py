@@ -16,6 +16,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SecretStr,
     StringConstraints,
     ValidationError,
     field_validator,
@@ -23,9 +24,13 @@ from pydantic import (
 )
 
 from gpu_tenancy import versions
+from gpu_tenancy.manifests import KONNECTIVITY_PORT, TCP_PORT
 
 NAMESPACE = "gpu-tenancy"
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+# Keys that hold credentials: they must be stored encrypted (`pulumi config set --secret`).
+SECRET_KEYS = ("managementKubeconfig", "sshPrivateKey")
 KUBERNETES_VERSION = re.compile(r"^v1\.(\d+)\.(\d+)$")
 # Kamaji 26.8.2-edge rejects tenants above its vendored kubeadm (v1.36.0); see versions.md §2.1.
 MAX_TENANT_MINOR = 36
@@ -90,9 +95,35 @@ class WorkloadConfig(_Model):
 QUOTA_KEYS = ("limits.nvidia.com/gpu", "limits.nvidia.com/gpumem", "limits.nvidia.com/gpucores")
 
 
+class WorkerHostConfig(_Model):
+    """A real GPU host (mode real), prepared and joined to its tenant over SSH."""
+
+    name: str
+    address: Annotated[str, StringConstraints(min_length=1)]
+    user: Annotated[str, StringConstraints(pattern=r"^[a-z_][a-z0-9_-]*$")]
+    port: int = Field(default=22, gt=0, lt=65536)
+
+    @field_validator("name")
+    @classmethod
+    def _dns_name(cls, value: str) -> str:
+        return _dns1123(value)
+
+    @field_validator("address")
+    @classmethod
+    def _host_address(cls, value: str) -> str:
+        try:
+            ipaddress.ip_address(value)
+        except ValueError:
+            if not DNS1123_SUBDOMAIN.match(value):
+                raise ValueError(f"{value!r} is neither an IP address nor a host name") from None
+        return value
+
+
 class TenantConfig(_Model):
     name: str
     gpus: list[GpuConfig] = Field(min_length=1)
+    workers: list[WorkerHostConfig] = Field(default_factory=list)
+    control_plane_address: str | None = Field(default=None, alias="controlPlaneAddress")
     pod_cidr: str | None = Field(default=None, alias="podCidr")
     service_cidr: str | None = Field(default=None, alias="serviceCidr")
     workloads: list[WorkloadConfig] = Field(default_factory=list)
@@ -104,6 +135,13 @@ class TenantConfig(_Model):
         _dns1123(value)
         if len(value) > 40:
             raise ValueError(f"{value!r} is longer than 40 characters (it prefixes derived names)")
+        return value
+
+    @field_validator("control_plane_address")
+    @classmethod
+    def _ipv4_address(cls, value: str | None) -> str | None:
+        if value is not None:
+            _ipv4(value)
         return value
 
     @field_validator("pod_cidr", "service_cidr")
@@ -136,6 +174,16 @@ class TenantConfig(_Model):
         if duplicates:
             raise ValueError(f"duplicate workload name(s): {', '.join(duplicates)}")
         return self
+
+    @field_validator("workers")
+    @classmethod
+    def _unique_workers(cls, workers: list[WorkerHostConfig]) -> list[WorkerHostConfig]:
+        for attribute in ("name", "address"):
+            values = [getattr(w, attribute) for w in workers]
+            duplicates = sorted({v for v in values if values.count(v) > 1})
+            if duplicates:
+                raise ValueError(f"duplicate worker {attribute}(s): {', '.join(duplicates)}")
+        return workers
 
 
 class VersionsConfig(_Model):
@@ -194,25 +242,50 @@ class KindConfig(_Model):
 
 
 class MetalLBConfig(_Model):
+    """sim: always on, pool derived from the kind network. real: optional, pool given explicitly."""
+
+    enabled: bool | None = None
     headroom: int = Field(default=8, ge=0, le=1000)
+    addresses: list[str] = Field(default_factory=list)
+
+    @field_validator("addresses")
+    @classmethod
+    def _ipv4_ranges(cls, values: list[str]) -> list[str]:
+        for value in values:
+            parts = value.split("-")
+            try:
+                if len(parts) == 2:
+                    first, last = (ipaddress.IPv4Address(p.strip()) for p in parts)
+                    if last < first:
+                        raise ValueError("the range ends before it starts")
+                elif len(parts) == 1:
+                    ipaddress.IPv4Network(value, strict=True)
+                else:
+                    raise ValueError("expected a CIDR or 'first-last'")
+            except ValueError as exc:
+                raise ValueError(f"{value!r} is not an IPv4 CIDR or range ({exc})") from None
+        return values
+
+
+class ControlPlaneConfig(_Model):
+    """How tenant API servers are exposed from the management cluster."""
+
+    service_type: Literal["LoadBalancer", "NodePort"] = Field(default="LoadBalancer", alias="serviceType")
+    # NodePort: tenant i serves its API on base + 2i and Konnectivity on base + 2i + 1.
+    node_port_base: int = Field(default=31000, ge=30000, le=32766, alias="nodePortBase")
 
 
 class StackConfig(_Model):
     mode: Literal["sim", "real"]
     tenants: list[TenantConfig] = Field(min_length=1)
     versions: VersionsConfig = Field(default_factory=VersionsConfig)
-    kind: KindConfig = Field(default_factory=KindConfig)
+    kind: KindConfig | None = None
     metallb: MetalLBConfig = Field(default_factory=MetalLBConfig)
-
-    @field_validator("mode")
-    @classmethod
-    def _sim_only_for_now(cls, value: str) -> str:
-        if value == "real":
-            raise ValueError(
-                "'real' is not implemented yet (promotion to real GPUs is tracked separately); "
-                "use 'sim'"
-            )
-        return value
+    control_plane: ControlPlaneConfig = Field(default_factory=ControlPlaneConfig, alias="controlPlane")
+    inventory_mismatch: Literal["error", "warn"] = Field(default="error", alias="inventoryMismatch")
+    # Secrets (mode real): set with `pulumi config set --secret`; SecretStr keeps them out of reprs.
+    management_kubeconfig: SecretStr | None = Field(default=None, alias="managementKubeconfig")
+    ssh_private_key: SecretStr | None = Field(default=None, alias="sshPrivateKey")
 
     @field_validator("tenants")
     @classmethod
@@ -234,7 +307,22 @@ class StackConfig(_Model):
         return pod, service
 
     def cluster_name(self, stack: str) -> str:
-        return self.kind.cluster_name or f"gpu-tenancy-{stack}"
+        return (self.kind and self.kind.cluster_name) or f"gpu-tenancy-{stack}"
+
+    @property
+    def kind_network(self) -> str:
+        return self.kind.network if self.kind else KindConfig().network
+
+    @property
+    def metallb_enabled(self) -> bool:
+        return self.mode == "sim" or bool(self.metallb.enabled)
+
+    def control_plane_ports(self, tenant: TenantConfig) -> tuple[int, int]:
+        """API server and Konnectivity ports of a tenant's control plane."""
+        if self.control_plane.service_type == "NodePort":
+            base = self.control_plane.node_port_base + 2 * self.tenants.index(tenant)
+            return base, base + 1
+        return TCP_PORT, KONNECTIVITY_PORT
 
 
 def image_tag(image: str) -> str:
@@ -242,6 +330,14 @@ def image_tag(image: str) -> str:
     name = image.split("@", 1)[0]
     last = name.rsplit("/", 1)[-1]
     return last.split(":", 1)[1] if ":" in last else ""
+
+
+def _ipv4(value: str) -> str:
+    try:
+        ipaddress.IPv4Address(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not an IPv4 address") from None
+    return value
 
 
 def _dns1123(value: str) -> str:
@@ -265,14 +361,85 @@ def _first_error_line(error: ValidationError) -> str:
         message = "is required"
     elif detail["type"] == "extra_forbidden":
         message = "is not a known setting"
+    elif location and location[0] in SECRET_KEYS:
+        message = f"{message} (value not shown: it is a secret)"
     elif detail["type"].endswith("_type") or detail["type"] == "literal_error":
         message = f"{message} (got {detail.get('input')!r})"
     return f"{_format_location(location)}: {message}"
 
 
-def load_config(raw: Mapping[str, Any]) -> StackConfig:
-    """Validate the stack's `gpu-tenancy:*` values; raise ConfigError with one line on failure."""
+def mode_errors(config: StackConfig, raw: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Settings that belong to the other mode, or that the chosen mode needs: (key, problem)."""
+    errors: list[tuple[str, str]] = []
+    if config.mode == "sim":
+        for key in ("managementKubeconfig", "sshPrivateKey", "inventoryMismatch"):
+            if key in raw:
+                errors.append((key, "is only for mode 'real' (sim builds its own kind cluster and workers)"))
+        for index, tenant in enumerate(config.tenants):
+            if tenant.workers:
+                errors.append(
+                    (f"tenants[{index}].workers", "worker hosts are only for mode 'real' (sim starts kind nodes)")
+                )
+            if tenant.control_plane_address:
+                errors.append(
+                    (f"tenants[{index}].controlPlaneAddress", "is only for mode 'real' (sim takes MetalLB's address)")
+                )
+        if config.metallb.enabled is False:
+            errors.append(("metallb.enabled", "sim needs MetalLB for the control planes' LoadBalancer services"))
+        if config.metallb.addresses:
+            errors.append(("metallb.addresses", "sim derives the pool from the kind network; remove it"))
+        if "controlPlane" in raw:
+            errors.append(("controlPlane", "is only for mode 'real' (sim exposes control planes through MetalLB)"))
+        return errors
+    if "kind" in raw:
+        errors.append(("kind", "is only for mode 'sim' (real uses the cluster in managementKubeconfig)"))
+    if config.management_kubeconfig is None:
+        errors.append(("managementKubeconfig", "is required in mode 'real' (pulumi config set --secret ...)"))
+    if config.ssh_private_key is None:
+        errors.append(("sshPrivateKey", "is required in mode 'real' to prepare and join the worker hosts"))
+    for index, tenant in enumerate(config.tenants):
+        if not tenant.workers:
+            errors.append((f"tenants[{index}].workers", "mode 'real' needs at least one worker host per tenant"))
+        if config.control_plane.service_type == "NodePort" and not tenant.control_plane_address:
+            errors.append(
+                (f"tenants[{index}].controlPlaneAddress", "is required with controlPlane.serviceType NodePort")
+            )
+    if config.metallb.enabled and not config.metallb.addresses:
+        errors.append(("metallb.addresses", "is required when MetalLB is enabled in mode 'real'"))
+    if config.metallb.addresses and not config.metallb.enabled:
+        errors.append(("metallb.addresses", "is set but metallb.enabled is not true"))
+    # A host joins one control plane only: two tenants sharing it would share its GPUs.
+    owners: dict[str, str] = {}
+    for tenant_index, owner in enumerate(config.tenants):
+        for worker_index, host in enumerate(owner.workers):
+            first = owners.setdefault(host.address, owner.name)
+            if first != owner.name:
+                errors.append(
+                    (
+                        f"tenants[{tenant_index}].workers[{worker_index}].address",
+                        f"host {host.address} is already a worker of tenant {first}",
+                    )
+                )
+    return errors
+
+
+def load_config(raw: Mapping[str, Any], secret_keys: frozenset[str] = frozenset()) -> StackConfig:
+    """Validate the stack's `gpu-tenancy:*` values; raise ConfigError with one line on failure.
+
+    `secret_keys` are the keys (without namespace) the stack stores encrypted; a credential key
+    outside it fails, so a kubeconfig or SSH key never sits in plain text in `Pulumi.<stack>.yaml`.
+    """
+    for key in SECRET_KEYS:
+        if key in raw and key not in secret_keys:
+            raise ConfigError(
+                f"{NAMESPACE}:{key}: must be a secret (pulumi config set --secret {NAMESPACE}:{key} ...)"
+            )
     try:
-        return StackConfig.model_validate(dict(raw))
+        config = StackConfig.model_validate(dict(raw))
     except ValidationError as error:
         raise ConfigError(_first_error_line(error)) from None
+    errors = mode_errors(config, raw)
+    if errors:
+        key, problem = errors[0]
+        raise ConfigError(f"{NAMESPACE}:{key}: {problem}")
+    return config

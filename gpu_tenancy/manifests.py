@@ -22,6 +22,11 @@ def labels(tenant: str, component: str) -> dict[str, str]:
     return {TENANT_LABEL: tenant, COMPONENT_LABEL: component}
 
 
+def gpu_node_labels(tenant: str) -> dict[str, str]:
+    """Labels every worker joins with: HAMi's device plugin selector, the agent's, the tenant."""
+    return {"gpu": "on", GPU_NODE_LABEL: "true", TENANT_LABEL: tenant}
+
+
 def kind_cluster_config(cluster_name: str) -> str:
     """kind config for the management cluster: one control-plane node, kind defaults otherwise."""
     config = {
@@ -42,8 +47,8 @@ def metallb_values() -> dict[str, Any]:
     return {"frrk8s": {"enabled": False}, "speaker": {"frr": {"enabled": False}}}
 
 
-def ip_address_pool(address_range: str) -> dict[str, Any]:
-    return {"addresses": [address_range], "autoAssign": True, "avoidBuggyIPs": True}
+def ip_address_pool(addresses: list[str]) -> dict[str, Any]:
+    return {"addresses": list(addresses), "autoAssign": True, "avoidBuggyIPs": True}
 
 
 def kamaji_values(image_tag: str) -> dict[str, Any]:
@@ -97,10 +102,39 @@ def wait_for(*conditions: str, timeout_seconds: int = 900) -> dict[str, str]:
     }
 
 
+# What kind's own KubeletConfiguration sets for a kindest/node container and a plain kubeadm join
+# would miss (versions.md §7). Real hosts keep kubelet defaults apart from the cgroup driver.
+KIND_NODE_KUBELET_PATCHES: list[dict[str, Any]] = [
+    {"op": "add", "path": "/cgroupRoot", "value": "/kubelet"},
+    {"op": "add", "path": "/failSwapOn", "value": False},
+    {"op": "add", "path": "/imageGCHighThresholdPercent", "value": 100},
+    {
+        "op": "add",
+        "path": "/evictionHard",
+        "value": {"nodefs.available": "0%", "nodefs.inodesFree": "0%", "imagefs.available": "0%"},
+    },
+]
+
+
 def tenant_control_plane_spec(
-    kubernetes_version: str, pod_cidr: str, service_cidr: str
+    kubernetes_version: str,
+    pod_cidr: str,
+    service_cidr: str,
+    *,
+    node_runtime: str = "kind",
+    service_type: str = "LoadBalancer",
+    address: str | None = None,
+    port: int = TCP_PORT,
+    konnectivity_port: int = KONNECTIVITY_PORT,
 ) -> dict[str, Any]:
-    """TCP for kindest/node workers: LoadBalancer, Konnectivity, kubelet settings kind applies."""
+    """TCP with Konnectivity; `node_runtime` "kind" (kindest/node workers) or "host" (real hosts)."""
+    # Both kindest/node and the prepared hosts run containerd with SystemdCgroup=true.
+    kubelet_patches: list[dict[str, Any]] = [{"op": "replace", "path": "/cgroupDriver", "value": "systemd"}]
+    if node_runtime == "kind":
+        kubelet_patches += KIND_NODE_KUBELET_PATCHES
+    network_profile: dict[str, Any] = {"port": port, "podCidrs": [pod_cidr], "serviceCidrs": [service_cidr]}
+    if address:
+        network_profile["address"] = address
     return {
         "dataStore": DATASTORE_NAME,
         "controlPlane": {
@@ -112,42 +146,22 @@ def tenant_control_plane_spec(
                     "scheduler": {"requests": {"cpu": "25m", "memory": "32Mi"}},
                 },
             },
-            "service": {"serviceType": "LoadBalancer"},
+            "service": {"serviceType": service_type},
         },
         "kubernetes": {
             "version": kubernetes_version,
             "kubelet": {
-                # kindest/node runs containerd with SystemdCgroup=true; the rest is what kind's own
-                # KubeletConfiguration sets and a plain kubeadm join would miss (versions.md §7).
-                "configurationJSONPatches": [
-                    {"op": "replace", "path": "/cgroupDriver", "value": "systemd"},
-                    {"op": "add", "path": "/cgroupRoot", "value": "/kubelet"},
-                    {"op": "add", "path": "/failSwapOn", "value": False},
-                    {"op": "add", "path": "/imageGCHighThresholdPercent", "value": 100},
-                    {
-                        "op": "add",
-                        "path": "/evictionHard",
-                        "value": {
-                            "nodefs.available": "0%",
-                            "nodefs.inodesFree": "0%",
-                            "imagefs.available": "0%",
-                        },
-                    },
-                ],
+                "configurationJSONPatches": kubelet_patches,
                 "preferredAddressTypes": ["InternalIP", "ExternalIP", "Hostname"],
             },
         },
-        "networkProfile": {
-            "port": TCP_PORT,
-            "podCidrs": [pod_cidr],
-            "serviceCidrs": [service_cidr],
-        },
+        "networkProfile": network_profile,
         "addons": {
             "coreDNS": {},
             # No kubeProxy addon: Kamaji rewrites its ConfigMap with conntrack.maxPerCore=32768, which
             # crash-loops inside node containers (kind #2240); the program runs kind's kube-proxy.
             "konnectivity": {
-                "server": {"port": KONNECTIVITY_PORT},
+                "server": {"port": konnectivity_port},
                 # hostNetwork + tolerate everything: the agent must run before the CNI is up, or a
                 # webhook-gated CNI install deadlocks (Kamaji #882, PR #883).
                 "agent": {
@@ -171,11 +185,13 @@ def admin_kubeconfig_secret_name(tenant: str) -> str:
     return f"{tenant}-admin-kubeconfig"
 
 
-def hami_values(kubernetes_version: str, image_tag: str) -> dict[str, Any]:
-    """HAMi for simulated GPUs inside a Kamaji tenant."""
+def hami_values(kubernetes_version: str, image_tag: str, real_gpus: bool = False) -> dict[str, Any]:
+    """HAMi inside a Kamaji tenant: simulated GPUs (the mock-GPU agent) or the real device plugin."""
     return {
         "global": {"imageTag": image_tag},
-        "devicePlugin": {"enabled": False},
+        # The real plugin runs on nodes labelled gpu=on (the chart's nvidiaNodeSelector), which the
+        # program sets on every worker it joins.
+        "devicePlugin": {"enabled": real_gpus},
         # mock-device-plugin 1.0.1 (the chart's pin) crashes on the 2.10 ConfigMap (mock PR #18);
         # the mock-GPU agent provides what it would.
         "mockDevicePlugin": {"enabled": False},
@@ -327,10 +343,19 @@ def kube_proxy_daemonset_spec(tenant: str, image: str) -> dict[str, Any]:
     }
 
 
+# Node containers share the host kernel: these kubeadm preflight checks cannot pass there.
+KIND_NODE_PREFLIGHT_IGNORES = ("SystemVerification", "FileExisting", "Swap")
+
+
 def join_configuration(
-    endpoint: str, token: str, ca_cert_hash: str, node_name: str, node_labels: dict[str, str]
+    endpoint: str,
+    token: str,
+    ca_cert_hash: str,
+    node_name: str,
+    node_labels: dict[str, str],
+    ignore_preflight_errors: tuple[str, ...] = KIND_NODE_PREFLIGHT_IGNORES,
 ) -> str:
-    """kubeadm JoinConfiguration (v1beta4, served by kubeadm 1.31+) for a kindest/node worker."""
+    """kubeadm JoinConfiguration (v1beta4, served by kubeadm 1.31+) for a worker of a tenant."""
     label_arg = ",".join(f"{k}={v}" for k, v in sorted(node_labels.items()))
     config = {
         "apiVersion": "kubeadm.k8s.io/v1beta4",
@@ -346,8 +371,7 @@ def join_configuration(
             "name": node_name,
             "criSocket": "unix:///run/containerd/containerd.sock",
             "kubeletExtraArgs": [{"name": "node-labels", "value": label_arg}],
-            # The node containers share the host kernel: these preflight checks cannot pass there.
-            "ignorePreflightErrors": ["SystemVerification", "FileExisting", "Swap"],
+            "ignorePreflightErrors": list(ignore_preflight_errors),
         },
     }
     return yaml.safe_dump(config, sort_keys=False)

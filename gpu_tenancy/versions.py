@@ -11,6 +11,9 @@ The set fits together (evidence: shared reference `versions.md`):
 - HAMi chart 2.10.0 renders the v1 KubeSchedulerConfiguration for minor > 25; its kube-scheduler must
   match the tenant version and come from registry.k8s.io.
 - kindnetd v20260528-9350166c is pre-loaded in the v0.32.0 node images (no pull in the tenant).
+- mode real: hosts get kubelet/kubeadm of exactly the tenant version from pkgs.k8s.io, and NVIDIA
+  container toolkit 1.19 (configures containerd 2.x, which Debian/Ubuntu hosts of 2026 ship) as the
+  default runtime for HAMi's device plugin. Not exercised on real GPUs by this project's CI.
 Every value can be overridden per stack under `gpu-tenancy:versions` (see README).
 """
 
@@ -37,6 +40,8 @@ KAMAJI_IMAGE_TAG = "26.8.2-edge"
 HAMI_CHART_REPO = "https://project-hami.github.io/HAMi/"
 HAMI_CHART_VERSION = "2.10.0"
 HAMI_IMAGE_TAG = "v2.10.0"
+
+NVIDIA_CONTAINER_TOOLKIT_VERSION = "1.19.0-1"  # apt version on the worker hosts (mode real)
 
 KINDNETD_IMAGE = "docker.io/kindest/kindnetd:v20260528-9350166c"
 KUBE_PROXY_REPOSITORY = "registry.k8s.io/kube-proxy"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import datetime
+import hashlib
 import json
 import runpy
 from pathlib import Path
@@ -23,6 +24,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from pulumi.runtime import MockCallArgs, MockResourceArgs, Mocks
 from pulumi.runtime.rpc import UNKNOWN
 
+from gpu_tenancy import hami
+
 REPO = Path(__file__).resolve().parents[1]
 PROJECT = "gpu-tenancy"
 DEV_STACK_FILE = REPO / "Pulumi.dev.yaml"
@@ -32,10 +35,40 @@ KIND_IPAM = [
 ]
 
 
+def stack_config(stack: str) -> dict[str, Any]:
+    """A stack file's config, keyed without the namespace."""
+    raw = yaml.safe_load((REPO / f"Pulumi.{stack}.yaml").read_text())["config"]
+    return {key.split(":", 1)[1]: value for key, value in raw.items()}
+
+
 def dev_config() -> dict[str, Any]:
     """The dev stack's config, keyed without the namespace."""
-    raw = yaml.safe_load(DEV_STACK_FILE.read_text())["config"]
-    return {key.split(":", 1)[1]: value for key, value in raw.items()}
+    return stack_config("dev")
+
+
+# What `pulumi config set --secret` would hold for the gpu stack's credentials in these tests.
+TEST_SECRETS = {
+    "managementKubeconfig": "apiVersion: v1\nkind: Config\nusers: [{name: admin, user: {token: mgmt-secret}}]\n",
+    "sshPrivateKey": "-----BEGIN OPENSSH PRIVATE KEY-----\ntest-ssh-key\n-----END OPENSSH PRIVATE KEY-----\n",
+}
+
+
+def gpu_config() -> dict[str, Any]:
+    """The gpu (real) example stack with the credentials a user sets as secrets."""
+    return {**stack_config("gpu"), **TEST_SECRETS}
+
+
+def registered_gpus(config: dict[str, Any]) -> dict[str, str]:
+    """Node name -> the register annotation HAMi's device plugin would write for the declared gpus."""
+    annotations: dict[str, str] = {}
+    for tenant in config["tenants"]:
+        workers = tenant.get("workers") or []
+        if workers:
+            devices = hami.device_inventory(tenant["name"], tenant["gpus"])
+            annotations[workers[0]["name"]] = hami.register_annotation(devices)
+            for worker in workers[1:]:
+                annotations[worker["name"]] = "[]"
+    return annotations
 
 
 def _test_ca_pem() -> bytes:
@@ -58,7 +91,9 @@ def _test_ca_pem() -> bytes:
 CA_PEM = _test_ca_pem()
 
 
-def tenant_kubeconfig(tenant: str, index: int) -> str:
+def tenant_kubeconfig(tenant: str) -> str:
+    """A tenant's admin kubeconfig; its address depends on the tenant only (not on call order)."""
+    digest = int(hashlib.sha256(tenant.encode()).hexdigest(), 16)
     return yaml.safe_dump(
         {
             "apiVersion": "v1",
@@ -67,7 +102,7 @@ def tenant_kubeconfig(tenant: str, index: int) -> str:
                 {
                     "name": tenant,
                     "cluster": {
-                        "server": f"https://172.18.255.{245 + index}:6443",
+                        "server": f"https://10.{digest % 200}.{(digest >> 8) % 250}.{(digest >> 16) % 250 + 1}:6443",
                         "certificate-authority-data": base64.b64encode(CA_PEM).decode(),
                     },
                 }
@@ -78,22 +113,30 @@ def tenant_kubeconfig(tenant: str, index: int) -> str:
 
 
 class LabMocks(Mocks):
-    def __init__(self, unknowns: bool = False, ipam: list[dict[str, str]] | None = None) -> None:
+    def __init__(
+        self,
+        unknowns: bool = False,
+        ipam: list[dict[str, str]] | None = None,
+        node_register: dict[str, str] | None = None,
+    ) -> None:
         self.unknowns = unknowns
         self.ipam = KIND_IPAM if ipam is None else ipam
+        self.node_register = node_register or {}
         self.resources: list[MockResourceArgs] = []
         self.calls: list[MockCallArgs] = []
-        self._secret_index = 0
 
     def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
         self.resources.append(args)
         outputs = dict(args.inputs)
-        if args.typ == "command:local:Command":
+        if args.typ in ("command:local:Command", "command:remote:Command"):
             outputs["stdout"] = UNKNOWN if self.unknowns else "apiVersion: v1\nkind: Config\n"
+        elif args.typ == "kubernetes:core/v1:Node" and args.resource_id:
+            node = str(args.resource_id)
+            annotations = {hami.NODE_REGISTER_ANNOTATION: self.node_register[node]} if node in self.node_register else {}
+            outputs["metadata"] = UNKNOWN if self.unknowns else {"name": node, "annotations": annotations}
         elif args.typ == "kubernetes:core/v1:Secret" and args.resource_id:
             tenant = str(args.resource_id).split("/", 1)[0]
-            kubeconfig = tenant_kubeconfig(tenant, self._secret_index)
-            self._secret_index += 1
+            kubeconfig = tenant_kubeconfig(tenant)
             outputs["data"] = (
                 UNKNOWN if self.unknowns else {"admin.conf": base64.b64encode(kubeconfig.encode()).decode()}
             )
@@ -116,10 +159,14 @@ class LabMocks(Mocks):
         raise NotImplementedError(f"mock not implemented for invoke {args.token}")
 
 
-def _run(mocks: LabMocks, config: dict[str, Any], preview: bool, stack: str) -> None:
+def _run(
+    mocks: LabMocks, config: dict[str, Any], preview: bool, stack: str, secrets: tuple[str, ...] = tuple(TEST_SECRETS)
+) -> None:
+    """Evaluate the program; keys in `secrets` are stored as `pulumi config set --secret` would."""
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=preview)
     pulumi.runtime.set_all_config(
-        {f"{PROJECT}:{k}": v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}
+        {f"{PROJECT}:{k}": v if isinstance(v, str) else json.dumps(v) for k, v in config.items()},
+        [f"{PROJECT}:{k}" for k in secrets if k in config],
     )
 
     @pulumi.runtime.test
@@ -136,8 +183,11 @@ def record_stack(
     unknowns: bool = False,
     stack: str = "dev",
     ipam: list[dict[str, str]] | None = None,
+    node_register: dict[str, str] | None = None,
 ) -> list[MockResourceArgs]:
-    return record_mocks(config, preview=preview, unknowns=unknowns, stack=stack, ipam=ipam).resources
+    return record_mocks(
+        config, preview=preview, unknowns=unknowns, stack=stack, ipam=ipam, node_register=node_register
+    ).resources
 
 
 def record_mocks(
@@ -147,9 +197,10 @@ def record_mocks(
     unknowns: bool = False,
     stack: str = "dev",
     ipam: list[dict[str, str]] | None = None,
+    node_register: dict[str, str] | None = None,
 ) -> LabMocks:
     """Like `record_stack`, returning the mocks (resources and invokes)."""
-    mocks = LabMocks(unknowns=unknowns, ipam=ipam)
+    mocks = LabMocks(unknowns=unknowns, ipam=ipam, node_register=node_register)
     _run(mocks, dev_config() if config is None else config, preview or unknowns, stack)
     return mocks
 

@@ -20,7 +20,7 @@ BAD_CONFIGS: list[tuple[str, dict[str, Any], str]] = [
     ("missing mode", {"tenants": [{"name": "a", "gpus": [A100]}]}, "gpu-tenancy:mode: is required"),
     ("empty tenants", with_tenants(), "gpu-tenancy:tenants: "),
     ("unknown mode", {"mode": "cloud", "tenants": [{"name": "a", "gpus": [A100]}]}, "gpu-tenancy:mode: "),
-    ("real not yet", {"mode": "real", "tenants": [{"name": "a", "gpus": [A100]}]}, "gpu-tenancy:mode: 'real'"),
+    ("real without kubeconfig", {"mode": "real", "tenants": [{"name": "a", "gpus": [A100]}]}, "gpu-tenancy:managementKubeconfig: is required in mode 'real'"),
     ("duplicate names", with_tenants({"name": "a", "gpus": [A100]}, {"name": "a", "gpus": [A100]}), "gpu-tenancy:tenants: duplicate tenant name(s): a"),
     ("invalid name", with_tenants({"name": "Tenant_B", "gpus": [A100]}), "gpu-tenancy:tenants[0].name: 'Tenant_B' is not a DNS-1123 label"),
     ("name too long", with_tenants({"name": "a" * 41, "gpus": [A100]}), "gpu-tenancy:tenants[0].name: "),
@@ -43,10 +43,37 @@ BAD_CONFIGS: list[tuple[str, dict[str, Any], str]] = [
 ]
 
 
-@pytest.mark.parametrize(("case", "config", "expected"), BAD_CONFIGS, ids=[c[0] for c in BAD_CONFIGS])
+HOST = {"name": "gpu-01", "address": "10.20.0.11", "user": "ubuntu"}
+SECRETS = {"managementKubeconfig": "apiVersion: v1\nkind: Config\n", "sshPrivateKey": "key"}
+
+
+def real(*tenants: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"mode": "real", "tenants": list(tenants), **SECRETS, **extra}
+
+
+# Settings of the other mode, or missing what the mode needs (issue 6).
+MODE_CONFIGS: list[tuple[str, dict[str, Any], str]] = [
+    ("worker hosts in sim", with_tenants({"name": "a", "gpus": [A100], "workers": [HOST]}), "gpu-tenancy:tenants[0].workers: worker hosts are only for mode 'real'"),
+    ("kubeconfig in sim", with_tenants({"name": "a", "gpus": [A100]}, managementKubeconfig="x"), "gpu-tenancy:managementKubeconfig: is only for mode 'real'"),
+    ("metallb off in sim", with_tenants({"name": "a", "gpus": [A100]}, metallb={"enabled": False}), "gpu-tenancy:metallb.enabled: sim needs MetalLB"),
+    ("kind in real", real({"name": "a", "gpus": [A100], "workers": [HOST]}, kind={"network": "kind"}), "gpu-tenancy:kind: is only for mode 'sim'"),
+    ("real without ssh key", {**real({"name": "a", "gpus": [A100], "workers": [HOST]}), "sshPrivateKey": None}, "gpu-tenancy:sshPrivateKey: is required in mode 'real'"),
+    ("real tenant without hosts", real({"name": "a", "gpus": [A100]}), "gpu-tenancy:tenants[0].workers: mode 'real' needs at least one worker host"),
+    ("host shared by tenants", real({"name": "a", "gpus": [A100], "workers": [HOST]}, {"name": "b", "gpus": [A100], "workers": [{**HOST, "name": "gpu-02"}]}), "gpu-tenancy:tenants[1].workers[0].address: host 10.20.0.11 is already a worker of tenant a"),
+    ("nodeport without address", real({"name": "a", "gpus": [A100], "workers": [HOST]}, controlPlane={"serviceType": "NodePort"}), "gpu-tenancy:tenants[0].controlPlaneAddress: is required with controlPlane.serviceType NodePort"),
+    ("metallb without pool", real({"name": "a", "gpus": [A100], "workers": [HOST]}, metallb={"enabled": True}), "gpu-tenancy:metallb.addresses: is required when MetalLB is enabled"),
+    ("bad metallb range", real({"name": "a", "gpus": [A100], "workers": [HOST]}, metallb={"enabled": True, "addresses": ["10.0.0.9-10.0.0.1"]}), "gpu-tenancy:metallb.addresses: '10.0.0.9-10.0.0.1' is not an IPv4"),
+    ("bad host address", real({"name": "a", "gpus": [A100], "workers": [{**HOST, "address": "not a host!"}]}), "gpu-tenancy:tenants[0].workers[0].address: 'not a host!' is neither"),
+    ("duplicate node names", real({"name": "a", "gpus": [A100], "workers": [HOST, {**HOST, "address": "10.20.0.12"}]}), "gpu-tenancy:tenants[0].workers: duplicate worker name(s): gpu-01"),
+    ("unknown mismatch policy", real({"name": "a", "gpus": [A100], "workers": [HOST]}, inventoryMismatch="ignore"), "gpu-tenancy:inventoryMismatch: "),
+]
+
+
+@pytest.mark.parametrize(("case", "config", "expected"), BAD_CONFIGS + MODE_CONFIGS, ids=[c[0] for c in BAD_CONFIGS + MODE_CONFIGS])
 def test_bad_config_fails_with_one_line_naming_the_key(case: str, config: dict[str, Any], expected: str) -> None:
+    config = {k: v for k, v in config.items() if v is not None}
     with pytest.raises(ConfigError) as error:
-        load_config(config)
+        load_config(config, frozenset(SECRETS))
     message = str(error.value)
     assert "\n" not in message
     assert message.startswith(expected), message
@@ -76,3 +103,30 @@ def test_versions_can_be_overridden_per_stack() -> None:
         "workerImage": "kindest/node:v1.36.1@sha256:3489c7674813ba5d8b1a9977baea8a6e553784dab7b84759d1014dbd78f7ebd5",
     }
     assert load_config(raw).versions.kubernetes == "v1.36.1"
+
+
+def test_credentials_must_be_stored_as_secrets() -> None:
+    config = real({"name": "a", "gpus": [A100], "workers": [HOST]})
+    assert load_config(config, frozenset(SECRETS)).mode == "real"
+    with pytest.raises(ConfigError, match=r"^gpu-tenancy:managementKubeconfig: must be a secret \(pulumi config set --secret"):
+        load_config(config, frozenset({"sshPrivateKey"}))
+
+
+def test_secret_values_never_appear_in_errors() -> None:
+    config = real({"name": "a", "gpus": [A100], "workers": [HOST]}, managementKubeconfig=["s3cr3t-token"])
+    with pytest.raises(ConfigError) as error:
+        load_config(config, frozenset(SECRETS))
+    assert str(error.value).startswith("gpu-tenancy:managementKubeconfig: ")
+    assert "s3cr3t" not in str(error.value)
+    parsed = load_config(real({"name": "a", "gpus": [A100], "workers": [HOST]}), frozenset(SECRETS))
+    assert "apiVersion" not in repr(parsed) and "key" not in repr(parsed.ssh_private_key)
+
+
+@pytest.mark.parametrize(("case", "config", "expected"), MODE_CONFIGS[:5], ids=[c[0] for c in MODE_CONFIGS[:5]])
+def test_mixed_mode_config_registers_no_resource(case: str, config: dict[str, Any], expected: str) -> None:
+    mocks = LabMocks()
+    config = {k: v for k, v in config.items() if v is not None}
+    with pytest.raises(Exception) as error:
+        _run(mocks, config, preview=True, stack="gpu")
+    assert expected in str(error.value)
+    assert mocks.resources == [], [r.name for r in mocks.resources]

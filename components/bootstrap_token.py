@@ -1,0 +1,54 @@
+"""A kubeadm bootstrap token inside a tenant, for joining that tenant's workers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+import pulumi_random as random
+
+from gpu_tenancy import manifests
+
+
+@dataclass
+class BootstrapTokenArgs:
+    tenant: str
+    provider: k8s.Provider
+
+
+class BootstrapToken(pulumi.ComponentResource):
+    """`token` is `<id>.<secret>` and secret; `secret` is the bootstrap-token Secret in the tenant."""
+
+    token: pulumi.Output[str]
+    secret: k8s.core.v1.Secret
+
+    def __init__(self, name: str, args: BootstrapTokenArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpu-tenancy:bootstrap_token:BootstrapToken", name, None, opts)
+        # The format kubeadm requires: [a-z0-9]{6}.[a-z0-9]{16}.
+        token_id = random.RandomString(
+            f"{name}-id", length=6, special=False, upper=False, opts=pulumi.ResourceOptions(parent=self)
+        )
+        token_secret = random.RandomString(
+            f"{name}-secret", length=16, special=False, upper=False, opts=pulumi.ResourceOptions(parent=self)
+        )
+        secret_part: pulumi.Output[str] = pulumi.Output.secret(token_secret.result)
+        self.token = pulumi.Output.secret(pulumi.Output.concat(token_id.result, ".", token_secret.result))
+        self.secret = k8s.core.v1.Secret(
+            name,
+            metadata={
+                "name": token_id.result.apply(lambda i: f"bootstrap-token-{i}"),
+                "namespace": "kube-system",
+                "labels": manifests.labels(args.tenant, "worker"),
+            },
+            type="bootstrap.kubernetes.io/token",
+            string_data={
+                "token-id": token_id.result,
+                "token-secret": secret_part,
+                "usage-bootstrap-authentication": "true",
+                "usage-bootstrap-signing": "true",
+                "auth-extra-groups": "system:bootstrappers:kubeadm:default-node-token",
+            },
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider),
+        )
+        self.register_outputs({"secretName": self.secret.metadata.name})

@@ -1,0 +1,81 @@
+"""Compares a tenant's declared GPUs with what HAMi's device plugin registers on its hosts (mode real)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import pulumi
+import pulumi_command as command
+import pulumi_kubernetes as k8s
+
+from gpu_tenancy import hami, inventory
+from gpu_tenancy.config import GpuConfig
+
+# Polls until the device plugin has registered the node's GPUs (kubectl is a documented prerequisite).
+WAIT_SCRIPT = """set -eu
+kubeconfig=$(mktemp)
+trap 'rm -f "$kubeconfig"' EXIT
+cat > "$kubeconfig"
+for _ in $(seq 1 120); do
+  value=$(kubectl --kubeconfig "$kubeconfig" get node "$NODE" \\
+    -o jsonpath='{.metadata.annotations.hami\\.io/node-nvidia-register}' 2>/dev/null || true)
+  [ -n "$value" ] && exit 0
+  sleep 5
+done
+echo "gpu-tenancy: node $NODE registered no GPUs with HAMi in 10 minutes (check hami-device-plugin logs)" >&2
+exit 1
+"""
+
+
+@dataclass
+class InventoryCheckArgs:
+    tenant: str
+    declared: list[GpuConfig]
+    node_names: list[str]
+    provider: k8s.Provider
+    kubeconfig: pulumi.Output[str]
+    on_mismatch: Literal["error", "warn"]
+    depends_on: list[pulumi.Resource]
+
+
+class InventoryCheck(pulumi.ComponentResource):
+    problems: pulumi.Output[list[str]]
+
+    def __init__(self, name: str, args: InventoryCheckArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpu-tenancy:inventory_check:InventoryCheck", name, {"tenant": args.tenant}, opts)
+        annotations: dict[str, pulumi.Output[Any]] = {}
+        for node in args.node_names:
+            registered = command.local.Command(
+                f"{name}-{node}-registered",
+                create=WAIT_SCRIPT,
+                interpreter=["/bin/sh", "-c"],
+                stdin=args.kubeconfig,
+                environment={"NODE": node},
+                logging=command.local.Logging.STDERR,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on),
+            )
+            read = k8s.core.v1.Node.get(
+                f"{name}-{node}",
+                node,
+                opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[registered]),
+            )
+            annotations[node] = read.metadata.apply(lambda m: (m.annotations or {}) if m else {})
+        self.problems = pulumi.Output.all(**annotations).apply(lambda by_node: self._compare(args, by_node))
+        self.register_outputs({"problems": self.problems})
+
+    @staticmethod
+    def _compare(args: InventoryCheckArgs, by_node: dict[str, dict[str, str]]) -> list[str]:
+        reported = {
+            node: hami.parse_register_annotation(values.get(hami.NODE_REGISTER_ANNOTATION, ""))
+            for node, values in by_node.items()
+        }
+        problems = inventory.inventory_mismatches(args.declared, reported)
+        if problems:
+            message = f"tenant {args.tenant}: the hosts' GPUs differ from gpu-tenancy:tenants gpus: " + "; ".join(
+                problems
+            )
+            if args.on_mismatch == "error":
+                raise pulumi.RunError(message + " (set gpu-tenancy:inventoryMismatch to 'warn' to go on)")
+            pulumi.log.warn(message)
+        return problems

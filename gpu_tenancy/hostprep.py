@@ -1,0 +1,105 @@
+"""Shell scripts that prepare a real GPU host and join it to its tenant (mode real).
+
+Pure builders: versions in, script text out. The program runs them over SSH (pulumi-command
+`remote.Command`); tests check them with shellcheck. Debian/Ubuntu hosts with the NVIDIA driver
+already installed are supported: the driver is the one thing the script does not install, because it
+must match the host's kernel and GPU generation.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from gpu_tenancy import versions
+from gpu_tenancy.config import KUBERNETES_VERSION
+
+JOIN_FILE = "/run/gpu-tenancy-join.yaml"
+
+
+def kubernetes_package_version(kubernetes_version: str) -> tuple[str, str]:
+    """('v1.35', '1.35.5-*') for 'v1.35.5': the pkgs.k8s.io channel and the apt version pin."""
+    match = KUBERNETES_VERSION.match(kubernetes_version)
+    if not match:
+        raise ValueError(f"{kubernetes_version!r} is not an exact version like 'v1.35.5'")
+    minor, patch = match.groups()
+    return f"v1.{minor}", f"1.{minor}.{patch}-*"
+
+
+def prepare_script(kubernetes_version: str, toolkit_version: str = versions.NVIDIA_CONTAINER_TOOLKIT_VERSION) -> str:
+    """Idempotent host preparation: kernel settings, containerd, kubeadm/kubelet, NVIDIA runtime."""
+    channel, package = kubernetes_package_version(kubernetes_version)
+    return f"""#!/usr/bin/env bash
+# Prepares this host as a gpu-tenancy worker (Kubernetes {kubernetes_version}). Safe to run again.
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+K8S_CHANNEL={shlex.quote(channel)}
+K8S_PACKAGE={shlex.quote(package)}
+TOOLKIT_PACKAGE={shlex.quote(toolkit_version)}
+
+if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null; then
+  echo "gpu-tenancy: the NVIDIA driver is not working on $(hostname) (nvidia-smi -L failed); install it first" >&2
+  exit 1
+fi
+
+swapoff -a
+sed -ri '/\\sswap\\s/s/^#?/#/' /etc/fstab
+printf 'overlay\\nbr_netfilter\\n' > /etc/modules-load.d/gpu-tenancy.conf
+modprobe overlay
+modprobe br_netfilter
+cat > /etc/sysctl.d/90-gpu-tenancy.conf <<'SYSCTL'
+net.ipv4.ip_forward = 1
+net.bridge.bridge-nf-call-iptables = 1
+net.bridge.bridge-nf-call-ip6tables = 1
+SYSCTL
+sysctl --system >/dev/null
+
+apt-get update -q
+apt-get install -y -q apt-transport-https ca-certificates curl gpg containerd conntrack socat
+install -d -m 0755 /etc/apt/keyrings
+curl -fsSL "https://pkgs.k8s.io/core:/stable:/${{K8S_CHANNEL}}/deb/Release.key" \\
+  | gpg --batch --yes --dearmor -o /etc/apt/keyrings/kubernetes-apt-keyring.gpg
+K8S_REPO="https://pkgs.k8s.io/core:/stable:/${{K8S_CHANNEL}}/deb/"
+echo "deb [signed-by=/etc/apt/keyrings/kubernetes-apt-keyring.gpg] ${{K8S_REPO}} /" \\
+  > /etc/apt/sources.list.d/kubernetes.list
+curl -fsSL https://nvidia.github.io/libnvidia-container/gpgkey \\
+  | gpg --batch --yes --dearmor -o /etc/apt/keyrings/nvidia-container-toolkit.gpg
+curl -fsSL https://nvidia.github.io/libnvidia-container/stable/deb/nvidia-container-toolkit.list \\
+  | sed 's#deb https://#deb [signed-by=/etc/apt/keyrings/nvidia-container-toolkit.gpg] https://#' \\
+  > /etc/apt/sources.list.d/nvidia-container-toolkit.list
+apt-get update -q
+apt-mark unhold kubelet kubeadm >/dev/null 2>&1 || true
+apt-get install -y -q --allow-downgrades "kubelet=${{K8S_PACKAGE}}" "kubeadm=${{K8S_PACKAGE}}" \\
+  "nvidia-container-toolkit=${{TOOLKIT_PACKAGE}}" "nvidia-container-toolkit-base=${{TOOLKIT_PACKAGE}}"
+apt-mark hold kubelet kubeadm >/dev/null
+
+# containerd with the systemd cgroup driver (the control plane's kubelet config says systemd) and
+# the NVIDIA runtime as default, so HAMi's device plugin and GPU pods need no runtimeClassName.
+install -d /etc/containerd
+if [ ! -s /etc/containerd/config.toml ] || ! grep -q 'SystemdCgroup = true' /etc/containerd/config.toml; then
+  containerd config default > /etc/containerd/config.toml
+  sed -i 's/SystemdCgroup = false/SystemdCgroup = true/' /etc/containerd/config.toml
+fi
+nvidia-ctk runtime configure --runtime=containerd --set-as-default
+systemctl enable --now containerd kubelet
+systemctl restart containerd
+"""
+
+
+def join_command() -> str:
+    """Runs on the host with the JoinConfiguration on stdin; a joined host is left as it is."""
+    script = (
+        "test -f /etc/kubernetes/kubelet.conf && exit 0; "
+        f"umask 077; cat > {JOIN_FILE}; "
+        f"kubeadm join --config {JOIN_FILE}; status=$?; rm -f {JOIN_FILE}; exit $status"
+    )
+    return f"sudo -n sh -c {shlex.quote(script)}"
+
+
+def prepare_command() -> str:
+    """Runs the preparation script given on stdin as root."""
+    return "sudo -n bash -s"
+
+
+def reset_command() -> str:
+    """On destroy: leave the tenant and clean the node's Kubernetes state."""
+    return "sudo -n kubeadm reset --force && sudo -n rm -rf /etc/cni/net.d"
