@@ -1,4 +1,9 @@
-"""One tenant: control plane, networking, worker, HAMi and (sim) the mock-GPU agent."""
+"""One tenant: control plane, networking, its GPU node(s), HAMi and its workloads.
+
+The tenant layer (namespace, control plane, network, HAMi scheduler, workloads, quota) is the same in
+both modes; only the device layer differs: sim runs a kindest/node container with the mock-GPU agent,
+real joins the listed GPU hosts over SSH and runs HAMi's device plugin.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,10 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.bootstrap_token import BootstrapToken, BootstrapTokenArgs
 from components.hami import Hami, HamiArgs
+from components.host_worker import HostWorker, HostWorkerArgs
+from components.inventory_check import InventoryCheck, InventoryCheckArgs
 from components.mock_gpu_agent import MockGpuAgent, MockGpuAgentArgs
 from components.tenant_control_plane import TenantControlPlane, TenantControlPlaneArgs
 from components.tenant_network import TenantNetwork, TenantNetworkArgs
@@ -29,7 +37,7 @@ class TenantArgs:
 class Tenant(pulumi.ComponentResource):
     endpoint: pulumi.Output[str]
     kubeconfig: pulumi.Output[str]
-    worker_container: str
+    nodes: list[str]
 
     def __init__(self, name: str, args: TenantArgs, opts: pulumi.ResourceOptions | None = None):
         tenant = args.config.name
@@ -50,6 +58,7 @@ class Tenant(pulumi.ComponentResource):
         versions = args.stack.versions
         pod_cidr, service_cidr = args.stack.cidrs(args.config)
 
+        api_port, konnectivity_port = args.stack.control_plane_ports(args.config)
         control_plane = TenantControlPlane(
             f"{name}-control-plane",
             TenantControlPlaneArgs(
@@ -59,6 +68,11 @@ class Tenant(pulumi.ComponentResource):
                 pod_cidr=pod_cidr,
                 service_cidr=service_cidr,
                 depends_on=args.depends_on,
+                node_runtime="kind" if args.stack.mode == "sim" else "host",
+                service_type=args.stack.control_plane.service_type,
+                address=args.config.control_plane_address,
+                port=api_port,
+                konnectivity_port=konnectivity_port,
             ),
             child,
         )
@@ -74,48 +88,10 @@ class Tenant(pulumi.ComponentResource):
             ),
             child,
         )
-        self.worker_container = f"{args.cluster_name}-{tenant}-worker"
-        worker = Worker(
-            f"{name}-worker",
-            WorkerArgs(
-                tenant=tenant,
-                container_name=self.worker_container,
-                image=versions.worker_image,
-                network=args.stack.kind.network,
-                provider=control_plane.provider,
-                endpoint=control_plane.endpoint,
-                ca_cert_hash=control_plane.ca_cert_hash,
-                depends_on=[control_plane],
-            ),
-            child,
-        )
-        hami = Hami(
-            f"{name}-hami",
-            HamiArgs(
-                tenant=tenant,
-                provider=control_plane.provider,
-                chart_version=versions.hami,
-                image_tag=versions.hami_image_tag,
-                kubernetes_version=versions.kubernetes,
-                depends_on=[network, worker],
-            ),
-            child,
-        )
-        gpu_ready: list[pulumi.Resource] = [hami]
         if args.stack.mode == "sim":
-            gpu_agent = MockGpuAgent(
-                f"{name}-mock-gpu-agent",
-                MockGpuAgentArgs(
-                    tenant=tenant,
-                    gpus=[gpu.model_dump(by_alias=True) for gpu in args.config.gpus],
-                    provider=control_plane.provider,
-                    worker_container=self.worker_container,
-                    node_name=worker.node_name,
-                    depends_on=[worker.join, network],
-                ),
-                child,
-            )
-            gpu_ready.append(gpu_agent)
+            self.nodes, gpu_ready = self._simulated_node(name, args, control_plane, network)
+        else:
+            self.nodes, gpu_ready = self._gpu_hosts(name, args, control_plane, network)
         if workloads.has_workloads(args.config):
             Workloads(
                 f"{name}-workloads",
@@ -130,4 +106,102 @@ class Tenant(pulumi.ComponentResource):
             )
         self.endpoint = control_plane.endpoint
         self.kubeconfig = control_plane.kubeconfig
-        self.register_outputs({"endpoint": self.endpoint, "kubeconfig": self.kubeconfig})
+        self.register_outputs({"endpoint": self.endpoint, "kubeconfig": self.kubeconfig, "nodes": self.nodes})
+
+    def _hami(
+        self, name: str, args: TenantArgs, control_plane: TenantControlPlane, after: list[pulumi.Resource]
+    ) -> Hami:
+        versions = args.stack.versions
+        return Hami(
+            f"{name}-hami",
+            HamiArgs(
+                tenant=args.config.name,
+                provider=control_plane.provider,
+                chart_version=versions.hami,
+                image_tag=versions.hami_image_tag,
+                kubernetes_version=versions.kubernetes,
+                depends_on=after,
+                real_gpus=args.stack.mode == "real",
+            ),
+            pulumi.ResourceOptions(parent=self),
+        )
+
+    def _simulated_node(
+        self, name: str, args: TenantArgs, control_plane: TenantControlPlane, network: TenantNetwork
+    ) -> tuple[list[str], list[pulumi.Resource]]:
+        """sim: one kindest/node container, HAMi without device plugin, the mock-GPU agent."""
+        tenant = args.config.name
+        child = pulumi.ResourceOptions(parent=self)
+        container = f"{args.cluster_name}-{tenant}-worker"
+        worker = Worker(
+            f"{name}-worker",
+            WorkerArgs(
+                tenant=tenant,
+                container_name=container,
+                image=args.stack.versions.worker_image,
+                network=args.stack.kind_network,
+                provider=control_plane.provider,
+                endpoint=control_plane.endpoint,
+                ca_cert_hash=control_plane.ca_cert_hash,
+                depends_on=[control_plane],
+            ),
+            child,
+        )
+        hami = self._hami(name, args, control_plane, [network, worker])
+        gpu_agent = MockGpuAgent(
+            f"{name}-mock-gpu-agent",
+            MockGpuAgentArgs(
+                tenant=tenant,
+                gpus=[gpu.model_dump(by_alias=True) for gpu in args.config.gpus],
+                provider=control_plane.provider,
+                worker_container=container,
+                node_name=worker.node_name,
+                depends_on=[worker.join, network],
+            ),
+            child,
+        )
+        return [container], [hami, gpu_agent]
+
+    def _gpu_hosts(
+        self, name: str, args: TenantArgs, control_plane: TenantControlPlane, network: TenantNetwork
+    ) -> tuple[list[str], list[pulumi.Resource]]:
+        """real: the listed hosts joined over SSH, HAMi with its device plugin, inventory checked."""
+        tenant = args.config.name
+        child = pulumi.ResourceOptions(parent=self)
+        assert args.stack.ssh_private_key is not None  # load_config requires it in mode real
+        ssh_key = pulumi.Output.secret(args.stack.ssh_private_key.get_secret_value())
+        bootstrap = BootstrapToken(
+            f"{name}-bootstrap-token", BootstrapTokenArgs(tenant=tenant, provider=control_plane.provider), child
+        )
+        hosts = [
+            HostWorker(
+                f"{name}-{host.name}",
+                HostWorkerArgs(
+                    tenant=tenant,
+                    host=host,
+                    ssh_private_key=ssh_key,
+                    kubernetes_version=args.stack.versions.kubernetes,
+                    endpoint=control_plane.endpoint,
+                    ca_cert_hash=control_plane.ca_cert_hash,
+                    bootstrap_token=bootstrap.token,
+                    depends_on=[control_plane, bootstrap.secret],
+                ),
+                child,
+            )
+            for host in args.config.workers
+        ]
+        hami = self._hami(name, args, control_plane, [network, *hosts])
+        check = InventoryCheck(
+            f"{name}-inventory",
+            InventoryCheckArgs(
+                tenant=tenant,
+                declared=list(args.config.gpus),
+                node_names=[host.name for host in args.config.workers],
+                provider=control_plane.provider,
+                kubeconfig=control_plane.kubeconfig,
+                on_mismatch=args.stack.inventory_mismatch,
+                depends_on=[hami],
+            ),
+            child,
+        )
+        return [host.name for host in args.config.workers], [hami, check]

@@ -1,0 +1,183 @@
+"""mode real (the gpu example stack) under Pulumi mocks: hosts over SSH, device plugin, inventory."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pulumi.runtime import MockResourceArgs
+
+from gpu_tenancy import hostprep, inventory
+from gpu_tenancy.config import GpuConfig
+from tests.harness import TEST_SECRETS, by_type, gpu_config, is_secret, record_mocks, record_stack, registered_gpus
+
+TENANTS = ("tenant-a", "tenant-b")
+REMOTE = "command:remote:Command"
+
+
+@pytest.fixture(scope="module")
+def resources() -> list[MockResourceArgs]:
+    config = gpu_config()
+    return record_stack(config, stack="gpu", node_register=registered_gpus(config))
+
+
+def test_real_stack_has_no_kind_docker_or_mock_gpus(resources: list[MockResourceArgs]) -> None:
+    types = Counter(r.typ for r in resources)
+    for absent in ("gpu-tenancy:kind_cluster:KindCluster", "gpu-tenancy:worker:Worker",
+                   "gpu-tenancy:mock_gpu_agent:MockGpuAgent", "docker:index/container:Container",
+                   "docker:index/image:Image", "docker:index/remoteImage:RemoteImage"):
+        assert types[absent] == 0, absent
+    assert not [r for r in by_type(resources, "command:local:Command") if "kind " in str(r.inputs.get("create"))]
+    assert types["gpu-tenancy:host_worker:HostWorker"] == len(TENANTS)
+    assert types["gpu-tenancy:inventory_check:InventoryCheck"] == len(TENANTS)
+    assert types["kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane"] == len(TENANTS)
+
+
+def test_management_provider_uses_the_secret_kubeconfig(resources: list[MockResourceArgs]) -> None:
+    (management,) = [r for r in by_type(resources, "pulumi:providers:kubernetes") if r.name == "management"]
+    assert is_secret(management.inputs["kubeconfig"])
+    assert management.inputs["kubeconfig"]["value"] == TEST_SECRETS["managementKubeconfig"]
+
+
+def test_hosts_are_prepared_and_joined_over_ssh_with_secret_key_and_token(resources: list[MockResourceArgs]) -> None:
+    commands = {r.name: r.inputs for r in by_type(resources, REMOTE)}
+    assert set(commands) == {
+        "tenant-a-gpu-a100-01-prepare", "tenant-a-gpu-a100-01-join",
+        "tenant-b-gpu-l4-01-prepare", "tenant-b-gpu-l4-01-join",
+    }
+    for name, inputs in commands.items():
+        connection = inputs["connection"]
+        assert is_secret(connection) or is_secret(connection["privateKey"]), name
+        host = connection["value"] if is_secret(connection) else connection
+        assert host["user"] == "ubuntu" and host["host"].startswith("10.20.0.")
+    join = commands["tenant-a-gpu-a100-01-join"]
+    assert is_secret(join["stdin"]), "the join configuration carries the bootstrap token"
+    assert "token" not in join["create"] and join["delete"] == hostprep.reset_command()
+    assert "v1.35" in commands["tenant-a-gpu-a100-01-prepare"]["stdin"]
+
+
+def test_each_host_joins_its_own_tenant(resources: list[MockResourceArgs]) -> None:
+    hosts = {r.name: r.inputs for r in by_type(resources, "gpu-tenancy:host_worker:HostWorker")}
+    assert {n: (i["tenant"], i["nodeName"]) for n, i in hosts.items()} == {
+        "tenant-a-gpu-a100-01": ("tenant-a", "gpu-a100-01"),
+        "tenant-b-gpu-l4-01": ("tenant-b", "gpu-l4-01"),
+    }
+    endpoints = {i["tenant"]: i["controlPlaneEndpoint"] for i in hosts.values()}
+    assert endpoints["tenant-a"] != endpoints["tenant-b"]
+
+
+def test_hami_runs_its_device_plugin_and_kubelet_keeps_host_defaults(resources: list[MockResourceArgs]) -> None:
+    hami = [r for r in by_type(resources, "kubernetes:helm.sh/v3:Release") if r.inputs["chart"] == "hami"]
+    assert len(hami) == len(TENANTS)
+    assert all(r.inputs["values"]["devicePlugin"]["enabled"] is True for r in hami)
+    for tcp in by_type(resources, "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane"):
+        patches = tcp.inputs["spec"]["kubernetes"]["kubelet"]["configurationJSONPatches"]
+        assert patches == [{"op": "replace", "path": "/cgroupDriver", "value": "systemd"}]
+
+
+def test_metallb_pool_comes_from_config_in_real(resources: list[MockResourceArgs]) -> None:
+    (pool,) = by_type(resources, "kubernetes:metallb.io/v1beta1:IPAddressPool")
+    assert pool.inputs["spec"]["addresses"] == ["10.20.0.240-10.20.0.250"]
+
+
+def test_nodeport_control_planes_get_distinct_ports_and_no_metallb() -> None:
+    config = gpu_config()
+    config["metallb"] = {"enabled": False}
+    config["controlPlane"] = {"serviceType": "NodePort", "nodePortBase": 31400}
+    for index, tenant in enumerate(config["tenants"]):
+        tenant["controlPlaneAddress"] = f"10.20.0.{2 + index}"
+    resources = record_stack(config, stack="gpu", node_register=registered_gpus(config))
+    assert not by_type(resources, "gpu-tenancy:metallb:MetalLB")
+    profiles = {
+        tcp.inputs["metadata"]["name"]: (
+            tcp.inputs["spec"]["controlPlane"]["service"]["serviceType"],
+            tcp.inputs["spec"]["networkProfile"]["address"],
+            tcp.inputs["spec"]["networkProfile"]["port"],
+            tcp.inputs["spec"]["addons"]["konnectivity"]["server"]["port"],
+        )
+        for tcp in by_type(resources, "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane")
+    }
+    assert profiles == {
+        "tenant-a": ("NodePort", "10.20.0.2", 31400, 31401),
+        "tenant-b": ("NodePort", "10.20.0.3", 31402, 31403),
+    }
+
+
+def test_inventory_mismatch_fails_the_update_naming_the_tenant() -> None:
+    config = gpu_config()
+    register = registered_gpus(config)
+    register["gpu-l4-01"] = register["gpu-l4-01"].replace('"NVIDIA-L4"', '"NVIDIA-T4"', 1)
+    with pytest.raises(Exception, match=r"tenant tenant-b: the hosts' GPUs differ .*NVIDIA-T4"):
+        record_stack(config, stack="gpu", node_register=register)
+    config["inventoryMismatch"] = "warn"
+    assert record_stack(config, stack="gpu", node_register=register)
+
+
+def test_fresh_real_preview_registers_everything() -> None:
+    config = gpu_config()
+    known = record_stack(config, stack="gpu", node_register=registered_gpus(config))
+    preview = record_stack(config, stack="gpu", unknowns=True)
+    assert Counter(r.typ for r in preview) == Counter(r.typ for r in known)
+
+
+def test_secrets_stay_secret_in_real_outputs() -> None:
+    config = gpu_config()
+    mocks = record_mocks(config, stack="gpu", node_register=registered_gpus(config))
+    for provider in by_type(mocks.resources, "pulumi:providers:kubernetes"):
+        assert is_secret(provider.inputs["kubeconfig"]), provider.name
+    for check in [r for r in by_type(mocks.resources, "command:local:Command") if r.name.endswith("-registered")]:
+        assert is_secret(check.inputs["stdin"]), "the tenant kubeconfig goes to kubectl on stdin, as a secret"
+
+
+def _gpu(model: str, memory: int, count: int) -> GpuConfig:
+    return GpuConfig.model_validate({"model": model, "memoryMiB": memory, "count": count})
+
+
+def _device(device_type: str, devmem: int, health: bool = True) -> dict[str, Any]:
+    return {"id": f"GPU-{device_type}-{devmem}", "type": device_type, "devmem": devmem, "health": health}
+
+
+def test_inventory_matches_models_by_name_and_memory_within_driver_reserve() -> None:
+    declared = [_gpu("NVIDIA-L4", 24576, 2)]
+    # The real plugin prefixes NVML's name ("NVIDIA L4") with "NVIDIA-"; the driver keeps some memory.
+    reported = {"n1": [_device("NVIDIA-NVIDIA L4", 23034), _device("NVIDIA-NVIDIA L4", 23034)]}
+    assert inventory.inventory_mismatches(declared, reported) == []
+
+
+@pytest.mark.parametrize(
+    ("reported", "expected"),
+    [
+        ({"n1": [_device("NVIDIA-L4", 24576)]}, "declared 2 x NVIDIA-L4 (24576 MiB) but the nodes report 1"),
+        ({"n1": [_device("NVIDIA-L4", 24576)] * 2 + [_device("NVIDIA-T4", 15360)]}, "node n1: GPU GPU-NVIDIA-T4-15360 (NVIDIA-T4, 15360 MiB) is not in"),
+        ({"n1": [_device("NVIDIA-L4", 24576), _device("NVIDIA-L4", 24576, health=False)]}, "is unhealthy"),
+        ({"n1": [_device("NVIDIA-L4", 12288)] * 2}, "is not in the tenant's declared gpus"),
+    ],
+    ids=["missing card", "extra card", "unhealthy card", "too little memory"],
+)
+def test_inventory_mismatches_are_one_line_each(reported: dict[str, list[dict[str, Any]]], expected: str) -> None:
+    problems = inventory.inventory_mismatches([_gpu("NVIDIA-L4", 24576, 2)], reported)
+    assert any(expected in p for p in problems), problems
+    assert all("\n" not in p for p in problems)
+
+
+def test_kubernetes_packages_follow_the_tenant_version() -> None:
+    assert hostprep.kubernetes_package_version("v1.35.5") == ("v1.35", "1.35.5-*")
+    with pytest.raises(ValueError):
+        hostprep.kubernetes_package_version("1.35")
+
+
+def test_host_scripts_pass_shellcheck(tmp_path: Path) -> None:
+    shellcheck = shutil.which("shellcheck") or str(Path(sys.executable).parent / "shellcheck")
+    if not Path(shellcheck).exists():
+        pytest.skip("shellcheck not installed (pip install -r requirements-dev.txt)")
+    script = tmp_path / "prepare.sh"
+    script.write_text(hostprep.prepare_script("v1.35.5"))
+    commands = tmp_path / "commands.sh"
+    commands.write_text("#!/bin/sh\n" + "\n".join([hostprep.join_command(), hostprep.reset_command()]) + "\n")
+    result = subprocess.run([shellcheck, "--severity=warning", str(script), str(commands)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout
