@@ -27,12 +27,14 @@ from policy_lib import (
     GPUMEM_PERCENTAGE,
     HELM_RELEASE_TYPE,
     HELM_TYPES,
+    HOST_WORKER_TYPE,
     IPADDRESSPOOL_TYPE,
     K8S_PROVIDER_TYPE,
     MANAGEMENT,
     METALLB_TYPE,
     MOCK_AGENT_TYPE,
     NAMESPACE_TYPE,
+    REMOTE_COMMAND_TYPE,
     REMOTE_IMAGE_TYPE,
     STACK_TYPE,
     TCP_TYPE,
@@ -585,64 +587,108 @@ def _tenant_endpoints(resources: list[Res]) -> dict[str, str]:
     return endpoints
 
 
+def _check_endpoint(
+    res: Res, tenant: str, endpoint: str, endpoints: dict[str, str], report: ReportViolation
+) -> None:
+    others = sorted(t for t, e in endpoints.items() if t != tenant and e == endpoint)
+    own = endpoints.get(tenant)
+    if others:
+        report(
+            f"worker join {res.name!r} of tenant {tenant!r} targets {endpoint}, the control plane of "
+            f"{', '.join(repr(o) for o in others)}; use {tenant!r}'s TenantControlPlane endpoint.",
+            res.urn,
+        )
+    elif own and own != endpoint:
+        report(f"worker join {res.name!r} of tenant {tenant!r} targets {endpoint}, not its own {own}.", res.urn)
+
+
+def _check_local_join(
+    res: Res, endpoints: dict[str, str], containers_by_name: dict[str, Res], report: ReportViolation
+) -> None:
+    """A kind worker's join: a local Command whose environment names tenant, endpoint and container."""
+    environment = res.props.get("environment")
+    if not isinstance(environment, dict) or "CONTROL_PLANE_TENANT" not in environment:
+        return
+    keys = ("GPU_TENANCY_TENANT", "CONTROL_PLANE_TENANT")
+    claimed = {key: environment.get(key) for key in keys if known_str(environment.get(key))}
+    tenant = ancestor_tenant(res) or claimed.get("GPU_TENANCY_TENANT")
+    if not tenant:
+        return
+    for key, value in claimed.items():
+        if value != tenant:
+            report(
+                f"worker join {res.name!r} of tenant {tenant!r} has {key}={value!r}; a worker joins only its "
+                "own tenant's control plane.",
+                res.urn,
+            )
+    endpoint = known_str(environment.get("CONTROL_PLANE_ENDPOINT"))
+    if endpoint:
+        _check_endpoint(res, tenant, endpoint, endpoints, report)
+    worker = known_str(environment.get("GPU_TENANCY_WORKER"))
+    container = containers_by_name.get(worker) if worker else None
+    container_tenant = owner(container)[0] if container else None
+    if container_tenant and container_tenant != tenant:
+        report(
+            f"worker join {res.name!r} of tenant {tenant!r} joins container {worker!r} of tenant {container_tenant!r}.",
+            res.urn,
+        )
+
+
+def _check_host_worker(res: Res, endpoints: dict[str, str], report: ReportViolation) -> None:
+    """A real GPU host (mode real): its HostWorker names tenant and endpoint (inputs; outputs may omit them)."""
+    tenant = ancestor_tenant(res) or known_str(res.props.get("tenant"))
+    if not tenant:
+        return
+    claimed = known_str(res.props.get("tenant"))
+    if claimed and claimed != tenant:
+        report(f"GPU host {res.name!r} under tenant {tenant!r} says tenant={claimed!r}.", res.urn)
+    endpoint = known_str(res.props.get("controlPlaneEndpoint"))
+    if endpoint:
+        _check_endpoint(res, tenant, endpoint, endpoints, report)
+
+
+def _host_keys(res: Res) -> list[str]:
+    """Names a worker machine goes by: node name / host address (HostWorker, remote Command), container name."""
+    keys: list[str] = []
+    if res.type == HOST_WORKER_TYPE:
+        keys += [f"node {v}" for v in [known_str(res.props.get("nodeName"))] if v]
+        keys += [f"host {v}" for v in [known_str(res.props.get("address"))] if v]
+    elif res.type == REMOTE_COMMAND_TYPE:
+        keys += [f"host {v}" for v in [known_str(dig(res.props, "connection", "host"))] if v]
+    elif res.type == CONTAINER_TYPE and component_label(res) == "worker":
+        keys += [f"container {v}" for v in [known_str(res.props.get("name"))] if v]
+    return keys
+
+
 def validate_worker_joins_own_tenant(args: StackValidationArgs, report: ReportViolation) -> None:
     resources = from_policy_resources(args.resources)
     endpoints = _tenant_endpoints(resources)
     containers_by_name = {
         name: r for r in resources if r.type == CONTAINER_TYPE and (name := known_str(r.props.get("name")))
     }
+    machines: dict[str, dict[str, Res]] = defaultdict(dict)
     for res in resources:
-        if res.type != COMMAND_TYPE:
-            continue
-        environment = res.props.get("environment")
-        if not isinstance(environment, dict) or "CONTROL_PLANE_TENANT" not in environment:
-            continue
+        if res.type == COMMAND_TYPE:
+            _check_local_join(res, endpoints, containers_by_name, report)
+        elif res.type == HOST_WORKER_TYPE:
+            _check_host_worker(res, endpoints, report)
         tenant = ancestor_tenant(res)
-        claimed = {
-            key: environment.get(key)
-            for key in ("GPU_TENANCY_TENANT", "CONTROL_PLANE_TENANT")
-            if known_str(environment.get(key))
-        }
-        expected = tenant or claimed.get("GPU_TENANCY_TENANT")
-        for key, value in claimed.items():
-            if value != expected:
-                report(
-                    f"worker join {res.name!r} of tenant {expected!r} has {key}={value!r}; a worker joins only its "
-                    "own tenant's control plane.",
-                    res.urn,
-                )
-        endpoint = known_str(environment.get("CONTROL_PLANE_ENDPOINT"))
-        if endpoint and expected:
-            own = endpoints.get(expected)
-            others = sorted(t for t, e in endpoints.items() if t != expected and e == endpoint)
-            if others:
-                report(
-                    f"worker join {res.name!r} of tenant {expected!r} targets {endpoint}, the control plane of "
-                    f"{', '.join(repr(o) for o in others)}; use {expected!r}'s TenantControlPlane endpoint.",
-                    res.urn,
-                )
-            elif own and own != endpoint:
-                report(
-                    f"worker join {res.name!r} of tenant {expected!r} targets {endpoint}, not its control plane "
-                    f"{own}.",
-                    res.urn,
-                )
-        worker = known_str(environment.get("GPU_TENANCY_WORKER"))
-        container = containers_by_name.get(worker) if worker else None
-        container_tenant = owner(container)[0] if container else None
-        if container is not None and container_tenant and expected and container_tenant != expected:
-            report(
-                f"worker join {res.name!r} of tenant {expected!r} joins container {worker!r} of tenant "
-                f"{container_tenant!r}.",
-                res.urn,
-            )
+        if tenant:
+            for key in _host_keys(res):
+                machines[key].setdefault(tenant, res)
+    for key, by_tenant in sorted(machines.items()):
+        if len(by_tenant) > 1:
+            tenants = ", ".join(repr(t) for t in sorted(by_tenant))
+            first = by_tenant[sorted(by_tenant)[1]]
+            report(f"{key} is a worker of several tenants ({tenants}); a GPU machine joins one tenant only.", first.urn)
 
 
 worker_joins_own_tenant = StackValidationPolicy(
     name="worker-joins-own-tenant",
     description=(
-        "Each worker's kubeadm join targets its own tenant's control plane only (GPU_TENANCY_TENANT, "
-        "CONTROL_PLANE_TENANT, CONTROL_PLANE_ENDPOINT and the worker container all name the same tenant)."
+        "Each worker joins its own tenant's control plane only: a kind worker's join (GPU_TENANCY_TENANT, "
+        "CONTROL_PLANE_TENANT, CONTROL_PLANE_ENDPOINT, its container) and a real GPU host (HostWorker) name one "
+        "tenant, and no machine is a worker of two tenants."
     ),
     validate=validate_worker_joins_own_tenant,
     enforcement_level=MANDATORY,

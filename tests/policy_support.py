@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from harness import record_mocks
+from harness import gpu_config, record_mocks, registered_gpus
 from pulumi.output import Unknown
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import rpc
@@ -153,11 +153,14 @@ def _capturing_monitor(into: dict[str, Recorded]) -> Iterator[None]:
         monitor.RegisterResourceOutputs = original_outputs  # type: ignore[method-assign]
 
 
-def record_engine_view(config: dict[str, Any] | None = None, *, unknowns: bool = False) -> list[Recorded]:
-    """The dev stack (or `config`) registered under mocks, as the engine records it."""
+def record_engine_view(config: dict[str, Any] | None = None, **options: Any) -> list[Recorded]:
+    """The dev stack (or `config`) registered under mocks, as the engine records it.
+
+    `options` go to tests/harness.record_mocks (unknowns, stack, node_register, ...).
+    """
     recorded: dict[str, Recorded] = {}
     with _capturing_monitor(recorded):
-        record_mocks(config, unknowns=unknowns)
+        record_mocks(config, **options)
     return list(recorded.values())
 
 
@@ -169,6 +172,16 @@ def dev_stack(unknowns: bool = False) -> list[Recorded]:
     key = ("dev", unknowns)
     if key not in _CACHE:
         _CACHE[key] = record_engine_view(unknowns=unknowns)
+    return _CACHE[key]
+
+
+def gpu_stack(unknowns: bool = False) -> list[Recorded]:
+    """The real-GPU example stack (Pulumi.gpu.yaml, mode real), recorded once per session."""
+    key = ("gpu", unknowns)
+    if key not in _CACHE:
+        config = gpu_config()
+        register = None if unknowns else registered_gpus(config)
+        _CACHE[key] = record_engine_view(config, stack="gpu", unknowns=unknowns, node_register=register)
     return _CACHE[key]
 
 

@@ -7,12 +7,13 @@ import json
 from typing import Any
 
 import pytest
-from harness import dev_config
+from harness import dev_config, gpu_config
 from policy_support import (
     Recorded,
     copy_stack,
     dev_stack,
     find,
+    gpu_stack,
     run_resource_policy,
     run_stack_policy,
     set_both,
@@ -39,6 +40,17 @@ def engine_config(config: dict[str, Any]) -> str:
 def pack_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """The stack config the engine passes to the pack process."""
     monkeypatch.setenv("PULUMI_CONFIG", engine_config(dev_config()))
+
+
+@pytest.fixture
+def gpu_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PULUMI_CONFIG", engine_config(gpu_config()))
+
+
+@pytest.fixture
+def real() -> list[Recorded]:
+    """A private copy of the real-GPU example stack (Pulumi.gpu.yaml)."""
+    return copy_stack(gpu_stack())
 
 
 @pytest.fixture
@@ -99,6 +111,13 @@ def test_every_policy_is_named_described_and_levelled() -> None:
 @pytest.mark.parametrize("policy", tp.ALL_POLICIES, ids=lambda p: p.name)
 def test_dev_stack_passes(policy: Any, unknowns: bool) -> None:
     assert run(policy, dev_stack(unknowns)) == []
+
+
+@pytest.mark.usefixtures("gpu_env")
+@pytest.mark.parametrize("unknowns", [False, True], ids=["deployed", "first-preview"])
+@pytest.mark.parametrize("policy", tp.ALL_POLICIES, ids=lambda p: p.name)
+def test_real_gpu_stack_passes(policy: Any, unknowns: bool) -> None:
+    assert run(policy, gpu_stack(unknowns)) == []
 
 
 def test_dev_stack_is_what_the_policies_expect() -> None:
@@ -307,7 +326,35 @@ def test_worker_joining_another_tenants_container_is_flagged(stack: list[Recorde
     assert_violation(run(tp.worker_joins_own_tenant, stack), "joins container", "of tenant 'tenant-b'")
 
 
+def test_gpu_host_shared_by_two_tenants_is_flagged(real: list[Recorded]) -> None:
+    host_a = owned(real, lib.HOST_WORKER_TYPE, "tenant-a")
+    host_b = owned(real, lib.HOST_WORKER_TYPE, "tenant-b")
+    address_a = host_a.inputs["address"]
+    host_b.inputs["address"] = address_a
+    host_b.registered_outputs = {**(host_b.registered_outputs or {}), "address": address_a}
+    assert_violation(run(tp.worker_joins_own_tenant, real), f"host {address_a} is a worker of several tenants")
+
+
+def test_gpu_host_joining_another_tenants_control_plane_is_flagged(real: list[Recorded]) -> None:
+    host_b = owned(real, lib.HOST_WORKER_TYPE, "tenant-b")
+    endpoint_a = find(real, TENANT, "tenant-a").outputs["endpoint"]
+    # As HostWorker registers its inputs today; the engine's stack view needs them in register_outputs.
+    host_b.registered_outputs = {**host_b.inputs, "controlPlaneEndpoint": endpoint_a}
+    assert_violation(run(tp.worker_joins_own_tenant, real), "'tenant-b'", "the control plane of 'tenant-a'")
+
+
 # --------------------------------------------------------------------------- 10 no-mock-gpus-in-real
+
+
+@pytest.mark.usefixtures("gpu_env")
+def test_real_mode_without_the_device_plugin_is_flagged(real: list[Recorded]) -> None:
+    set_both(owned(real, RELEASE, "tenant-a", "hami"), ["values", "devicePlugin", "enabled"], False)
+    assert_violation(run(tp.no_mock_gpus_in_real, real), "mode is 'real' but tenant 'tenant-a'", "devicePlugin")
+
+
+def test_real_stack_checked_as_sim_is_flagged(real: list[Recorded]) -> None:
+    assert_violation(run(tp.no_mock_gpus_in_real, real, {"mode": "sim"}), "installs a real GPU device plugin")
+
 
 
 def test_mock_agent_in_real_mode_is_flagged(stack: list[Recorded]) -> None:
