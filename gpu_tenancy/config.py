@@ -91,6 +91,11 @@ class WorkloadConfig(_Model):
     def _dns_name(cls, value: str) -> str:
         return _dns1123(value)
 
+    @field_validator("image")
+    @classmethod
+    def _pinned_image(cls, value: str) -> str:
+        return _pinned(value)
+
 
 QUOTA_KEYS = ("limits.nvidia.com/gpu", "limits.nvidia.com/gpumem", "limits.nvidia.com/gpucores")
 
@@ -163,8 +168,10 @@ class TenantConfig(_Model):
         for key, amount in value.items():
             if key not in QUOTA_KEYS:
                 raise ValueError(f"unknown quota key {key!r}; allowed: {', '.join(QUOTA_KEYS)}")
-            if amount < 0:
-                raise ValueError(f"quota {key!r} must be >= 0")
+            # HAMi reads a gpumem/gpucores quota of 0 as "no limit", not "nothing": refuse it.
+            minimum = 0 if key == "limits.nvidia.com/gpu" else 1
+            if amount < minimum:
+                raise ValueError(f"quota {key!r} must be >= {minimum}")
         return value
 
     @model_validator(mode="after")
@@ -217,9 +224,7 @@ class VersionsConfig(_Model):
     @field_validator("kind_node_image", "worker_image", "kindnetd_image")
     @classmethod
     def _pinned_image(cls, value: str) -> str:
-        if image_tag(value) in ("", "latest"):
-            raise ValueError(f"{value!r} must carry an explicit tag other than 'latest'")
-        return value
+        return _pinned(value)
 
     @model_validator(mode="after")
     def _worker_matches_tenant(self) -> VersionsConfig:
@@ -330,6 +335,12 @@ def image_tag(image: str) -> str:
     name = image.split("@", 1)[0]
     last = name.rsplit("/", 1)[-1]
     return last.split(":", 1)[1] if ":" in last else ""
+
+
+def _pinned(image: str) -> str:
+    if image_tag(image) in ("", "latest"):
+        raise ValueError(f"{image!r} must carry an explicit tag other than 'latest'")
+    return image
 
 
 def _ipv4(value: str) -> str:

@@ -39,6 +39,8 @@ BAD_CONFIGS: list[tuple[str, dict[str, Any], str]] = [
     ("bad cidr", with_tenants({"name": "a", "gpus": [A100], "podCidr": "10.0.0.0/33"}), "gpu-tenancy:tenants[0].podCidr: "),
     ("ipv6 cidr", with_tenants({"name": "a", "gpus": [A100], "serviceCidr": "fd00::/64"}), "gpu-tenancy:tenants[0].serviceCidr: "),
     ("negative headroom", with_tenants({"name": "a", "gpus": [A100]}, metallb={"headroom": -1}), "gpu-tenancy:metallb.headroom: "),
+    ("unpinned workload image", with_tenants({"name": "a", "gpus": [A100], "workloads": [{"name": "w", "image": "nginx", "containers": [{"gpus": 1, "gpumemMiB": 1024}]}]}), "gpu-tenancy:tenants[0].workloads[0].image: 'nginx' must carry an explicit tag"),
+    ("zero memory quota", with_tenants({"name": "a", "gpus": [A100], "quota": {"limits.nvidia.com/gpumem": 0}}), "gpu-tenancy:tenants[0].quota: quota 'limits.nvidia.com/gpumem' must be >= 1"),
     ("unknown quota key", with_tenants({"name": "a", "gpus": [A100], "quota": {"requests.cpu": 1}}), "gpu-tenancy:tenants[0].quota: unknown quota key"),
 ]
 
