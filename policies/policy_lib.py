@@ -52,6 +52,19 @@ DOCKER_IMAGE_TYPE = "docker:index/image:Image"
 IPADDRESSPOOL_TYPE = "kubernetes:metallb.io/v1beta1:IPAddressPool"
 HELM_TYPES = ("kubernetes:helm.sh/v3:Release", "kubernetes:helm.sh/v4:Chart", "kubernetes:helm.sh/v3:Chart")
 HELM_RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
+# Kubernetes types that are components (their children are checked one by one) and may carry no provider.
+K8S_COMPONENT_TYPES = frozenset(
+    {
+        "kubernetes:helm.sh/v4:Chart",
+        "kubernetes:helm.sh/v3:Chart",
+        "kubernetes:yaml/v2:ConfigGroup",
+        "kubernetes:yaml/v2:ConfigFile",
+        "kubernetes:yaml:ConfigGroup",
+        "kubernetes:yaml:ConfigFile",
+        "kubernetes:kustomize/v2:Directory",
+        "kubernetes:kustomize:Directory",
+    }
+)
 MANAGEMENT = "management"
 STACK_CONFIG_NAMESPACE = "gpu-tenancy"
 
@@ -194,11 +207,9 @@ class Res:
             yield node
             node = node.parent
 
-    def all_dependencies(self) -> set[str]:
-        deps = set(self.dependencies)
-        for urns in self.property_dependencies.values():
-            deps.update(urns)
-        return deps
+    def output_sources(self) -> set[str]:
+        """URNs whose outputs flow into this resource's properties (not mere depends_on ordering)."""
+        return {urn for urns in self.property_dependencies.values() for urn in urns}
 
 
 def provider_from(policy_provider: Any) -> Provider | None:

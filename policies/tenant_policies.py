@@ -29,6 +29,7 @@ from policy_lib import (
     HELM_TYPES,
     HOST_WORKER_TYPE,
     IPADDRESSPOOL_TYPE,
+    K8S_COMPONENT_TYPES,
     K8S_PROVIDER_TYPE,
     MANAGEMENT,
     METALLB_TYPE,
@@ -147,7 +148,7 @@ def validate_tenant_provider_isolation(args: StackValidationArgs, report: Report
         if tenant is None:
             continue
         # Never a second tenant's outputs, whatever the resource type.
-        for dep in sorted(res.all_dependencies()):
+        for dep in sorted(res.output_sources()):
             other = owners.get(dep)
             if other and other != tenant:
                 report(
@@ -157,6 +158,8 @@ def validate_tenant_provider_isolation(args: StackValidationArgs, report: Report
                 )
         if not res.is_kubernetes or res.type == K8S_PROVIDER_TYPE:
             continue
+        if res.provider is None and res.type in K8S_COMPONENT_TYPES:
+            continue  # a component: its children carry the provider and are checked themselves
         cluster = provider_cluster(res.provider)
         if cluster.kind == "tenant":
             if cluster.name != tenant:

@@ -161,6 +161,13 @@ def test_isolation_flags_mixing_two_tenants_outputs(stack: list[Recorded]) -> No
     assert_violation(run(tp.tenant_provider_isolation, stack), "of tenant 'tenant-a' depends on", "of tenant 'tenant-b'")
 
 
+def test_isolation_allows_plain_ordering_across_tenants(stack: list[Recorded]) -> None:
+    """depends_on without data flowing is ordering, not mixing outputs."""
+    join_a = owned(stack, lib.COMMAND_TYPE, "tenant-a", "join")
+    join_a.dependencies.append(owned(stack, lib.COMMAND_TYPE, "tenant-b", "join").urn)
+    assert run(tp.tenant_provider_isolation, stack) == []
+
+
 def test_isolation_flags_a_label_that_contradicts_the_parent_chain(stack: list[Recorded]) -> None:
     service_account = owned(stack, "kubernetes:core/v1:ServiceAccount", "tenant-a", "kindnet")
     set_both(service_account, ["metadata", "labels", lib.TENANT_LABEL], "tenant-b")
