@@ -12,14 +12,22 @@ from pathlib import Path
 import pytest
 
 from tests.integration.support import (
+    STAGE_BY_COMPONENT_TYPE,
+    TENANT_COMPONENT_TYPE,
     StageTimings,
+    UpProgress,
     WaitTimeout,
+    conflicting_clusters,
     filtering_failed_messages,
     ipv4_in_range,
     missing_prerequisites,
+    opted_in,
     parse_devices_allocated,
     parse_register_annotation,
+    stack_resources_left,
+    stage_for_urn,
     wait_for,
+    worker_nodes,
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -87,37 +95,216 @@ def test_stage_timings_table_and_json() -> None:
     timings = StageTimings(clock=clock)
     timings.measure("cluster", lambda: clock.sleep(12.5))
     timings.record("destroy", 3)
-    assert json.loads(timings.to_json()) == {"cluster": 12.5, "destroy": 3}
-    assert "cluster     12.5" in timings.summary_table()
+    timings.record("tenant tenant-a ready", 40, finished_at=95.25)
+    assert json.loads(timings.to_json()) == {
+        "unit": "seconds",
+        "stages": {
+            "cluster": {"seconds": 12.5, "finished_at_s": None},
+            "destroy": {"seconds": 3, "finished_at_s": None},
+            "tenant tenant-a ready": {"seconds": 40, "finished_at_s": 95.25},
+        },
+    }
+    table = timings.summary_table()
+    assert "cluster                   12.5" in table and "40.0     95.2" in table
+
+
+def urn(type_chain: str, name: str) -> str:
+    return f"urn:pulumi:e2e-1a2b3c::gpu-tenancy::{type_chain}::{name}"
+
+
+def test_stage_for_urn_uses_the_top_level_component() -> None:
+    tenants = ["tenant-a", "tenant-b", "tenant-a-2"]
+    cases = {
+        urn("gpu-tenancy:kind_cluster:KindCluster$command:local:Command", "management-create"): "cluster",
+        urn("pulumi:providers:kubernetes", "management"): "cluster",
+        urn("gpu-tenancy:metallb:MetalLB$kubernetes:helm.sh/v3:Release", "metallb-chart"): "MetalLB",
+        urn("gpu-tenancy:kamaji:Kamaji$kubernetes:kamaji.clastix.io/v1alpha1:DataStore", "kamaji-datastore"): "Kamaji",
+        # A tenant's TenantControlPlane and kindnet mention "kamaji"/"kind" but belong to the tenant.
+        urn(
+            "gpu-tenancy:tenant:Tenant$gpu-tenancy:tenant_control_plane:TenantControlPlane"
+            "$kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane",
+            "tenant-a-control-plane-tcp",
+        ): "tenant tenant-a ready",
+        urn("gpu-tenancy:tenant:Tenant$gpu-tenancy:tenant_network:TenantNetwork", "tenant-b-network-kindnet"): (
+            "tenant tenant-b ready"
+        ),
+        urn("gpu-tenancy:tenant:Tenant", "tenant-a-2"): "tenant tenant-a-2 ready",
+        urn(
+            "gpu-tenancy:tenant:Tenant$pulumi:providers:kubernetes", "tenant-a-2-kubernetes"
+        ): "tenant tenant-a-2 ready",
+        urn("pulumi:pulumi:Stack", "gpu-tenancy-e2e-1a2b3c"): None,
+        "not-a-urn": None,
+    }
+    for value, stage in cases.items():
+        assert stage_for_urn(value, tenants) == stage, value
+
+
+def test_component_types_the_stages_rely_on_exist() -> None:
+    sources = "\n".join(p.read_text() for p in (REPO_ROOT / "components").glob("*.py"))
+    for component_type in [*STAGE_BY_COMPONENT_TYPE, TENANT_COMPONENT_TYPE]:
+        assert f'"{component_type}"' in sources, f"component type {component_type} no longer exists; update support.py"
+
+
+def test_up_progress_records_first_start_to_last_finish() -> None:
+    from types import SimpleNamespace
+
+    clock = FakeClock()
+    progress = UpProgress(["tenant-a"], clock=clock)
+
+    def event(kind: str, value: str) -> SimpleNamespace:
+        step = SimpleNamespace(metadata=SimpleNamespace(urn=value))
+        return SimpleNamespace(
+            resource_pre_event=step if kind == "pre" else None, res_outputs_event=step if kind == "out" else None
+        )
+
+    kind_urn = urn("gpu-tenancy:kind_cluster:KindCluster$command:local:Command", "management-create")
+    tenant_urn = urn("gpu-tenancy:tenant:Tenant$kubernetes:apps/v1:DaemonSet", "tenant-a-mock-gpu-agent-daemonset")
+    clock.sleep(1)
+    progress(event("pre", kind_urn))
+    clock.sleep(60)
+    progress(event("out", kind_urn))
+    progress(event("pre", tenant_urn))
+    clock.sleep(100)
+    progress(event("out", tenant_urn))
+    progress(SimpleNamespace(resource_pre_event=None, res_outputs_event=None))
+    timings = StageTimings()
+    progress.record_into(timings)
+    assert timings.seconds_by_stage == {"cluster": 60, "tenant tenant-a ready": 100}
+    assert timings.finished_at_by_stage == {"cluster": 61, "tenant tenant-a ready": 161}
+
+
+def test_opted_in_reads_the_marker_expression() -> None:
+    assert opted_in("e2e", None) and opted_in("e2e and not slow", "") and opted_in("", "1")
+    assert not opted_in("not e2e", None) and not opted_in("", None) and not opted_in("", "0")
+
+
+def test_worker_nodes_prefers_tenant_nodes_output() -> None:
+    assert worker_nodes({"tenants": {"a": {"nodes": ["n1"]}}, "workers": {"a": "old"}}, "a") == ["n1"]
+    assert worker_nodes({"tenants": {"a": {}}, "workers": {"a": "w"}}, "a") == ["w"]
+    with pytest.raises(AssertionError, match="no node for tenant 'b'"):
+        worker_nodes({"tenants": {}}, "b")
+
+
+def test_leftovers_and_conflicts_are_named_after_the_cluster() -> None:
+    cluster = "gpu-tenancy-e2e-1a2b3c"
+    containers = [f"{cluster}-control-plane", f"{cluster}-tenant-a-worker", "gpu-tenancy-dev-control-plane", "other"]
+    assert stack_resources_left(containers, ["kind", "bridge", f"{cluster}-net"], cluster) == [
+        f"container {cluster}-control-plane",
+        f"container {cluster}-tenant-a-worker",
+        f"network {cluster}-net",
+    ]
+    assert conflicting_clusters(["kind", "gpu-tenancy-dev", "gpu-tenancy-e2e-9"]) == [
+        "gpu-tenancy-dev",
+        "gpu-tenancy-e2e-9",
+    ]
 
 
 def test_missing_prerequisites_names_each_tool() -> None:
     missing = missing_prerequisites(lambda tool: None if tool in {"docker", "pulumi"} else f"/bin/{tool}", lambda: True)
-    assert missing == ["docker (engine reachable via `docker info`)", "pulumi"]
-    assert missing_prerequisites(lambda tool: f"/bin/{tool}", lambda: False)[0].startswith("docker")
+    assert missing == ["docker (CLI not on PATH)", "pulumi"]
+    assert missing_prerequisites(lambda tool: f"/bin/{tool}", lambda: False) == [
+        "docker (engine not reachable via `docker info`)"
+    ]
+    assert missing_prerequisites(lambda tool: f"/bin/{tool}", lambda: True) == []
 
 
-def _path_without(*tools: str) -> str:
-    keep = []
-    for directory in os.environ.get("PATH", "").split(os.pathsep):
-        if not any((Path(directory) / tool).exists() for tool in tools):
-            keep.append(directory)
-    return os.pathsep.join(keep)
+def test_e2e_stack_is_the_dev_stack_in_sim_with_idle_gpus() -> None:
+    import yaml
+
+    from gpu_tenancy.config import load_config
+    from tests.integration.conftest import e2e_stack_config
+    from tests.integration.test_lab import EXPECTED_INVENTORY, SPLIT_COUNT
+
+    config = e2e_stack_config()
+    dev = yaml.safe_load((REPO_ROOT / "Pulumi.dev.yaml").read_text())["config"]
+    assert config["gpu-tenancy:mode"] == "sim"
+    assert [t["gpus"] for t in config["gpu-tenancy:tenants"]] == [t["gpus"] for t in dev["gpu-tenancy:tenants"]]
+    assert all(w["replicas"] == 0 for t in config["gpu-tenancy:tenants"] for w in t.get("workloads", []))
+    stack = load_config({key.split(":", 1)[1]: value for key, value in config.items()})
+    inventory = {
+        t.name: {"type": t.gpus[0].model, "devmem": t.gpus[0].memory_mib, "devices": sum(g.count for g in t.gpus)}
+        for t in stack.tenants
+    }
+    assert inventory == EXPECTED_INVENTORY, (
+        "Pulumi.dev.yaml changed: update EXPECTED_INVENTORY and the checks' pod sizes"
+    )
+    assert SPLIT_COUNT == 10
 
 
-def test_e2e_opt_in_skips_and_names_missing_tools() -> None:
-    env = {**os.environ, "PATH": _path_without("docker", "pulumi"), "GPU_TENANCY_E2E": ""}
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "tests/integration", "-m", "e2e", "-rs", "-q", "-p", "no:cacheprovider"],
+# ----------------------------------------------------------------------------------- the skip path
+
+E2E_TESTS = 18  # test_lab.py items, parametrized ones counted per case
+
+
+def fake_bin(tmp_path: Path, tools: dict[str, str]) -> str:
+    """A PATH holding only the given fake tools (name -> shell body)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, body in tools.items():
+        script = bin_dir / name
+        script.write_text(f"#!/bin/sh\n{body}\n")
+        script.chmod(0o755)
+    return str(bin_dir)
+
+
+def run_suite(path: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("GPU_TENANCY_E2E")}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "tests/integration", "-rs", "-q", "-p", "no:cacheprovider", *args],
         cwd=REPO_ROOT,
-        env=env,
+        env={**clean, "PATH": path, **env},
         capture_output=True,
         text=True,
         timeout=300,
     )
+
+
+def assert_all_skipped(result: subprocess.CompletedProcess[str], reason: str) -> None:
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
-    assert re.search(r"\b0 passed\b", output) is None and " passed" not in output, output
-    skipped = re.search(r"(\d+) skipped", output)
-    assert skipped and int(skipped.group(1)) >= 13, output
-    assert "e2e prerequisites missing" in output and "docker" in output and "pulumi" in output, output
+    assert re.search(rf"\b{E2E_TESTS} skipped\b", output), output
+    assert not re.search(r"\b\d+ (passed|failed|errors?|xpassed)\b", output), output
+    assert output.count("SKIPPED [") >= 1 and reason in output, output
+
+
+def test_suite_collects_every_check(tmp_path: Path) -> None:
+    result = run_suite(fake_bin(tmp_path, {}), "--collect-only")
+    output = result.stdout + result.stderr
+    assert f"{E2E_TESTS} tests collected" in output, output
+    for number in range(1, 14):
+        assert f"test_{number:02d}_" in output, f"check {number} is missing from test_lab.py"
+
+
+def test_without_opt_in_every_check_skips_with_the_reason(tmp_path: Path) -> None:
+    path = fake_bin(tmp_path, {"docker": "exit 0", "pulumi": "exit 0", "kind": "exit 0", "kubectl": "exit 0"})
+    assert_all_skipped(run_suite(path), "e2e tests are opt-in: run `make e2e`")
+
+
+def test_opt_in_names_missing_tools(tmp_path: Path) -> None:
+    path = fake_bin(tmp_path, {"kind": "exit 0", "kubectl": "exit 0"})
+    result = run_suite(path, "-m", "e2e")
+    assert_all_skipped(result, "e2e prerequisites missing: docker (CLI not on PATH), pulumi")
+    assert "kind" not in result.stdout.split("prerequisites missing:")[1].splitlines()[0]
+
+
+def test_opt_in_names_an_unreachable_docker_engine(tmp_path: Path) -> None:
+    path = fake_bin(tmp_path, {"docker": "exit 1", "pulumi": "exit 0", "kind": "exit 0"})
+    assert_all_skipped(
+        run_suite(path, GPU_TENANCY_E2E="1"),
+        "e2e prerequisites missing: docker (engine not reachable via `docker info`), kubectl",
+    )
+
+
+def test_opt_in_refuses_to_share_the_host_with_another_stack(tmp_path: Path) -> None:
+    tools = {"docker": "exit 0", "pulumi": "exit 0", "kubectl": "exit 0", "kind": 'echo "gpu-tenancy-dev"'}
+    assert_all_skipped(
+        run_suite(fake_bin(tmp_path, tools), GPU_TENANCY_E2E="1"),
+        "another gpu-tenancy stack runs on this host (kind clusters: gpu-tenancy-dev)",
+    )
+
+
+def test_strict_mode_errors_instead_of_skipping(tmp_path: Path) -> None:
+    result = run_suite(fake_bin(tmp_path, {}), GPU_TENANCY_E2E="1", GPU_TENANCY_E2E_STRICT="1")
+    output = result.stdout + result.stderr
+    assert result.returncode == 4, output  # pytest's usage-error exit code: CI fails, never green by skipping
+    assert "GPU_TENANCY_E2E_STRICT=1 and the e2e suite cannot run" in output and "pulumi" in output, output

@@ -98,13 +98,21 @@ def ipv4_in_range(address: str, address_range: str) -> bool:
 
 @dataclass
 class StageTimings:
-    """Wall time per named stage, in insertion order."""
+    """Wall time per named stage, in insertion order.
+
+    ``seconds`` is the stage's duration; ``finished_at`` (optional) is when it completed, in seconds
+    since the run started, which is what matters for stages that overlap (MetalLB and Kamaji deploy
+    in parallel).
+    """
 
     clock: Callable[[], float] = time.monotonic
     seconds_by_stage: dict[str, float] = field(default_factory=dict)
+    finished_at_by_stage: dict[str, float] = field(default_factory=dict)
 
-    def record(self, stage: str, seconds: float) -> None:
+    def record(self, stage: str, seconds: float, finished_at: float | None = None) -> None:
         self.seconds_by_stage[stage] = round(seconds, 3)
+        if finished_at is not None:
+            self.finished_at_by_stage[stage] = round(finished_at, 3)
 
     def measure(self, stage: str, action: Callable[[], T]) -> T:
         started = self.clock()
@@ -114,13 +122,85 @@ class StageTimings:
             self.record(stage, self.clock() - started)
 
     def to_json(self) -> str:
-        return json.dumps(self.seconds_by_stage, indent=2)
+        stages = {
+            name: {"seconds": secs, "finished_at_s": self.finished_at_by_stage.get(name)}
+            for name, secs in self.seconds_by_stage.items()
+        }
+        return json.dumps({"unit": "seconds", "stages": stages}, indent=2)
 
     def summary_table(self) -> str:
         width = max([len("stage"), *(len(name) for name in self.seconds_by_stage)])
-        lines = [f"{'stage':<{width}}  seconds", f"{'-' * width}  -------"]
-        lines += [f"{name:<{width}}  {secs:7.1f}" for name, secs in self.seconds_by_stage.items()]
+        lines = [f"{'stage':<{width}}  seconds  done at", f"{'-' * width}  -------  -------"]
+        for name, secs in self.seconds_by_stage.items():
+            done = self.finished_at_by_stage.get(name)
+            lines.append(f"{name:<{width}}  {secs:7.1f}  {'' if done is None else f'{done:7.1f}'}")
         return "\n".join(lines)
+
+
+# Top-level component types of the program (__main__.py) and the stage each one is.
+STAGE_BY_COMPONENT_TYPE = {
+    "gpu-tenancy:kind_cluster:KindCluster": "cluster",
+    "gpu-tenancy:metallb:MetalLB": "MetalLB",
+    "gpu-tenancy:kamaji:Kamaji": "Kamaji",
+}
+TENANT_COMPONENT_TYPE = "gpu-tenancy:tenant:Tenant"
+
+
+def tenant_stage(tenant: str) -> str:
+    return f"tenant {tenant} ready"
+
+
+def stage_for_urn(urn: str, tenants: Iterable[str]) -> str | None:
+    """The deployment stage a resource belongs to, from its URN's top-level component type.
+
+    URN: ``urn:pulumi:<stack>::<project>::<parent types joined by $>::<name>``. Tenant children are
+    named ``<tenant>-...`` by the Tenant component, so the longest matching tenant prefix wins.
+    """
+    parts = urn.split("::")
+    if len(parts) < 4:
+        return None
+    type_chain, name = parts[2], "::".join(parts[3:])
+    top = type_chain.split("$", 1)[0]
+    if top in STAGE_BY_COMPONENT_TYPE:
+        return STAGE_BY_COMPONENT_TYPE[top]
+    if top == "pulumi:providers:kubernetes" and name == "management":
+        return "cluster"
+    if top == TENANT_COMPONENT_TYPE:
+        owners = [t for t in tenants if name == t or name.startswith(f"{t}-")]
+        if owners:
+            return tenant_stage(max(owners, key=len))
+    return None
+
+
+class UpProgress:
+    """Turns `pulumi up` engine events into stage timings: first step started -> last step done."""
+
+    def __init__(self, tenants: Iterable[str], clock: Callable[[], float] = time.monotonic) -> None:
+        self.tenants = list(tenants)
+        self.clock = clock
+        self.started = clock()
+        self.first_start: dict[str, float] = {}
+        self.last_done: dict[str, float] = {}
+
+    def __call__(self, event: Any) -> None:
+        for attribute, is_start in (("resource_pre_event", True), ("res_outputs_event", False)):
+            step = getattr(event, attribute, None)
+            if step is None:
+                continue
+            stage = stage_for_urn(step.metadata.urn, self.tenants)
+            if stage is None:
+                continue
+            now = self.clock() - self.started
+            if is_start:
+                self.first_start.setdefault(stage, now)
+            else:
+                self.last_done[stage] = now
+
+    def record_into(self, timings: StageTimings) -> None:
+        for stage in ["cluster", "MetalLB", "Kamaji", *(tenant_stage(t) for t in self.tenants)]:
+            if stage in self.last_done:
+                started = self.first_start.get(stage, 0.0)
+                timings.record(stage, self.last_done[stage] - started, finished_at=self.last_done[stage])
 
 
 REQUIRED_TOOLS = ("pulumi", "kind", "kubectl")
@@ -128,5 +208,47 @@ REQUIRED_TOOLS = ("pulumi", "kind", "kubectl")
 
 def missing_prerequisites(which: Callable[[str], str | None], docker_reachable: Callable[[], bool]) -> list[str]:
     """Names of missing prerequisites: 'docker' (engine not reachable) and each tool not on PATH."""
-    missing = [] if which("docker") and docker_reachable() else ["docker (engine reachable via `docker info`)"]
+    if which("docker") is None:
+        missing = ["docker (CLI not on PATH)"]
+    elif not docker_reachable():
+        missing = ["docker (engine not reachable via `docker info`)"]
+    else:
+        missing = []
     return missing + [tool for tool in REQUIRED_TOOLS if which(tool) is None]
+
+
+def conflicting_clusters(kind_clusters: Iterable[str], own_prefix: str = "gpu-tenancy-") -> list[str]:
+    """kind clusters of other gpu-tenancy stacks: they share the kind network and the MetalLB pool."""
+    return sorted(name for name in kind_clusters if name.startswith(own_prefix))
+
+
+def opted_in(markexpr: str, env_value: str | None) -> bool:
+    """True if the run selects the e2e marker (`-m e2e`, `-m "e2e and not slow"`) or GPU_TENANCY_E2E=1."""
+    if env_value == "1":
+        return True
+    if not markexpr.strip():
+        return False
+    try:
+        from _pytest.mark.expression import Expression
+
+        return bool(Expression.compile(markexpr).evaluate(lambda name, **_: name == "e2e"))
+    except Exception:
+        return False
+
+
+def worker_nodes(outputs: Mapping[str, Any], tenant: str) -> list[str]:
+    """A tenant's node names from the stack outputs (``tenants.<t>.nodes``, else ``workers.<t>``)."""
+    entry = (outputs.get("tenants") or {}).get(tenant) or {}
+    if entry.get("nodes"):
+        return [str(node) for node in entry["nodes"]]
+    worker = (outputs.get("workers") or {}).get(tenant)
+    if worker:
+        return [str(worker)]
+    raise AssertionError(f"stack outputs name no node for tenant {tenant!r} (tenants.{tenant}.nodes / workers)")
+
+
+def stack_resources_left(container_names: Iterable[str], network_names: Iterable[str], cluster: str) -> list[str]:
+    """What a destroyed stack left behind on the Docker host: containers and networks named after it."""
+    left = [f"container {name}" for name in container_names if name.startswith(f"{cluster}-")]
+    left += [f"network {name}" for name in network_names if name.startswith(cluster)]
+    return left
