@@ -308,3 +308,18 @@ def test_strict_mode_errors_instead_of_skipping(tmp_path: Path) -> None:
     output = result.stdout + result.stderr
     assert result.returncode == 4, output  # pytest's usage-error exit code: CI fails, never green by skipping
     assert "GPU_TENANCY_E2E_STRICT=1 and the e2e suite cannot run" in output and "pulumi" in output, output
+
+
+def test_ci_job_runs_the_suite_strictly_on_a_self_hosted_runner() -> None:
+    import yaml
+
+    workflow = yaml.safe_load((REPO_ROOT / ".github" / "workflows" / "e2e.yml").read_text())
+    job = workflow["jobs"]["e2e"]
+    assert "self-hosted" in job["runs-on"]
+    assert job["env"]["GPU_TENANCY_E2E"] == "1" and job["env"]["GPU_TENANCY_E2E_STRICT"] == "1"
+    steps = job["steps"]
+    assert any(step.get("run") == "make e2e" for step in steps)
+    always = [step for step in steps if step.get("if") == "always()"]
+    assert any("reports/e2e" in str(step.get("with", {}).get("path")) for step in always), "reports must be uploaded"
+    assert any("kind delete cluster" in step.get("run", "") for step in always), "leftovers must be removed"
+    assert workflow["concurrency"]["group"] == "gpu-tenancy-e2e", "one e2e run per Docker host"
