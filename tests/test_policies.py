@@ -130,8 +130,17 @@ def test_dev_stack_is_what_the_policies_expect() -> None:
                          "tenant-b-kubernetes": "tenant/tenant-b"}
     tenant = find(resources, TENANT, "tenant-a")
     assert {"tenant", "mode", "gpus", "workloads", "quota"} <= set(tenant.inputs)
-    # The engine's stack view of a component is its register_outputs, which does not carry the declaration.
-    assert "gpus" not in tenant.outputs
+    # The engine's stack view of a component is its register_outputs (tested with and without the declaration).
+    assert {"endpoint", "kubeconfig"} <= set(tenant.outputs)
+
+
+def undeclare(resources: list[Recorded]) -> list[Recorded]:
+    """The engine's view when Tenant.register_outputs carries no declaration: the pack falls back to config."""
+    for resource in resources:
+        if resource.type == TENANT and resource.registered_outputs:
+            for key in ("tenant", "mode", "gpus", "workloads", "quota"):
+                resource.registered_outputs.pop(key, None)
+    return resources
 
 
 # --------------------------------------------------------------------------- 1 tenant-provider-isolation
@@ -372,7 +381,7 @@ def test_mock_agent_in_real_mode_is_flagged(stack: list[Recorded]) -> None:
 
 def test_mode_real_from_the_stack_config_is_honoured(stack: list[Recorded], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PULUMI_CONFIG", engine_config({**dev_config(), "mode": "real"}))
-    assert_violation(run(tp.no_mock_gpus_in_real, stack), "mode is 'real'", "mock-GPU agent")
+    assert_violation(run(tp.no_mock_gpus_in_real, undeclare(stack)), "mode is 'real'", "mock-GPU agent")
 
 
 def test_real_device_plugin_in_sim_mode_is_flagged(stack: list[Recorded], pack_env: None) -> None:
@@ -385,7 +394,7 @@ def test_mock_agent_next_to_a_real_plugin_is_flagged_without_a_known_mode(
 ) -> None:
     monkeypatch.delenv("PULUMI_CONFIG", raising=False)
     set_both(owned(stack, RELEASE, "tenant-a", "hami"), ["values", "devicePlugin", "enabled"], True)
-    assert_violation(run(tp.no_mock_gpus_in_real, stack), "both the mock-GPU agent and a real device plugin")
+    assert_violation(run(tp.no_mock_gpus_in_real, undeclare(stack)), "both the mock-GPU agent and a real device plugin")
 
 
 # --------------------------------------------------------------------------- 11 no-privileged-tenant-workloads
@@ -418,6 +427,7 @@ def test_plan_passes_from_tenant_outputs_without_stack_config(
     stack: list[Recorded], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("PULUMI_CONFIG", raising=False)
+    undeclare(stack)
     declare(stack, "tenant-a")
     declare(stack, "tenant-b")
     assert run(tp.gpu_plan_fits, stack) == []
@@ -442,12 +452,12 @@ def test_plan_falls_back_to_the_stack_config(stack: list[Recorded], monkeypatch:
     config = dev_config()
     config["tenants"][1]["workloads"][0]["useGpuType"] = ["A100"]  # tenant-b only has L4s
     monkeypatch.setenv("PULUMI_CONFIG", engine_config(config))
-    assert_violation(run(tp.gpu_plan_fits, stack), "tenant 'tenant-b'", "2/2 CardTypeMismatch")
+    assert_violation(run(tp.gpu_plan_fits, undeclare(stack)), "tenant 'tenant-b'", "2/2 CardTypeMismatch")
 
 
 def test_plan_without_any_declaration_fails_closed(stack: list[Recorded], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PULUMI_CONFIG", raising=False)
-    assert_violation(run(tp.gpu_plan_fits, stack), "tenant 'tenant-a': cannot check its GPU plan")
+    assert_violation(run(tp.gpu_plan_fits, undeclare(stack)), "tenant 'tenant-a': cannot check its GPU plan")
 
 
 # --------------------------------------------------------------------------- pure helpers
