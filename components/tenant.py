@@ -41,17 +41,19 @@ class Tenant(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: TenantArgs, opts: pulumi.ResourceOptions | None = None):
         tenant = args.config.name
+        # What the tenant declares, as plain JSON: the policy pack (gpu-plan-fits, no-mock-gpus-in-real)
+        # reads it from the component's inputs at preview and from its outputs in the stack view.
+        declaration = {
+            "tenant": tenant,
+            "mode": args.stack.mode,
+            "gpus": [gpu.model_dump(by_alias=True) for gpu in args.config.gpus],
+            "workloads": [workload.model_dump(by_alias=True) for workload in args.config.workloads],
+            "quota": dict(args.config.quota),
+        }
         super().__init__(
             "gpu-tenancy:tenant:Tenant",
             name,
-            # What the tenant declares, as plain JSON, for the gpu-plan-fits policy (policies/).
-            {
-                "tenant": tenant,
-                "mode": args.stack.mode,
-                "gpus": [gpu.model_dump(by_alias=True) for gpu in args.config.gpus],
-                "workloads": [workload.model_dump(by_alias=True) for workload in args.config.workloads],
-                "quota": dict(args.config.quota),
-            },
+            declaration,
             opts,
         )
         child = pulumi.ResourceOptions(parent=self)
@@ -106,7 +108,9 @@ class Tenant(pulumi.ComponentResource):
             )
         self.endpoint = control_plane.endpoint
         self.kubeconfig = control_plane.kubeconfig
-        self.register_outputs({"endpoint": self.endpoint, "kubeconfig": self.kubeconfig, "nodes": self.nodes})
+        self.register_outputs(
+            {**declaration, "endpoint": self.endpoint, "kubeconfig": self.kubeconfig, "nodes": self.nodes}
+        )
 
     def _hami(
         self, name: str, args: TenantArgs, control_plane: TenantControlPlane, after: list[pulumi.Resource]
