@@ -143,6 +143,7 @@ def validate_tenant_provider_isolation(args: StackValidationArgs, report: Report
             report(f"{_label(res)} is claimed by more than one tenant: {conflict}.", res.urn)
     _provider_identity(resources, report)
     by_urn = {r.urn: r for r in resources}
+    tenants = {t for t in owners.values() if t}
     for res in resources:
         tenant = owners[res.urn]
         if tenant is None:
@@ -181,6 +182,12 @@ def validate_tenant_provider_isolation(args: StackValidationArgs, report: Report
                 )
             elif res.type in allowed_on_management or namespace == tenant:
                 continue
+            elif namespace in tenants:
+                report(
+                    f"{_label(res)} of tenant {tenant!r} reaches into tenant {namespace!r}'s management namespace, "
+                    "where that tenant's control-plane credentials live; use only the tenant's own namespace.",
+                    res.urn,
+                )
             else:
                 report(
                     f"{_label(res)} belongs to tenant {tenant!r} but lands on the management cluster "

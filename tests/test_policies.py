@@ -170,6 +170,20 @@ def test_isolation_flags_mixing_two_tenants_outputs(stack: list[Recorded]) -> No
     assert_violation(run(tp.tenant_provider_isolation, stack), "of tenant 'tenant-a' depends on", "of tenant 'tenant-b'")
 
 
+def test_isolation_flags_reading_another_tenants_credentials(stack: list[Recorded]) -> None:
+    admin_a = owned(stack, "kubernetes:core/v1:Secret", "tenant-a", "admin-kubeconfig")
+    set_both(admin_a, ["metadata", "namespace"], "tenant-b")
+    assert_violation(run(tp.tenant_provider_isolation, stack), "of tenant 'tenant-a' reaches into tenant 'tenant-b'")
+
+
+def test_isolation_flags_a_provider_built_from_another_tenants_kubeconfig(stack: list[Recorded]) -> None:
+    provider_a = find(stack, PROVIDER, "tenant-a-kubernetes")
+    admin_b = owned(stack, "kubernetes:core/v1:Secret", "tenant-b", "admin-kubeconfig")
+    provider_a.property_dependencies["kubeconfig"] = [admin_b.urn]
+    assert_violation(run(tp.tenant_provider_isolation, stack), "'tenant-a-kubernetes' of tenant 'tenant-a' depends on",
+                     "of tenant 'tenant-b'")
+
+
 def test_isolation_allows_plain_ordering_across_tenants(stack: list[Recorded]) -> None:
     """depends_on without data flowing is ordering, not mixing outputs."""
     join_a = owned(stack, lib.COMMAND_TYPE, "tenant-a", "join")
