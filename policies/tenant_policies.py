@@ -332,6 +332,10 @@ def _worker_images(resources: list[Res]) -> dict[str, list[tuple[Res, str]]]:
         elif res.type == CONTAINER_TYPE and component_label(res) == "worker":
             image = known_str(res.props.get("image"))
             ref = image if image and not image.startswith("sha256:") else None
+        elif res.type == REMOTE_COMMAND_TYPE:
+            # A real GPU host is (re)prepared for the version it carries in its triggers.
+            versions = [t for t in as_list(res.props.get("triggers")) if exact_kubernetes_version(t)]
+            ref = f"kubelet:{versions[0]}" if versions else None
         if ref:
             images[tenant].append((res, ref))
     return images
@@ -358,9 +362,12 @@ def validate_tcp_version_pinned(args: StackValidationArgs, report: ReportViolati
         for image_res, ref in worker_images.get(tenant or "", []):
             _, tag, _ = split_image(ref)
             if tag != version:
+                what = f"host {image_res.name!r} is prepared for {tag}" if ref.startswith("kubelet:") else (
+                    f"worker image {ref!r} ({image_res.name!r})"
+                )
                 report(
-                    f"tenant {tenant!r}: worker image {ref!r} ({image_res.name!r}) does not match its control "
-                    f"plane version {version!r}; use the kindest/node tag {version} (workerImage).",
+                    f"tenant {tenant!r}: {what}, which does not match its control plane version {version!r}; "
+                    "the worker kubelet must run the control plane's version (workerImage / versions.kubernetes).",
                     image_res.urn,
                 )
 
@@ -368,8 +375,8 @@ def validate_tcp_version_pinned(args: StackValidationArgs, report: ReportViolati
 tcp_version_pinned = StackValidationPolicy(
     name="tcp-version-pinned",
     description=(
-        "Every TenantControlPlane pins an exact Kubernetes version (vX.Y.Z) and its tenant's worker image "
-        "carries the same tag, so the worker kubelet matches its control plane."
+        "Every TenantControlPlane pins an exact Kubernetes version (vX.Y.Z) and its tenant's workers run the same "
+        "version (kind workers: the kindest/node image tag; GPU hosts: the version they are prepared for)."
     ),
     validate=validate_tcp_version_pinned,
     enforcement_level=MANDATORY,

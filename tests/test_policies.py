@@ -255,6 +255,13 @@ def test_worker_image_not_matching_its_control_plane_is_flagged(stack: list[Reco
     assert_violation(run(tp.tcp_version_pinned, stack), "tenant 'tenant-b'", "kindest/node:v1.30.13", "does not match")
 
 
+def test_gpu_host_prepared_for_another_version_is_flagged(real: list[Recorded]) -> None:
+    prepare = owned(real, lib.REMOTE_COMMAND_TYPE, "tenant-a", "prepare")
+    triggers = prepare.state["triggers"]
+    set_both(prepare, ["triggers"], [t if not lib.exact_kubernetes_version(t) else "v1.33.9" for t in triggers])
+    assert_violation(run(tp.tcp_version_pinned, real), "tenant 'tenant-a'", "prepared for v1.33.9", "does not match")
+
+
 # --------------------------------------------------------------------------- 5 images-pinned
 
 
