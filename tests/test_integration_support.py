@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -323,3 +324,172 @@ def test_ci_job_runs_the_suite_strictly_on_a_self_hosted_runner() -> None:
     assert any("reports/e2e" in str(step.get("with", {}).get("path")) for step in always), "reports must be uploaded"
     assert any("kind delete cluster" in step.get("run", "") for step in always), "leftovers must be removed"
     assert workflow["concurrency"]["group"] == "gpu-tenancy-e2e", "one e2e run per Docker host"
+
+
+def test_api_clients_from_stack_kubeconfigs_never_wait_forever() -> None:
+    import base64
+    import ssl
+
+    import yaml
+    from kubernetes import client
+
+    from tests.harness import CA_PEM
+    from tests.integration.conftest import API_TIMEOUT, TimeoutApiClient
+
+    # Shaped like Kamaji's admin.conf: one cluster, one context, current-context set.
+    kubeconfig = yaml.safe_dump(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "tenant-a",
+                    "cluster": {
+                        "server": "https://172.18.255.200:6443",
+                        "certificate-authority-data": base64.b64encode(CA_PEM).decode(),
+                    },
+                }
+            ],
+            "contexts": [{"name": "admin@tenant-a", "context": {"cluster": "tenant-a", "user": "admin"}}],
+            "current-context": "admin@tenant-a",
+            "users": [{"name": "admin", "user": {"token": "t"}}],
+        }
+    )
+
+    seen: list[tuple[str, Any, bool]] = []
+
+    def fake_request(
+        method: str,
+        url: str,
+        headers: Any = None,
+        body: Any = None,
+        post_params: Any = None,
+        _request_timeout: Any = None,
+    ) -> Any:
+        seen.append(
+            (
+                url,
+                _request_timeout,
+                bool(api.rest_client.pool_manager.connection_pool_kw.get("cert_reqs") == ssl.CERT_NONE),
+            )
+        )
+        raise RuntimeError("stop")
+
+    for verify in (True, False):
+        api = TimeoutApiClient.from_kubeconfig(kubeconfig, verify_ssl=verify)
+        api.rest_client.request = fake_request
+        with pytest.raises(RuntimeError, match="stop"):
+            client.CoreV1Api(api).list_node()
+        with pytest.raises(RuntimeError, match="stop"):
+            client.CoreV1Api(api).list_node(_request_timeout=5)
+    assert [timeout for _, timeout, _ in seen] == [API_TIMEOUT, 5, API_TIMEOUT, 5]
+    assert all(url.startswith("https://") and url.endswith(":6443/api/v1/nodes") for url, _, _ in seen), seen
+    assert [insecure for _, _, insecure in seen] == [False, False, True, True]
+    with pytest.raises(AssertionError, match="not a kubeconfig"):
+        TimeoutApiClient.from_kubeconfig("")
+
+
+# ------------------------------------------------------- the lab fixture's teardown, with a fake Automation API
+
+FAKE_AUTOMATION = '''
+"""pytest plugin: replaces pulumi.automation.create_or_select_stack with a recording fake."""
+import json
+import os
+from pathlib import Path
+
+from pulumi import automation as auto
+
+RECORD = Path(os.environ["FAKE_AUTO_RECORD"])
+
+
+def record(entry):
+    with RECORD.open("a") as out:
+        out.write(json.dumps(entry) + "\\n")
+
+
+class Result:
+    def __init__(self, outputs):
+        self.outputs = {k: auto.OutputValue(v, True) for k, v in outputs.items()}
+
+
+class FakeStack:
+    def up(self, on_output=None, on_event=None, policy_packs=None, **kwargs):
+        on_output("fake up output")
+        record(["up", policy_packs])
+        if os.environ.get("FAKE_UP_FAILS") == "1":
+            raise RuntimeError("deploy failed in the fake")
+        return Result({"kindClusterName": "gpu-tenancy-e2e-fake"})
+
+    def destroy(self, on_output=None, remove=None, **kwargs):
+        record(["destroy", remove])
+        if os.environ.get("FAKE_DESTROY_FAILS") == "1":
+            raise RuntimeError("destroy failed in the fake")
+
+
+def create_or_select_stack(name, work_dir=None, opts=None):
+    record(["create", name, opts.env_vars["PULUMI_BACKEND_URL"], sorted(opts.stack_settings)])
+    return FakeStack()
+
+
+auto.create_or_select_stack = create_or_select_stack
+'''
+
+
+def run_with_fake_automation(tmp_path: Path, *args: str, **env: str) -> tuple[str, list[Any], Path]:
+    plugin_dir = tmp_path / "plugin"
+    plugin_dir.mkdir()
+    (plugin_dir / "fake_automation.py").write_text(FAKE_AUTOMATION)
+    record, reports = tmp_path / "record.jsonl", tmp_path / "reports"
+    tools = {"docker": "exit 0", "pulumi": "exit 0", "kind": "exit 0", "kubectl": "exit 0"}
+    result = run_suite(
+        fake_bin(tmp_path, tools),
+        "-p",
+        "fake_automation",
+        "-m",
+        "e2e",
+        *args,
+        PYTHONPATH=f"{plugin_dir}{os.pathsep}{REPO_ROOT}",
+        FAKE_AUTO_RECORD=str(record),
+        GPU_TENANCY_E2E_REPORTS=str(reports),
+        **env,
+    )
+    entries = [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
+    return result.stdout + result.stderr, entries, reports
+
+
+def test_failed_deploy_errors_every_check_and_still_destroys_keeping_logs(tmp_path: Path) -> None:
+    output, entries, reports = run_with_fake_automation(tmp_path, FAKE_UP_FAILS="1")
+    assert re.search(rf"\b{E2E_TESTS} errors?\b", output) and " passed" not in output, output
+    assert "deploy failed in the fake" in output
+    assert [entry[0] for entry in entries] == ["create", "up", "destroy"], entries
+    create, up, destroy = entries
+    assert create[1].startswith("e2e-") and create[2].startswith("file://") and create[3] == [create[1]]
+    assert up[1] == [str(REPO_ROOT / "policies")], "the policy pack must be enabled on up"
+    assert destroy[1] is True, "destroy must remove the stack"
+    (run_dir,) = [d for d in reports.iterdir() if d.is_dir()]
+    assert "fake up output" in (run_dir / "pulumi.log").read_text()
+    assert "destroy" in json.loads((run_dir / "timings.json").read_text())["stages"]
+    state = Path(create[2].removeprefix("file://"))
+    assert not state.exists(), "the state backend of a destroyed stack is removed"
+    assert not (REPO_ROOT / f"Pulumi.{create[1]}.yaml").exists()
+
+
+def test_destroy_runs_once_and_diagnostics_are_kept_for_failures(tmp_path: Path) -> None:
+    output, entries, reports = run_with_fake_automation(tmp_path, "-k", "test_01 or test_13")
+    assert re.search(r"\b1 failed\b", output) and re.search(r"\b1 passed\b", output), output
+    assert [entry[0] for entry in entries] == ["create", "up", "destroy"], "test_13 destroys; teardown must not repeat"
+    (run_dir,) = [d for d in reports.iterdir() if d.is_dir()]
+    assert (run_dir / "management-tenantcontrolplanes.yaml").exists(), sorted(p.name for p in run_dir.iterdir())
+
+
+def test_failed_destroy_keeps_the_state_and_says_how_to_retry(tmp_path: Path) -> None:
+    output, entries, reports = run_with_fake_automation(tmp_path, "-k", "test_01", "-s", FAKE_DESTROY_FAILS="1")
+    assert [entry[0] for entry in entries] == ["create", "up", "destroy", "destroy"], "one retry"
+    state = Path(entries[0][2].removeprefix("file://"))
+    assert state.exists(), "state must be kept when destroy failed"
+    assert f"PULUMI_BACKEND_URL=file://{state} pulumi destroy --stack {entries[0][1]}" in output, output
+    (run_dir,) = [d for d in reports.iterdir() if d.is_dir()]
+    assert (run_dir / "passphrase").stat().st_mode & 0o077 == 0
+    import shutil
+
+    shutil.rmtree(state)

@@ -36,7 +36,7 @@ from tests.integration.support import (
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-REPORTS_DIR = REPO_ROOT / "reports" / "e2e"
+REPORTS_DIR = Path(os.environ.get("GPU_TENANCY_E2E_REPORTS") or REPO_ROOT / "reports" / "e2e")
 POLICY_PACK_DIR = REPO_ROOT / "policies"
 DEV_STACK_FILE = REPO_ROOT / "Pulumi.dev.yaml"
 STRICT_ENV = "GPU_TENANCY_E2E_STRICT"
@@ -298,6 +298,7 @@ def lab() -> Iterator[DeployedLab]:
     run_dir = REPORTS_DIR / stack_name
     run_dir.mkdir(parents=True, exist_ok=True)
     state_dir = Path(tempfile.mkdtemp(prefix="gpu-tenancy-e2e-state-"))
+    print(f"\ne2e state backend: {state_dir}")
     env = {
         "PULUMI_BACKEND_URL": f"file://{state_dir}",
         "PULUMI_CONFIG_PASSPHRASE": base64.b16encode(secrets.token_bytes(16)).decode(),
