@@ -483,13 +483,13 @@ def _declared_gpu_problems(workload: Mapping[str, Any]) -> list[str]:
     for index, container in enumerate(as_list(workload.get("containers"))):
         if not isinstance(container, dict) or contains_unknown(container):
             continue
-        gpus = container.get("gpus", 1)
-        if gpus in (None, 0):
+        gpus = quantity(container.get("gpus", 1))
+        if not gpus:
             continue
         if container.get("gpumemMiB") is None and container.get("gpumemPercentage") is None:
             problems.append(f"container #{index} asks for GPUs without gpumemMiB or gpumemPercentage")
-        cores = container.get("gpucores")
-        if isinstance(cores, int) and cores > 100:
+        cores = quantity(container.get("gpucores"))
+        if cores is not None and cores > 100:
             problems.append(f"container #{index} asks for gpucores={cores} (> 100)")
     return problems
 

@@ -319,8 +319,14 @@ def test_a_memory_share_makes_a_gpu_request_fractional(stack: list[Recorded]) ->
 
 def test_declared_workload_without_memory_is_flagged_on_the_tenant(stack: list[Recorded]) -> None:
     tenant = find(stack, TENANT, "tenant-a")
-    tenant.inputs["workloads"] = [{"name": "greedy", "containers": [{"gpus": 1, "gpumemMiB": None, "gpucores": 20}]}]
-    assert_violation(run(tp.gpu_requests_fractional, stack), "tenant 'tenant-a', workload 'greedy'", "gpumemMiB")
+    tenant.inputs["workloads"] = [
+        {"name": "greedy", "containers": [{"gpus": 1, "gpumemMiB": None, "gpucores": 20}]},
+        # Numbers arrive from the engine as floats.
+        {"name": "hot", "containers": [{"gpus": 1.0, "gpumemPercentage": 10.0, "gpucores": 150.0}]},
+    ]
+    messages = run(tp.gpu_requests_fractional, stack)
+    assert_violation(messages, "tenant 'tenant-a', workload 'greedy'", "gpumemMiB")
+    assert_violation(messages, "tenant 'tenant-a', workload 'hot'", "gpucores=150")
 
 
 # --------------------------------------------------------------------------- 8 tenant-cidrs-disjoint
