@@ -80,6 +80,13 @@ def pod_phase(core: client.CoreV1Api, name: str) -> str:
 
 def describe_pods(core: client.CoreV1Api, names: list[str], node: str | None = None) -> str:
     """One line per pod (phase, HAMi bind phase) plus the node lock: what to look at when pods stall."""
+    try:
+        return _describe_pods(core, names, node)
+    except Exception as error:  # diagnostics must never hide the original failure
+        return f"<could not describe pods: {error!r}>"
+
+
+def _describe_pods(core: client.CoreV1Api, names: list[str], node: str | None) -> str:
     lines = []
     for name in names:
         try:
@@ -265,16 +272,18 @@ def test_07_fractional_sharing_on_a100(lab: DeployedLab) -> None:
         assert all(device[0]["usedmem"] == 20000 and device[0]["usedcores"] == 30 for device in devices), (
             f"HAMi recorded {devices}, expected 20000 MiB / 30 cores per pod"
         )
-        wait_for(
-            lambda: all(
-                (core.read_namespaced_pod(n, NAMESPACE).metadata.annotations or {}).get(BIND_PHASE_ANNOTATION)
-                == "success"
-                for n in names
-            ),
-            timeout_s=30,
-            message="bind-phase success on every pod (set by the mock-gpu-agent); "
-            + describe_pods(core, names, only_node(lab, "tenant-a")),
-        )
+        try:
+            wait_for(
+                lambda: all(
+                    (core.read_namespaced_pod(n, NAMESPACE).metadata.annotations or {}).get(BIND_PHASE_ANNOTATION)
+                    == "success"
+                    for n in names
+                ),
+                timeout_s=30,
+                message="bind-phase success on every pod (the mock-gpu-agent's job)",
+            )
+        except AssertionError as error:
+            raise AssertionError(f"{error}\n{describe_pods(core, names, only_node(lab, 'tenant-a'))}") from None
     finally:
         delete_pods(core, names)
 
