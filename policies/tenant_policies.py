@@ -536,6 +536,11 @@ def _docker_networks(resources: list[Res]) -> list[tuple[str, Network]]:
             for entry in as_list(dig(res.props, "spec", "addresses")):
                 for net in range_networks(entry):
                     found.append((f"MetalLB pool {entry}", net))
+        elif res.type == HOST_WORKER_TYPE:
+            # A GPU host's own address: a tenant range covering it would shadow the host in every pod.
+            net = network(res.props.get("address"))
+            if net:
+                found.append((f"GPU host {res.name!r} at {net.network_address}", net))
     return found
 
 
@@ -574,7 +579,7 @@ tenant_cidrs_disjoint = StackValidationPolicy(
     name="tenant-cidrs-disjoint",
     description=(
         "Tenants' pod and service CIDRs overlap neither each other, nor the Docker network MetalLB hands "
-        "addresses from, nor the management cluster's own ranges (reservedCidrs)."
+        "addresses from (or its pool), nor GPU hosts' addresses, nor the management cluster's ranges (reservedCidrs)."
     ),
     validate=validate_tenant_cidrs_disjoint,
     enforcement_level=MANDATORY,

@@ -349,6 +349,12 @@ def test_cidr_overlapping_the_docker_network_or_kind_ranges_is_flagged(stack: li
     assert not any("10.96.0.0/20" in m for m in run(tp.tenant_cidrs_disjoint, stack, {"reservedCidrs": []}))
 
 
+def test_cidr_covering_a_gpu_host_is_flagged(real: list[Recorded]) -> None:
+    host = owned(real, lib.HOST_WORKER_TYPE, "tenant-b")
+    set_both(owned(real, TCP, "tenant-a"), ["spec", "networkProfile", "podCidrs"], ["10.20.0.0/16"])
+    assert_violation(run(tp.tenant_cidrs_disjoint, real), "10.20.0.0/16", f"GPU host {host.name!r}")
+
+
 # --------------------------------------------------------------------------- 9 worker-joins-own-tenant
 
 
