@@ -805,8 +805,8 @@ no_mock_gpus_in_real = StackValidationPolicy(
     name="no-mock-gpus-in-real",
     description=(
         "In mode 'real' no mock-GPU agent runs and HAMi's device plugin is enabled; in mode 'sim' no real "
-        "device plugin is installed. The mode comes from the Tenant components, the stack's `mode` output, "
-        "the stack config, or this policy's `mode` setting."
+        "device plugin is installed. The mode is this policy's `mode` setting, else the Tenant components' or the "
+        "stack's `mode` output, else the stack config gpu-tenancy:mode."
     ),
     validate=validate_no_mock_gpus_in_real,
     enforcement_level=MANDATORY,
@@ -862,7 +862,7 @@ no_privileged_tenant_workloads = ResourceValidationPolicy(
     name="no-privileged-tenant-workloads",
     description=(
         "Tenant workloads other than platform components (label gpu-tenancy.io/component in platformComponents) "
-        "run neither privileged nor with hostPath, hostNetwork, hostPID or hostIPC: all tenants share one host."
+        "run neither privileged nor with hostPath, hostNetwork, hostPID or hostIPC, which hand them the node itself."
     ),
     validate=validate_no_privileged_tenant_workloads,
     enforcement_level=ADVISORY,
