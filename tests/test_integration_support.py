@@ -480,16 +480,20 @@ def test_destroy_runs_once_and_diagnostics_are_kept_for_failures(tmp_path: Path)
     assert [entry[0] for entry in entries] == ["create", "up", "destroy"], "test_13 destroys; teardown must not repeat"
     (run_dir,) = [d for d in reports.iterdir() if d.is_dir()]
     assert (run_dir / "management-tenantcontrolplanes.yaml").exists(), sorted(p.name for p in run_dir.iterdir())
+    # The stage table reaches the terminal even though pytest captures fixture output.
+    assert "e2e stage timings and artifacts" in output and re.search(r"destroy\s+\d+\.\d", output), output
 
 
 def test_failed_destroy_keeps_the_state_and_says_how_to_retry(tmp_path: Path) -> None:
-    output, entries, reports = run_with_fake_automation(tmp_path, "-k", "test_01", "-s", FAKE_DESTROY_FAILS="1")
+    output, entries, reports = run_with_fake_automation(tmp_path, "-k", "test_01", FAKE_DESTROY_FAILS="1")
     assert [entry[0] for entry in entries] == ["create", "up", "destroy", "destroy"], "one retry"
     state = Path(entries[0][2].removeprefix("file://"))
     assert state.exists(), "state must be kept when destroy failed"
     assert f"PULUMI_BACKEND_URL=file://{state} pulumi destroy --stack {entries[0][1]}" in output, output
     (run_dir,) = [d for d in reports.iterdir() if d.is_dir()]
     assert (run_dir / "passphrase").stat().st_mode & 0o077 == 0
+    assert "kept Pulumi." in output
     import shutil
 
     shutil.rmtree(state)
+    (REPO_ROOT / f"Pulumi.{entries[0][1]}.yaml").unlink(missing_ok=True)

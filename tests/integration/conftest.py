@@ -44,6 +44,8 @@ STRICT_ENV = "GPU_TENANCY_E2E_STRICT"
 API_TIMEOUT = (10, 60)
 COMMAND_TIMEOUT = 120
 FAILED_TESTS: list[str] = []
+# What the session prints at the end (pytest captures fixture output of passing runs).
+SUMMARY: list[str] = []
 
 
 def _docker_reachable() -> bool:
@@ -90,6 +92,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError(f"{STRICT_ENV}=1 and the e2e suite cannot run: {reason}")
     for item in e2e_items:
         item.add_marker(pytest.mark.skip(reason=reason))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if SUMMARY:
+        terminalreporter.section("e2e stage timings and artifacts")
+        for line in SUMMARY:
+            terminalreporter.write_line(line)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -338,16 +347,22 @@ def lab() -> Iterator[DeployedLab]:
         if gone:
             shutil.rmtree(state_dir, ignore_errors=True)
         else:
-            print(
-                f"\nDESTROY FAILED for {stack_name}; state kept in {state_dir} (passphrase in {run_dir / 'passphrase'}).\n"
-                f"Retry: PULUMI_BACKEND_URL=file://{state_dir} pulumi destroy --stack {stack_name}"
-            )
             (run_dir / "passphrase").write_text(env["PULUMI_CONFIG_PASSPHRASE"], encoding="utf-8")
             os.chmod(run_dir / "passphrase", 0o600)
+            SUMMARY.append(
+                f"DESTROY FAILED for {stack_name}; state kept in {state_dir} (passphrase in {run_dir / 'passphrase'}).\n"
+                f"Retry: PULUMI_CONFIG_PASSPHRASE=$(cat {run_dir / 'passphrase'}) "
+                f"PULUMI_BACKEND_URL=file://{state_dir} pulumi destroy --stack {stack_name}"
+            )
         if left:
-            print(f"\nleft on the host before fallback cleanup: {left}")
+            SUMMARY.append(f"left on the Docker host before the fallback cleanup: {left}")
         report = timings.to_json()
         (run_dir / "timings.json").write_text(report)
         (REPORTS_DIR / "timings.json").write_text(report)
-        print("\n" + timings.summary_table())
-        (REPO_ROOT / f"Pulumi.{stack_name}.yaml").unlink(missing_ok=True)
+        SUMMARY.append(timings.summary_table())
+        SUMMARY.append(f"timings: {run_dir / 'timings.json'}; Pulumi log and diagnostics: {run_dir}")
+        print("\n" + "\n".join(SUMMARY))
+        if gone:
+            (REPO_ROOT / f"Pulumi.{stack_name}.yaml").unlink(missing_ok=True)
+        else:
+            SUMMARY.append(f"kept Pulumi.{stack_name}.yaml in {REPO_ROOT} for the retry; delete it afterwards")
