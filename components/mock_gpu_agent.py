@@ -116,19 +116,24 @@ class MockGpuAgent(pulumi.ComponentResource):
             ],
             opts=k8s_opts,
         )
+        inventory_json = json.dumps(args.gpus, sort_keys=True)
         self.inventory = k8s.core.v1.ConfigMap(
             f"{name}-inventory",
             metadata=metadata,
-            data={"inventory.json": json.dumps(args.gpus, sort_keys=True)},
+            data={"inventory.json": inventory_json},
             opts=k8s_opts,
         )
+        # The agent reads its inventory once at start: a changed inventory must roll the pod.
+        inventory_sha = hashlib.sha256(inventory_json.encode()).hexdigest()[:16]
         self.daemon_set = k8s.apps.v1.DaemonSet(
             f"{name}-daemonset",
             metadata=metadata,
             spec=k8s.apps.v1.DaemonSetSpecArgs(
                 selector=k8s.meta.v1.LabelSelectorArgs(match_labels=labels),
                 template=k8s.core.v1.PodTemplateSpecArgs(
-                    metadata=k8s.meta.v1.ObjectMetaArgs(labels=labels),
+                    metadata=k8s.meta.v1.ObjectMetaArgs(
+                        labels=labels, annotations={"gpu-tenancy.io/inventory-sha256": inventory_sha}
+                    ),
                     spec=k8s.core.v1.PodSpecArgs(
                         service_account_name=self.service_account.metadata.name,
                         security_context=k8s.core.v1.PodSecurityContextArgs(

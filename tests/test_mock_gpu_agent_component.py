@@ -1,3 +1,5 @@
+import hashlib
+import json
 from typing import Any
 
 import pulumi
@@ -75,6 +77,12 @@ def test_component_wires_provider_rbac_and_labels(mocks: RecordingMocks) -> Any:
         assert all(rule["apiGroups"] == [""] for rule in role.inputs["rules"])
         daemon_set = next(r for r in k8s_resources if r.typ.endswith(":DaemonSet"))
         pod_spec = daemon_set.inputs["spec"]["template"]["spec"]
+        inventory = next(r for r in k8s_resources if r.typ.endswith(":ConfigMap")).inputs["data"]["inventory.json"]
+        assert json.loads(inventory) == [{"count": 1, "memoryMiB": 81920, "model": "NVIDIA-A100-SXM4-80GB"}]
+        template_annotations = daemon_set.inputs["spec"]["template"]["metadata"]["annotations"]
+        assert template_annotations == {
+            "gpu-tenancy.io/inventory-sha256": hashlib.sha256(inventory.encode()).hexdigest()[:16]
+        }, "a changed inventory must roll the agent pod"
         assert pod_spec["nodeSelector"] == {"gpu-tenancy.io/gpu-node": "true"}
         container = pod_spec["containers"][0]
         assert container["imagePullPolicy"] == "Never"
