@@ -230,6 +230,19 @@ def test_e2e_stack_is_the_dev_stack_in_sim_with_idle_gpus() -> None:
         "Pulumi.dev.yaml changed: update EXPECTED_INVENTORY and the checks' pod sizes"
     )
     assert SPLIT_COUNT == 10
+    assert stack.cluster_name("e2e-1a2b3c") == "gpu-tenancy-e2e-1a2b3c"
+
+
+def test_e2e_stack_never_reuses_a_configured_cluster_name(tmp_path: Path) -> None:
+    import yaml
+
+    from tests.integration.conftest import e2e_stack_config
+
+    dev = yaml.safe_load((REPO_ROOT / "Pulumi.dev.yaml").read_text())
+    dev["config"]["gpu-tenancy:kind"] = {"clusterName": "my-lab", "network": "kind"}
+    stack_file = tmp_path / "Pulumi.dev.yaml"
+    stack_file.write_text(yaml.safe_dump(dev))
+    assert e2e_stack_config(stack_file)["gpu-tenancy:kind"] == {"network": "kind"}
 
 
 # ----------------------------------------------------------------------------------- the skip path

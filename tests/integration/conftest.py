@@ -190,6 +190,11 @@ def e2e_stack_config(dev_stack_file: Path = DEV_STACK_FILE) -> dict[str, Any]:
     secure = [key for key, value in config.items() if isinstance(value, dict) and "secure" in value]
     assert not secure, f"{dev_stack_file.name} holds secrets the e2e stack cannot decrypt: {secure}"
     config["gpu-tenancy:mode"] = "sim"
+    # Its own kind cluster, named after the throwaway stack, never the dev stack's.
+    kind = {k: v for k, v in (config.get("gpu-tenancy:kind") or {}).items() if k != "clusterName"}
+    config.pop("gpu-tenancy:kind", None)
+    if kind:
+        config["gpu-tenancy:kind"] = kind
     tenants = []
     for tenant in config.get("gpu-tenancy:tenants", []):
         workloads = [{**workload, "replicas": 0} for workload in tenant.get("workloads", [])]
@@ -315,7 +320,7 @@ def lab() -> Iterator[DeployedLab]:
     }
     config = e2e_stack_config()
     tenant_names = [tenant["name"] for tenant in config.get("gpu-tenancy:tenants", [])]
-    cluster = str((config.get("gpu-tenancy:kind") or {}).get("clusterName") or f"gpu-tenancy-{stack_name}")
+    cluster = f"gpu-tenancy-{stack_name}"  # StackConfig.cluster_name without kind.clusterName
     timings = StageTimings()
     progress = UpProgress(tenant_names)
     lab = DeployedLab(None, {}, timings, run_dir)
