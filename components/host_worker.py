@@ -70,4 +70,11 @@ class HostWorker(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[prepare]),
         )
         self.node_name = self.join.id.apply(lambda _: host.name)
-        self.register_outputs({"nodeName": self.node_name, "address": host.address})
+        self.register_outputs(
+            {
+                "tenant": args.tenant,
+                "address": host.address,
+                "nodeName": self.node_name,
+                "controlPlaneEndpoint": args.endpoint,
+            }
+        )
