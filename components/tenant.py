@@ -159,6 +159,8 @@ class Tenant(pulumi.ComponentResource):
                 gpus=[gpu.model_dump(by_alias=True) for gpu in args.config.gpus],
                 provider=control_plane.provider,
                 worker_container=container,
+                # A replaced container (same name, empty containerd) must get the image loaded again.
+                worker_id=worker.container.id,
                 node_name=worker.node_name,
                 depends_on=[worker.join, network],
             ),

@@ -205,6 +205,11 @@ def hami_values(kubernetes_version: str, image_tag: str, real_gpus: bool = False
                     "tag": kubernetes_version,
                 },
             },
+            # No device plugin releases node locks in sim; the mock-GPU agent does, within seconds. A
+            # 30 s lock timeout bounds the stall if the agent is down, yet stays long enough for the
+            # e2e check (ten pods Running in 60 s) to notice. The chart's nodeLockExpire is ignored
+            # (HAMi #2790); the flag is what counts. Real mode keeps HAMi's default (5m).
+            **({} if real_gpus else {"extender": {"extraArgs": ["-v=4", "--node-lock-timeout=30s"]}}),
             # Service-referenced webhook (no customURL): the tenant API server reaches it through
             # Konnectivity's `cluster` egress. ClusterIP keeps it off node ports.
             "service": {"type": "ClusterIP"},

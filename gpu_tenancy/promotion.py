@@ -48,6 +48,8 @@ _DEVICE_FIELDS = (
     ("gpu-tenancy:tenant:Tenant", ("mode",)),
     ("kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane", ("spec", "kubernetes", "kubelet")),
     ("kubernetes:helm.sh/v3:Release", ("values", "devicePlugin")),
+    # The node-lock timeout depends on who releases HAMi's locks: the device plugin or the mock agent.
+    ("kubernetes:helm.sh/v3:Release", ("values", "scheduler", "extender", "extraArgs")),
 )
 
 
@@ -85,16 +87,19 @@ def layer_of(record: Record) -> str:
 
 
 def _without(inputs: Mapping[str, Any], path: tuple[str, ...]) -> tuple[dict[str, Any], Any]:
-    """A copy of `inputs` without the value at `path`, and that value (None when absent)."""
+    """A copy of `inputs` without the value at `path` (and parents left empty), and that value."""
     copy: dict[str, Any] = dict(inputs)
-    node = copy
-    for key in path[:-1]:
-        child = node.get(key)
-        if not isinstance(child, Mapping):
-            return copy, None
-        node[key] = dict(child)
-        node = node[key]
-    return copy, node.pop(path[-1], None)
+    if len(path) == 1:
+        return copy, copy.pop(path[0], None)
+    child = copy.get(path[0])
+    if not isinstance(child, Mapping):
+        return copy, None
+    rest, value = _without(child, path[1:])
+    if rest:
+        copy[path[0]] = rest
+    else:
+        copy.pop(path[0])
+    return copy, value
 
 
 def _split(record: Record) -> tuple[dict[str, Any], dict[str, Any]]:
