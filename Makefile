@@ -57,5 +57,5 @@ promotion-diff: venv
 
 bench: venv
 	$(BIN)/python benchmarks/program_eval.py
-	@for script in benchmarks/agent_reconcile.py benchmarks/planner_bench.py; do \
-	  test -f $$script && $(BIN)/python $$script; done; true
+	$(BIN)/python benchmarks/agent_reconcile.py
+	$(BIN)/python benchmarks/planner_bench.py

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gpu_tenancy.planner import ContainerRequest, Device, Node, Workload, plan
 

@@ -59,9 +59,9 @@ def sdk_floor(resources: int) -> float:
     return time.perf_counter() - start
 
 
-def main() -> None:
+def main(counts: list[int]) -> None:
     print(f"{'tenants':>8} {'resources':>10} {'seconds':>9} {'ms/tenant':>10} {'sdk floor s':>12}")
-    for count in (1, 10, 50, 100):
+    for count in counts:
         start = time.perf_counter()
         resources = record_stack(config_for(count))
         elapsed = time.perf_counter() - start
@@ -70,4 +70,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main([int(arg) for arg in sys.argv[1:]] or [1, 10, 50, 100])

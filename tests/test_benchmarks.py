@@ -1,0 +1,28 @@
+"""The benchmark scripts still run as `make bench` runs them (numbers are printed, not asserted)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@pytest.mark.parametrize(
+    ("script", "args", "output"),
+    [
+        ("program_eval.py", ["1", "2"], r"^\s+2\s+\d+\s+[\d.]+\s+[\d.]+\s+[\d.]+$"),
+        ("agent_reconcile.py", [], r"reconciled 100 nodes / 1000 pods in [\d.]+ ms"),
+        ("planner_bench.py", [], r"placed 10000 failed 0 in [\d.]+ s"),
+    ],
+)
+def test_benchmark_runs_standalone(script: str, args: list[str], output: str) -> None:
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / script), *args], capture_output=True, text=True, timeout=300, cwd="/"
+    )
+    assert result.returncode == 0, result.stderr
+    assert re.search(output, result.stdout, re.MULTILINE), result.stdout
