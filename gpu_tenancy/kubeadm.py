@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 
 def _cluster(kubeconfig: str) -> dict[str, str]:
-    parsed = yaml.safe_load(kubeconfig)
+    parsed = yaml.load(kubeconfig, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     try:
         cluster: dict[str, str] = parsed["clusters"][0]["cluster"]
     except (TypeError, KeyError, IndexError):

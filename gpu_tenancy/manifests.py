@@ -18,6 +18,14 @@ TCP_PORT = 6443
 KONNECTIVITY_PORT = 8132
 
 
+# libyaml's dumper when PyYAML has it (the wheels do): same output, several times faster per tenant.
+_YAML_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+def to_yaml(document: Any) -> str:
+    return yaml.dump(document, Dumper=_YAML_DUMPER, sort_keys=False)
+
+
 def labels(tenant: str, component: str) -> dict[str, str]:
     return {TENANT_LABEL: tenant, COMPONENT_LABEL: component}
 
@@ -35,7 +43,7 @@ def kind_cluster_config(cluster_name: str) -> str:
         "name": cluster_name,
         "nodes": [{"role": "control-plane"}],
     }
-    return yaml.safe_dump(config, sort_keys=False)
+    return to_yaml(config)
 
 
 def cert_manager_values() -> dict[str, Any]:
@@ -288,7 +296,7 @@ def kube_proxy_config(pod_cidr: str) -> str:
         "iptables": {"minSyncPeriod": "1s"},
         "conntrack": {"maxPerCore": 0},
     }
-    return yaml.safe_dump(config, sort_keys=False)
+    return to_yaml(config)
 
 
 def kube_proxy_kubeconfig(endpoint: str) -> str:
@@ -304,7 +312,7 @@ def kube_proxy_kubeconfig(endpoint: str) -> str:
         "current-context": "default",
         "users": [{"name": "default", "user": {"tokenFile": f"{sa}/token"}}],
     }
-    return yaml.safe_dump(config, sort_keys=False)
+    return to_yaml(config)
 
 
 def kube_proxy_daemonset_spec(tenant: str, image: str) -> dict[str, Any]:
@@ -379,7 +387,7 @@ def join_configuration(
             "ignorePreflightErrors": list(ignore_preflight_errors),
         },
     }
-    return yaml.safe_dump(config, sort_keys=False)
+    return to_yaml(config)
 
 
 def _field_env(name: str, path: str) -> dict[str, Any]:
