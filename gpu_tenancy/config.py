@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -35,6 +36,37 @@ KUBERNETES_VERSION = re.compile(r"^v1\.(\d+)\.(\d+)$")
 # Kamaji 26.8.2-edge rejects tenants above its vendored kubeadm (v1.36.0); see versions.md §2.1.
 MAX_TENANT_MINOR = 36
 MIN_TENANT_MINOR = 30
+
+
+def image_tag(image: str) -> str:
+    """The tag of an image reference (digest stripped); '' when it has none."""
+    name = image.split("@", 1)[0]
+    last = name.rsplit("/", 1)[-1]
+    return last.split(":", 1)[1] if ":" in last else ""
+
+
+def _pinned(image: str) -> str:
+    if image_tag(image) in ("", "latest"):
+        raise ValueError(f"{image!r} must carry an explicit tag other than 'latest'")
+    return image
+
+
+def _ipv4(value: str) -> str:
+    try:
+        ipaddress.IPv4Address(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not an IPv4 address") from None
+    return value
+
+
+def _dns1123(value: str) -> str:
+    if len(value) > 63 or not DNS1123_LABEL.match(value):
+        raise ValueError(f"{value!r} is not a DNS-1123 label (lower-case letters, digits, '-')")
+    return value
+
+
+DnsLabel = Annotated[str, AfterValidator(_dns1123)]
+PinnedImage = Annotated[str, AfterValidator(_pinned)]
 
 
 class ConfigError(ValueError):
@@ -73,9 +105,9 @@ class ContainerGpuRequest(_Model):
 
 
 class WorkloadConfig(_Model):
-    name: str
+    name: DnsLabel
     replicas: int = Field(default=1, ge=0, le=1000)
-    image: str = "registry.k8s.io/pause:3.10"
+    image: PinnedImage = "registry.k8s.io/pause:3.10"
     containers: list[ContainerGpuRequest] = Field(min_length=1)
     use_gpu_type: list[str] = Field(default_factory=list, alias="useGpuType")
     nouse_gpu_type: list[str] = Field(default_factory=list, alias="noUseGpuType")
@@ -86,15 +118,6 @@ class WorkloadConfig(_Model):
         default=None, alias="nodeSchedulerPolicy"
     )
 
-    @field_validator("name")
-    @classmethod
-    def _dns_name(cls, value: str) -> str:
-        return _dns1123(value)
-
-    @field_validator("image")
-    @classmethod
-    def _pinned_image(cls, value: str) -> str:
-        return _pinned(value)
 
 
 QUOTA_KEYS = ("limits.nvidia.com/gpu", "limits.nvidia.com/gpumem", "limits.nvidia.com/gpucores")
@@ -103,15 +126,10 @@ QUOTA_KEYS = ("limits.nvidia.com/gpu", "limits.nvidia.com/gpumem", "limits.nvidi
 class WorkerHostConfig(_Model):
     """A real GPU host (mode real), prepared and joined to its tenant over SSH."""
 
-    name: str
+    name: DnsLabel
     address: Annotated[str, StringConstraints(min_length=1)]
     user: Annotated[str, StringConstraints(pattern=r"^[a-z_][a-z0-9_-]*$")]
     port: int = Field(default=22, gt=0, lt=65536)
-
-    @field_validator("name")
-    @classmethod
-    def _dns_name(cls, value: str) -> str:
-        return _dns1123(value)
 
     @field_validator("address")
     @classmethod
@@ -125,7 +143,7 @@ class WorkerHostConfig(_Model):
 
 
 class TenantConfig(_Model):
-    name: str
+    name: DnsLabel
     gpus: list[GpuConfig] = Field(min_length=1)
     workers: list[WorkerHostConfig] = Field(default_factory=list)
     control_plane_address: str | None = Field(default=None, alias="controlPlaneAddress")
@@ -136,8 +154,7 @@ class TenantConfig(_Model):
 
     @field_validator("name")
     @classmethod
-    def _dns_name(cls, value: str) -> str:
-        _dns1123(value)
+    def _short_name(cls, value: str) -> str:
         if len(value) > 40:
             raise ValueError(f"{value!r} is longer than 40 characters (it prefixes derived names)")
         return value
@@ -196,16 +213,16 @@ class TenantConfig(_Model):
 class VersionsConfig(_Model):
     """Per-stack overrides of `gpu_tenancy.versions`."""
 
-    kind_node_image: str = Field(default=versions.KIND_NODE_IMAGE, alias="kindNodeImage")
+    kind_node_image: PinnedImage = Field(default=versions.KIND_NODE_IMAGE, alias="kindNodeImage")
     kubernetes: str = versions.TENANT_KUBERNETES_VERSION
-    worker_image: str = Field(default=versions.WORKER_IMAGE, alias="workerImage")
+    worker_image: PinnedImage = Field(default=versions.WORKER_IMAGE, alias="workerImage")
     cert_manager: str = Field(default=versions.CERT_MANAGER_CHART_VERSION, alias="certManager")
     metallb: str = versions.METALLB_CHART_VERSION
     kamaji_chart: str = Field(default=versions.KAMAJI_CHART_VERSION, alias="kamajiChart")
     kamaji_image_tag: str = Field(default=versions.KAMAJI_IMAGE_TAG, alias="kamajiImageTag")
     hami: str = versions.HAMI_CHART_VERSION
     hami_image_tag: str = Field(default=versions.HAMI_IMAGE_TAG, alias="hamiImageTag")
-    kindnetd_image: str = Field(default=versions.KINDNETD_IMAGE, alias="kindnetdImage")
+    kindnetd_image: PinnedImage = Field(default=versions.KINDNETD_IMAGE, alias="kindnetdImage")
 
     @field_validator("kubernetes")
     @classmethod
@@ -221,11 +238,6 @@ class VersionsConfig(_Model):
             )
         return value
 
-    @field_validator("kind_node_image", "worker_image", "kindnetd_image")
-    @classmethod
-    def _pinned_image(cls, value: str) -> str:
-        return _pinned(value)
-
     @model_validator(mode="after")
     def _worker_matches_tenant(self) -> VersionsConfig:
         if image_tag(self.worker_image) != self.kubernetes:
@@ -237,13 +249,8 @@ class VersionsConfig(_Model):
 
 
 class KindConfig(_Model):
-    cluster_name: str | None = Field(default=None, alias="clusterName")
+    cluster_name: DnsLabel | None = Field(default=None, alias="clusterName")
     network: str = "kind"
-
-    @field_validator("cluster_name")
-    @classmethod
-    def _dns_name(cls, value: str | None) -> str | None:
-        return None if value is None else _dns1123(value)
 
 
 class MetalLBConfig(_Model):
@@ -328,33 +335,6 @@ class StackConfig(_Model):
             base = self.control_plane.node_port_base + 2 * self.tenants.index(tenant)
             return base, base + 1
         return TCP_PORT, KONNECTIVITY_PORT
-
-
-def image_tag(image: str) -> str:
-    """The tag of an image reference (digest stripped); '' when it has none."""
-    name = image.split("@", 1)[0]
-    last = name.rsplit("/", 1)[-1]
-    return last.split(":", 1)[1] if ":" in last else ""
-
-
-def _pinned(image: str) -> str:
-    if image_tag(image) in ("", "latest"):
-        raise ValueError(f"{image!r} must carry an explicit tag other than 'latest'")
-    return image
-
-
-def _ipv4(value: str) -> str:
-    try:
-        ipaddress.IPv4Address(value)
-    except ValueError:
-        raise ValueError(f"{value!r} is not an IPv4 address") from None
-    return value
-
-
-def _dns1123(value: str) -> str:
-    if len(value) > 63 or not DNS1123_LABEL.match(value):
-        raise ValueError(f"{value!r} is not a DNS-1123 label (lower-case letters, digits, '-')")
-    return value
 
 
 def _format_location(location: tuple[int | str, ...]) -> str:
