@@ -179,9 +179,10 @@ def test_opted_in_reads_the_marker_expression() -> None:
     assert not opted_in("not e2e", None) and not opted_in("", None) and not opted_in("", "0")
 
 
-def test_worker_nodes_prefers_tenant_nodes_output() -> None:
-    assert worker_nodes({"tenants": {"a": {"nodes": ["n1"]}}, "workers": {"a": "old"}}, "a") == ["n1"]
-    assert worker_nodes({"tenants": {"a": {}}, "workers": {"a": "w"}}, "a") == ["w"]
+def test_worker_nodes_come_from_the_tenants_output() -> None:
+    assert worker_nodes({"tenants": {"a": {"nodes": ["n1"]}}}, "a") == ["n1"]
+    with pytest.raises(AssertionError, match="no node for tenant 'a'"):
+        worker_nodes({"tenants": {"a": {}}}, "a")
     with pytest.raises(AssertionError, match="no node for tenant 'b'"):
         worker_nodes({"tenants": {}}, "b")
 

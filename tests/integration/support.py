@@ -237,14 +237,11 @@ def opted_in(markexpr: str, env_value: str | None) -> bool:
 
 
 def worker_nodes(outputs: Mapping[str, Any], tenant: str) -> list[str]:
-    """A tenant's node names from the stack outputs (``tenants.<t>.nodes``, else ``workers.<t>``)."""
+    """A tenant's node names from the stack output ``tenants.<t>.nodes``."""
     entry = (outputs.get("tenants") or {}).get(tenant) or {}
     if entry.get("nodes"):
         return [str(node) for node in entry["nodes"]]
-    worker = (outputs.get("workers") or {}).get(tenant)
-    if worker:
-        return [str(worker)]
-    raise AssertionError(f"stack outputs name no node for tenant {tenant!r} (tenants.{tenant}.nodes / workers)")
+    raise AssertionError(f"stack outputs name no node for tenant {tenant!r} (tenants.{tenant}.nodes)")
 
 
 def stack_resources_left(container_names: Iterable[str], network_names: Iterable[str], cluster: str) -> list[str]:
