@@ -51,4 +51,21 @@ class BootstrapToken(pulumi.ComponentResource):
             },
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider),
         )
+        self.tenant = args.tenant
         self.register_outputs({"secretName": self.secret.metadata.name})
+
+    def join_configuration(
+        self,
+        endpoint: pulumi.Input[str],
+        ca_cert_hash: pulumi.Input[str],
+        node_name: str,
+        ignore_preflight_errors: tuple[str, ...] = manifests.KIND_NODE_PREFLIGHT_IGNORES,
+    ) -> pulumi.Output[str]:
+        """The kubeadm JoinConfiguration for one worker of this tenant; secret, it holds the token."""
+        return pulumi.Output.secret(
+            pulumi.Output.all(endpoint, self.token, ca_cert_hash).apply(
+                lambda v: manifests.join_configuration(
+                    v[0], v[1], v[2], node_name, manifests.gpu_node_labels(self.tenant), ignore_preflight_errors
+                )
+            )
+        )

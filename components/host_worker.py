@@ -7,7 +7,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_command as command
 
-from gpu_tenancy import hostprep, manifests
+from components.bootstrap_token import BootstrapToken
+from gpu_tenancy import hostprep
 from gpu_tenancy.config import WorkerHostConfig
 
 
@@ -19,7 +20,7 @@ class HostWorkerArgs:
     kubernetes_version: str
     endpoint: pulumi.Input[str]
     ca_cert_hash: pulumi.Input[str]
-    bootstrap_token: pulumi.Output[str]
+    bootstrap: BootstrapToken
     depends_on: list[pulumi.Resource]
 
 
@@ -28,16 +29,12 @@ class HostWorker(pulumi.ComponentResource):
     join: command.remote.Command
 
     def __init__(self, name: str, args: HostWorkerArgs, opts: pulumi.ResourceOptions | None = None):
+        # What joins where, for the policy pack (the join configuration itself is secret).
+        where = {"tenant": args.tenant, "address": args.host.address, "controlPlaneEndpoint": args.endpoint}
         super().__init__(
             "gpu-tenancy:host_worker:HostWorker",
             name,
-            # What joins where, for the policy pack (the join configuration itself is secret).
-            {
-                "tenant": args.tenant,
-                "address": args.host.address,
-                "nodeName": args.host.name,
-                "controlPlaneEndpoint": args.endpoint,
-            },
+            {**where, "nodeName": args.host.name},
             opts,
         )
         host = args.host
@@ -53,12 +50,9 @@ class HostWorker(pulumi.ComponentResource):
             triggers=[host.address, args.kubernetes_version],
             opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on),
         )
-        join_configuration: pulumi.Output[str] = pulumi.Output.secret(
-            pulumi.Output.all(args.endpoint, args.bootstrap_token, args.ca_cert_hash).apply(
-                lambda v: manifests.join_configuration(
-                    v[0], v[1], v[2], host.name, manifests.gpu_node_labels(args.tenant), ignore_preflight_errors=()
-                )
-            )
+        # A real host passes every kubeadm preflight check.
+        join_configuration = args.bootstrap.join_configuration(
+            args.endpoint, args.ca_cert_hash, host.name, ignore_preflight_errors=()
         )
         self.join = command.remote.Command(
             f"{name}-join",
@@ -70,11 +64,4 @@ class HostWorker(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[prepare]),
         )
         self.node_name = self.join.id.apply(lambda _: host.name)
-        self.register_outputs(
-            {
-                "tenant": args.tenant,
-                "address": host.address,
-                "nodeName": self.node_name,
-                "controlPlaneEndpoint": args.endpoint,
-            }
-        )
+        self.register_outputs({**where, "nodeName": self.node_name})

@@ -189,7 +189,7 @@ class Tenant(pulumi.ComponentResource):
                     kubernetes_version=args.stack.versions.kubernetes,
                     endpoint=control_plane.endpoint,
                     ca_cert_hash=control_plane.ca_cert_hash,
-                    bootstrap_token=bootstrap.token,
+                    bootstrap=bootstrap,
                     depends_on=[control_plane, bootstrap.secret],
                 ),
                 child,

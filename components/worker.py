@@ -77,12 +77,7 @@ class Worker(pulumi.ComponentResource):
             BootstrapTokenArgs(tenant=tenant, provider=args.provider),
             pulumi.ResourceOptions(parent=self),
         )
-        node_labels = manifests.gpu_node_labels(tenant)
-        join_configuration: pulumi.Output[str] = pulumi.Output.secret(
-            pulumi.Output.all(args.endpoint, bootstrap.token, args.ca_cert_hash).apply(
-                lambda v: manifests.join_configuration(v[0], v[1], v[2], args.container_name, node_labels)
-            )
-        )
+        join_configuration = bootstrap.join_configuration(args.endpoint, args.ca_cert_hash, args.container_name)
         self.join = command.local.Command(
             f"{name}-join",
             create=JOIN_SCRIPT,
