@@ -13,6 +13,8 @@ import pulumi_command as command
 import pulumi_docker as docker
 import pulumi_kubernetes as k8s
 
+from gpu_tenancy import manifests
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 AGENT_SOURCES = [
     REPO_ROOT / "gpu_tenancy" / "__init__.py",
@@ -23,7 +25,6 @@ AGENT_SOURCES = [
 ]
 IMAGE_REPOSITORY = "gpu-tenancy/mock-gpu-agent"
 NAMESPACE = "kube-system"
-GPU_NODE_LABEL = "gpu-tenancy.io/gpu-node"
 AGENT_UID = 10001  # the numeric USER of gpu_tenancy/agent/Dockerfile
 
 
@@ -142,7 +143,7 @@ class MockGpuAgent(pulumi.ComponentResource):
                             run_as_group=AGENT_UID,
                             seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
                         ),
-                        node_selector={GPU_NODE_LABEL: "true"},
+                        node_selector={manifests.GPU_NODE_LABEL: "true"},
                         containers=[
                             k8s.core.v1.ContainerArgs(
                                 name="agent",
