@@ -21,6 +21,8 @@ from typing import Any
 
 from pulumi_policy.proxy import UnknownValueError
 
+from gpu_tenancy.config import image_tag
+
 # The sentinels pulumi_policy.proxy recognises (same values as in pulumi's rpc module).
 _UNKNOWN_SENTINELS = frozenset(
     {
@@ -394,17 +396,6 @@ def containers(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def split_image(ref: str) -> tuple[str, str, str]:
-    """(repository, tag, digest) of an image reference; tag/digest '' when absent."""
-    name, _, digest = ref.partition("@")
-    last = name.rsplit("/", 1)[-1]
-    if ":" in last:
-        repository, tag = name.rsplit(":", 1)
-    else:
-        repository, tag = name, ""
-    return repository, tag, digest
-
-
 def image_problem(ref: Any) -> str | None:
     """Why an image reference is not pinned, or None. Digests and image IDs count as pinned."""
     if not isinstance(ref, str) or is_unknown(ref):
@@ -413,9 +404,9 @@ def image_problem(ref: Any) -> str | None:
         return None  # an image ID (docker.Container.image from RemoteImage.image_id)
     if not ref.strip():
         return "is empty"
-    _, tag, digest = split_image(ref)
-    if digest:
+    if "@" in ref:  # pinned by digest
         return None
+    tag = image_tag(ref)
     if not tag:
         return "has no tag"
     if tag == "latest":

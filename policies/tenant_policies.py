@@ -66,7 +66,6 @@ from policy_lib import (
     quantity,
     range_networks,
     resource_tenant,
-    split_image,
     stack_config,
     tenant_component_name,
 )
@@ -80,6 +79,8 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
+
+from gpu_tenancy.config import image_tag
 
 MANDATORY = EnforcementLevel.MANDATORY
 ADVISORY = EnforcementLevel.ADVISORY
@@ -360,7 +361,7 @@ def validate_tcp_version_pinned(args: StackValidationArgs, report: ReportViolati
             )
             continue
         for image_res, ref in worker_images.get(tenant or "", []):
-            _, tag, _ = split_image(ref)
+            tag = image_tag(ref)
             if tag != version:
                 what = f"host {image_res.name!r} is prepared for {tag}" if ref.startswith("kubelet:") else (
                     f"worker image {ref!r} ({image_res.name!r})"
