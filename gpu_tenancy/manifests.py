@@ -136,8 +136,11 @@ def tenant_control_plane_spec(
     konnectivity_port: int = KONNECTIVITY_PORT,
 ) -> dict[str, Any]:
     """TCP with Konnectivity; `node_runtime` "kind" (kindest/node workers) or "host" (real hosts)."""
-    # Both kindest/node and the prepared hosts run containerd with SystemdCgroup=true.
-    kubelet_patches: list[dict[str, Any]] = [{"op": "replace", "path": "/cgroupDriver", "value": "systemd"}]
+    # Both kindest/node and the prepared hosts run containerd with SystemdCgroup=true. `add`, not
+    # `replace`: Kamaji serialises the kubelet defaults with cgroupDriver emptied (omitempty, so absent)
+    # unless the deprecated kubelet.cgroupfs is set, and RFC 6902 `replace` on a missing key fails the
+    # whole kubelet-config upload (kamaji internal/kubeadm/uploadconfig.go getKubeletConfigmapContent).
+    kubelet_patches: list[dict[str, Any]] = [{"op": "add", "path": "/cgroupDriver", "value": "systemd"}]
     if node_runtime == "kind":
         kubelet_patches += KIND_NODE_KUBELET_PATCHES
     network_profile: dict[str, Any] = {"port": port, "podCidrs": [pod_cidr], "serviceCidrs": [service_cidr]}

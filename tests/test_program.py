@@ -93,7 +93,7 @@ def test_tenant_control_plane_wiring(resources: list[MockResourceArgs]) -> None:
         agent = spec["addons"]["konnectivity"]["agent"]
         assert agent["hostNetwork"] is True and {"operator": "Exists"} in agent["tolerations"]
         patches = spec["kubernetes"]["kubelet"]["configurationJSONPatches"]
-        assert {"op": "replace", "path": "/cgroupDriver", "value": "systemd"} in patches
+        assert {"op": "add", "path": "/cgroupDriver", "value": "systemd"} in patches
         assert "kubeProxy" not in spec["addons"]
         assert "Ready" in tcp.inputs["metadata"]["annotations"]["pulumi.com/waitFor"]
     cidrs = [tuple(t.inputs["spec"]["networkProfile"]["podCidrs"]) for t in by_type(resources, TCP)]

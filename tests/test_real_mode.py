@@ -77,7 +77,7 @@ def test_hami_runs_its_device_plugin_and_kubelet_keeps_host_defaults(resources: 
     assert all(r.inputs["values"]["devicePlugin"]["enabled"] is True for r in hami)
     for tcp in by_type(resources, "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane"):
         patches = tcp.inputs["spec"]["kubernetes"]["kubelet"]["configurationJSONPatches"]
-        assert patches == [{"op": "replace", "path": "/cgroupDriver", "value": "systemd"}]
+        assert patches == [{"op": "add", "path": "/cgroupDriver", "value": "systemd"}]
 
 
 def test_metallb_pool_comes_from_config_in_real(resources: list[MockResourceArgs]) -> None:

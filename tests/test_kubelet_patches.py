@@ -1,0 +1,69 @@
+"""Kamaji applies each TCP's kubelet configurationJSONPatches with a real RFC 6902 engine; so do these tests.
+
+A patch Kamaji cannot apply means no `kubelet-config` ConfigMap in the tenant, and every `kubeadm join` then
+fails ("could not download the kubelet configuration from ConfigMap kubelet-config").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonpatch
+import pytest
+
+from gpu_tenancy import manifests
+from tests.harness import by_type, gpu_config, record_stack, registered_gpus
+from tests.kamaji_kubelet import apply_kubelet_patches, kamaji_kubelet_configuration
+
+TCP = "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane"
+
+
+def _registered_specs(stack: str) -> list[dict[str, Any]]:
+    if stack == "dev":
+        resources = record_stack()
+    else:
+        config = gpu_config()
+        resources = record_stack(config, stack="gpu", node_register=registered_gpus(config))
+    specs = [tcp.inputs["spec"] for tcp in by_type(resources, TCP)]
+    assert specs, f"the {stack} stack registers no TenantControlPlane"
+    return specs
+
+
+def test_the_double_is_shaped_as_kamaji_serialises_it() -> None:
+    # No cgroupfs on the TCP: Kamaji empties cgroupDriver after defaulting, and omitempty drops it.
+    assert "cgroupDriver" not in kamaji_kubelet_configuration()
+    assert kamaji_kubelet_configuration("cgroupfs")["cgroupDriver"] == "cgroupfs"
+    # Defaulted pointer fields are present, so `add` on them replaces the default.
+    assert kamaji_kubelet_configuration()["failSwapOn"] is True
+
+
+def test_replace_on_an_absent_key_fails_as_in_evanphx_json_patch() -> None:
+    spec = {"kubernetes": {"kubelet": {"configurationJSONPatches": [
+        {"op": "replace", "path": "/cgroupDriver", "value": "systemd"}]}}}
+    with pytest.raises(jsonpatch.JsonPatchConflict):
+        apply_kubelet_patches(spec)
+
+
+@pytest.mark.parametrize("stack", ["dev", "gpu"])
+def test_registered_kubelet_patches_apply_and_set_systemd(stack: str) -> None:
+    for spec in _registered_specs(stack):
+        kubelet = apply_kubelet_patches(spec)
+        assert kubelet["cgroupDriver"] == "systemd"
+        assert kubelet["authentication"]["x509"]["clientCAFile"] == "/etc/kubernetes/pki/ca.crt"
+
+
+def test_kind_workers_get_what_kind_sets_for_node_containers() -> None:
+    (spec, *_) = _registered_specs("dev")
+    kubelet = apply_kubelet_patches(spec)
+    assert kubelet["cgroupRoot"] == "/kubelet"
+    assert kubelet["failSwapOn"] is False
+    assert kubelet["imageGCHighThresholdPercent"] == 100
+    assert kubelet["evictionHard"] == {"nodefs.available": "0%", "nodefs.inodesFree": "0%", "imagefs.available": "0%"}
+
+
+@pytest.mark.parametrize("runtime", ["kind", "host"])
+def test_patches_apply_whatever_the_deprecated_cgroupfs_says(runtime: str) -> None:
+    spec = manifests.tenant_control_plane_spec("v1.35.5", "10.100.0.0/16", "10.101.0.0/16", node_runtime=runtime)
+    for cgroupfs in ("", "cgroupfs", "systemd"):
+        spec["kubernetes"]["kubelet"]["cgroupfs"] = cgroupfs
+        assert apply_kubelet_patches(spec)["cgroupDriver"] == "systemd"
