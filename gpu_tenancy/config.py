@@ -24,7 +24,7 @@ from pydantic import (
     model_validator,
 )
 
-from gpu_tenancy import versions
+from gpu_tenancy import addressing, versions
 from gpu_tenancy.manifests import KONNECTIVITY_PORT, TCP_PORT
 
 NAMESPACE = "gpu-tenancy"
@@ -147,6 +147,7 @@ class TenantConfig(_Model):
     gpus: list[GpuConfig] = Field(min_length=1)
     workers: list[WorkerHostConfig] = Field(default_factory=list)
     control_plane_address: str | None = Field(default=None, alias="controlPlaneAddress")
+    node_port: int | None = Field(default=None, alias="nodePort", ge=30000, le=32766)
     pod_cidr: str | None = Field(default=None, alias="podCidr")
     service_cidr: str | None = Field(default=None, alias="serviceCidr")
     workloads: list[WorkloadConfig] = Field(default_factory=list)
@@ -283,7 +284,8 @@ class ControlPlaneConfig(_Model):
     """How tenant API servers are exposed from the management cluster."""
 
     service_type: Literal["LoadBalancer", "NodePort"] = Field(default="LoadBalancer", alias="serviceType")
-    # NodePort: tenant i serves its API on base + 2i and Konnectivity on base + 2i + 1.
+    # NodePort: a tenant serves its API on a port derived from its name (gpu_tenancy.addressing), from
+    # base up, and Konnectivity on the next one; tenants[].nodePort sets it explicitly.
     node_port_base: int = Field(default=31000, ge=30000, le=32766, alias="nodePortBase")
 
 
@@ -309,14 +311,9 @@ class StackConfig(_Model):
         return tenants
 
     def cidrs(self, tenant: TenantConfig) -> tuple[str, str]:
-        """Pod and service CIDR of a tenant: explicit, or derived from its position.
-
-        Derived ranges stay clear of kind's own 10.244.0.0/16 and 10.96.0.0/16.
-        """
-        index = self.tenants.index(tenant)
-        pod = tenant.pod_cidr or f"10.{100 + 2 * index}.0.0/16"
-        service = tenant.service_cidr or f"10.{101 + 2 * index}.0.0/16"
-        return pod, service
+        """Pod and service CIDR of a tenant: explicit, or derived from its name alone."""
+        pod, service = addressing.default_cidrs(tenant.name)
+        return tenant.pod_cidr or pod, tenant.service_cidr or service
 
     def cluster_name(self, stack: str) -> str:
         return (self.kind and self.kind.cluster_name) or f"gpu-tenancy-{stack}"
@@ -332,9 +329,28 @@ class StackConfig(_Model):
     def control_plane_ports(self, tenant: TenantConfig) -> tuple[int, int]:
         """API server and Konnectivity ports of a tenant's control plane."""
         if self.control_plane.service_type == "NodePort":
-            base = self.control_plane.node_port_base + 2 * self.tenants.index(tenant)
-            return base, base + 1
+            if tenant.node_port is not None:
+                return tenant.node_port, tenant.node_port + 1
+            return addressing.default_node_ports(tenant.name, self.control_plane.node_port_base)
         return TCP_PORT, KONNECTIVITY_PORT
+
+    def address_claims(self) -> list[addressing.Claim]:
+        """Every tenant's pod/service CIDR and (NodePort) control-plane ports, explicit or derived."""
+        claims = []
+        for index, tenant in enumerate(self.tenants):
+            pod, service = self.cidrs(tenant)
+            claims.append(addressing.Claim(index, tenant.name, "podCidr", pod, tenant.pod_cidr is not None))
+            claims.append(
+                addressing.Claim(index, tenant.name, "serviceCidr", service, tenant.service_cidr is not None)
+            )
+            if self.control_plane.service_type == "NodePort":
+                api, konnectivity = self.control_plane_ports(tenant)
+                claims.append(
+                    addressing.Claim(
+                        index, tenant.name, "nodePort", f"{api}-{konnectivity}", tenant.node_port is not None
+                    )
+                )
+        return claims
 
 
 def _format_location(location: tuple[int | str, ...]) -> str:
@@ -375,6 +391,10 @@ def mode_errors(config: StackConfig, raw: Mapping[str, Any]) -> list[tuple[str, 
                 errors.append(
                     (f"tenants[{index}].controlPlaneAddress", "is only for mode 'real' (sim takes MetalLB's address)")
                 )
+            if tenant.node_port is not None:
+                errors.append(
+                    (f"tenants[{index}].nodePort", "is only for mode 'real' with controlPlane.serviceType NodePort")
+                )
         if config.metallb.enabled is False:
             errors.append(("metallb.enabled", "sim needs MetalLB for the control planes' LoadBalancer services"))
         if config.metallb.addresses:
@@ -395,6 +415,8 @@ def mode_errors(config: StackConfig, raw: Mapping[str, Any]) -> list[tuple[str, 
             errors.append(
                 (f"tenants[{index}].controlPlaneAddress", "is required with controlPlane.serviceType NodePort")
             )
+        if config.control_plane.service_type != "NodePort" and tenant.node_port is not None:
+            errors.append((f"tenants[{index}].nodePort", "is only used with controlPlane.serviceType NodePort"))
     if config.metallb.enabled and not config.metallb.addresses:
         errors.append(("metallb.addresses", "is required when MetalLB is enabled in mode 'real'"))
     if config.metallb.addresses and not config.metallb.enabled:
@@ -429,7 +451,7 @@ def load_config(raw: Mapping[str, Any], secret_keys: frozenset[str] = frozenset(
         config = StackConfig.model_validate(dict(raw))
     except ValidationError as error:
         raise ConfigError(_first_error_line(error)) from None
-    errors = mode_errors(config, raw)
+    errors = mode_errors(config, raw) or addressing.collisions(config.address_claims())
     if errors:
         key, problem = errors[0]
         raise ConfigError(f"{NAMESPACE}:{key}: {problem}")

@@ -94,8 +94,9 @@ def test_dev_stack_config_is_valid_and_minimal() -> None:
     config = load_config(dev_config())
     assert [t.name for t in config.tenants] == ["tenant-a", "tenant-b"]
     assert set(dev_config()) == {"mode", "tenants"}
-    assert config.cidrs(config.tenants[0]) == ("10.100.0.0/16", "10.101.0.0/16")
-    assert config.cidrs(config.tenants[1]) == ("10.102.0.0/16", "10.103.0.0/16")
+    # Literal on purpose: a change here re-addresses (replaces) every existing tenant of that name.
+    assert config.cidrs(config.tenants[0]) == ("10.174.16.0/20", "10.203.132.0/22")
+    assert config.cidrs(config.tenants[1]) == ("10.149.160.0/20", "10.197.104.0/22")
 
 
 def test_versions_can_be_overridden_per_stack() -> None:

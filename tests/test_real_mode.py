@@ -103,8 +103,9 @@ def test_nodeport_control_planes_get_distinct_ports_and_no_metallb() -> None:
         for tcp in by_type(resources, "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane")
     }
     assert profiles == {
-        "tenant-a": ("NodePort", "10.20.0.2", 31400, 31401),
-        "tenant-b": ("NodePort", "10.20.0.3", 31402, 31403),
+        # Derived from each tenant's name (gpu_tenancy.addressing), literal so a change is noticed.
+        "tenant-a": ("NodePort", "10.20.0.2", 32378, 32379),
+        "tenant-b": ("NodePort", "10.20.0.3", 32260, 32261),
     }
 
 
