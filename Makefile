@@ -1,4 +1,5 @@
-# Two commands: `make up` (deploy the dev stack) and `make test` (lint, type-check, offline tests).
+# `make up` deploys the dev stack, `make test` lints, type-checks and runs the offline tests; `make help`
+# lists every target. A new target documents itself with a `## description` after its prerequisites.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -7,55 +8,68 @@ STATE_DIR ?= $(CURDIR)/state
 export PULUMI_BACKEND_URL ?= file://$(STATE_DIR)
 export PULUMI_SKIP_UPDATE_CHECK := true
 LINT_PATHS := __main__.py components gpu_tenancy policies tests benchmarks
+STACK_FILE := Pulumi.$(STACK).yaml
+MODE := $(shell sed -n 's/^ *gpu-tenancy:mode: *\([^ #]*\).*/\1/p' $(STACK_FILE) 2>/dev/null | tr -d "\"'")
 # sim stacks need a Docker engine and kind on this host; real stacks only reach a cluster and hosts.
-MODE := $(shell sed -n 's/^ *gpu-tenancy:mode: *//p' Pulumi.$(STACK).yaml 2>/dev/null)
 PREREQUISITES := $(if $(filter real,$(MODE)),kubectl pulumi,docker kind kubectl pulumi)
+# Only a sim stack changes without asking. Anything else (real hosts) gets Pulumi's own prompt after the
+# preview, and `pulumi up/destroy` refuse to run without a terminal, unless CONFIRM=1.
+AUTO_APPROVE := $(if $(filter sim,$(MODE)),--yes,$(if $(filter 1,$(CONFIRM)),--yes))
+# Targets that reach a stack: the prerequisite check runs before the venv is built for them.
+DEPLOY_GOALS := up preview destroy
 
-.PHONY: venv preflight up preview destroy test lint typecheck unit e2e bench promotion-diff
+.DEFAULT_GOAL := help
+.PHONY: help venv preflight up preview destroy test lint typecheck unit e2e bench promotion-diff
 
-$(BIN)/.installed: requirements.txt requirements-dev.txt
+help: ## List the targets (STACK=<name> picks Pulumi.<name>.yaml, default dev; CONFIRM=1 skips the prompt on real stacks)
+	@awk 'BEGIN {FS = ":[^#]*## "} /^[a-zA-Z0-9_.-]+:[^#]*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+$(BIN)/.installed: requirements.txt requirements-dev.txt | $(if $(filter $(DEPLOY_GOALS),$(MAKECMDGOALS)),preflight)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $@
 
-venv: $(BIN)/.installed
+venv: $(BIN)/.installed ## Create .venv with the pinned runtime and test dependencies
 
-preflight:
+preflight: ## Check the stack file, the tools on PATH, the Docker engine (sim) and the passphrase
+	@test -f $(STACK_FILE) || { echo "$(STACK_FILE) not found: STACK=$(STACK) names no stack file (have: $(wildcard Pulumi.*.yaml))"; exit 1; }
 	@missing=""; for tool in $(PREREQUISITES); do \
 	  command -v $$tool >/dev/null 2>&1 || missing="$$missing $$tool"; done; \
 	if [ -n "$$missing" ]; then echo "missing prerequisite(s):$$missing (see README: Prerequisites)"; exit 1; fi
 	@if [ "$(MODE)" != real ]; then docker info >/dev/null 2>&1 || { echo "docker: the Docker engine is not reachable (is the daemon running, may this user use it?)"; exit 1; }; fi
 	@test -n "$$PULUMI_CONFIG_PASSPHRASE$$PULUMI_CONFIG_PASSPHRASE_FILE" || { echo "set PULUMI_CONFIG_PASSPHRASE (secrets in the local state are encrypted with it)"; exit 1; }
 
-up: venv preflight
+up: preflight venv ## Deploy STACK (creates it on first use); `pulumi up` previews with the policy pack first
 	mkdir -p $(STATE_DIR)
-	pulumi stack select $(STACK) 2>/dev/null || pulumi stack init $(STACK)
-	pulumi up --stack $(STACK) --policy-pack policies --yes
+	pulumi stack select --create $(STACK)
+	pulumi up --stack $(STACK) --policy-pack policies $(AUTO_APPROVE)
 
-preview: venv preflight
+preview: preflight venv ## Show what `up` would change, with the policy pack (creates STACK on first use)
+	mkdir -p $(STATE_DIR)
+	pulumi stack select --create $(STACK)
 	pulumi preview --stack $(STACK) --policy-pack policies --diff
 
-destroy: venv preflight
-	pulumi destroy --stack $(STACK) --yes
+destroy: preflight venv ## Delete everything STACK deployed
+	pulumi destroy --stack $(STACK) $(AUTO_APPROVE)
 
-lint: venv
+lint: venv ## ruff
 	$(BIN)/ruff check $(LINT_PATHS)
 
-typecheck: venv
+typecheck: venv ## mypy
 	$(BIN)/mypy
 
-unit: venv
+unit: venv ## Offline tests (no Docker, no Pulumi CLI)
 	$(BIN)/pytest tests --ignore=tests/integration -q
 
-test: lint typecheck unit
+test: lint typecheck unit ## lint + typecheck + unit
 
-e2e: venv
+e2e: venv ## Live suite on this Docker host: deploys a throwaway sim stack, checks it, destroys it
 	GPU_TENANCY_E2E=1 $(BIN)/pytest tests/integration -m e2e -v -rs
 
-promotion-diff: venv
+promotion-diff: venv ## Print what promotion dev -> gpu changes; fails if the tenant layer differs
 	$(BIN)/pytest tests/test_promotion.py -q -s -k tenant_layer_identical
 
-bench: venv
+bench: venv ## Benchmarks: program evaluation, agent reconcile, planner
 	$(BIN)/python benchmarks/program_eval.py
 	$(BIN)/python benchmarks/agent_reconcile.py
 	$(BIN)/python benchmarks/planner_bench.py

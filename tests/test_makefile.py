@@ -1,0 +1,186 @@
+"""The Makefile, run for real by GNU make in a temporary copy of the repository.
+
+Nothing it calls is real: ``pulumi``, ``docker``, ``kind``, ``kubectl`` and ``$(PYTHON)`` are stubs on a
+PATH that holds only them and the few system tools the recipes use; each stub records its argv. The
+stubs answer as the real CLIs would for what the Makefile relies on: ``pulumi stack select --create``
+exists and creates a missing stack (pulumi/pulumi v3.259.0 ``pkg/cmd/pulumi/stack/stack_select.go``
+``newStackSelectCmd``, flag ``--create``), and a failing pulumi command exits non-zero after printing
+its error. Whether ``pulumi up``/``destroy`` prompt without ``--yes`` is Pulumi's business
+(``pkg/cmd/pulumi/operations/up.go``: non-interactive without ``--yes`` is refused with
+``NoConfirmationInNonInteractiveError``), so these tests check only that ``--yes`` is or is not passed.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+MAKE = shutil.which("make")
+SYSTEM_TOOLS = ("sed", "tr", "awk", "mkdir", "touch", "cat", "chmod")
+ALL_TOOLS = ("pulumi", "docker", "kind", "kubectl")
+
+pytestmark = pytest.mark.skipif(MAKE is None, reason="GNU make is not on PATH")
+
+
+def _stub(path: Path, body: str) -> None:
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(0o755)
+
+
+class Run:
+    def __init__(self, result: subprocess.CompletedProcess[str], log: Path, repo: Path) -> None:
+        self.returncode = result.returncode
+        self.output = result.stdout + result.stderr
+        self.calls = log.read_text().splitlines() if log.exists() else []
+        self.repo = repo
+
+    def of(self, tool: str) -> list[str]:
+        return [call for call in self.calls if call.split(" ", 1)[0] == tool]
+
+    def own_lines(self) -> list[str]:
+        """Output lines that are not make's own `make: *** ... Error` trailer."""
+        return [line for line in self.output.splitlines() if line.strip() and not line.startswith("make")]
+
+
+def run_make(
+    tmp_path: Path,
+    *args: str,
+    tools: tuple[str, ...] = ALL_TOOLS,
+    stack_files: dict[str, str] | None = None,
+    **env: str,
+) -> Run:
+    repo, bin_dir, log = tmp_path / "repo", tmp_path / "bin", tmp_path / "calls.log"
+    repo.mkdir(exist_ok=True)
+    for name in ("Makefile", "Pulumi.yaml", "Pulumi.dev.yaml", "Pulumi.gpu.yaml", "requirements.txt", "requirements-dev.txt"):
+        shutil.copy(REPO_ROOT / name, repo / name)
+    for name, text in (stack_files or {}).items():
+        (repo / name).write_text(text)
+    bin_dir.mkdir(exist_ok=True)
+    for tool in SYSTEM_TOOLS:
+        target = shutil.which(tool)
+        assert target, f"{tool} is needed to run the Makefile"
+        link = bin_dir / tool
+        if not link.exists():
+            link.symlink_to(target)
+    for tool in tools:
+        # FAKE_FAIL="stack select" makes `pulumi stack select ...` fail the way the CLI does.
+        _stub(
+            bin_dir / tool,
+            f'echo "{tool} $*" >> "{log}"\n'
+            f'case "{tool} $*" in "{tool} $FAKE_FAIL"*) echo "error: {tool} $FAKE_FAIL failed in the stub" >&2; exit 255;; esac',
+        )
+    python = tmp_path / "python"
+    # `$(PYTHON) -m venv <dir>`: record it and leave a pip that records its own argv.
+    _stub(
+        python,
+        f'echo "python $*" >> "{log}"\nmkdir -p "$3/bin"\n'
+        f'printf \'#!/bin/sh\\necho "pip $*" >> "{log}"\\n\' > "$3/bin/pip"\nchmod +x "$3/bin/pip"',
+    )
+    environment = {
+        "PATH": str(bin_dir),
+        "HOME": str(tmp_path),
+        "PULUMI_CONFIG_PASSPHRASE": "test",
+        "FAKE_FAIL": "-",
+        **env,
+    }
+    assert MAKE is not None
+    result = subprocess.run(
+        [MAKE, "--no-print-directory", "-C", str(repo), f"PYTHON={python}", *args],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return Run(result, log, repo)
+
+
+def _phony_targets() -> list[str]:
+    (line,) = [line for line in (REPO_ROOT / "Makefile").read_text().splitlines() if line.startswith(".PHONY:")]
+    return line.split(":", 1)[1].split()
+
+
+def test_help_is_the_default_goal_and_describes_every_target(tmp_path: Path) -> None:
+    run = run_make(tmp_path)
+    assert run.returncode == 0, run.output
+    described = dict(re.findall(r"^  (\S+)\s+(\S.*)$", run.output, flags=re.MULTILINE))
+    missing = [target for target in _phony_targets() if target not in described]
+    assert not missing, f"`make help` does not describe {missing}:\n{run.output}"
+    assert not run.calls, "make help must not build or call anything"
+
+
+def test_preview_on_a_fresh_clone_creates_the_stack_first(tmp_path: Path) -> None:
+    run = run_make(tmp_path, "preview")
+    assert run.returncode == 0, run.output
+    assert run.of("pulumi") == [
+        "pulumi stack select --create dev",
+        "pulumi preview --stack dev --policy-pack policies --diff",
+    ]
+
+
+def test_stack_selection_errors_are_not_hidden(tmp_path: Path) -> None:
+    run = run_make(tmp_path, "up", FAKE_FAIL="stack select")
+    assert run.returncode != 0, run.output
+    assert "error: pulumi stack select failed in the stub" in run.output
+    assert run.of("pulumi") == ["pulumi stack select --create dev"], "nothing may run after a failed select"
+
+
+@pytest.mark.parametrize("jobs", [[], ["-j4"]], ids=["serial", "parallel"])
+def test_prerequisites_are_checked_before_the_venv_is_built(tmp_path: Path, jobs: list[str]) -> None:
+    run = run_make(tmp_path, *jobs, "up", tools=("pulumi", "kind", "kubectl"))
+    assert run.returncode != 0
+    assert run.own_lines() == ["missing prerequisite(s): docker (see README: Prerequisites)"], run.output
+    assert not run.calls and not (run.repo / ".venv").exists(), run.calls
+
+
+@pytest.mark.parametrize("goal", ["up", "preview", "destroy"])
+def test_a_missing_stack_file_is_named_in_one_line(tmp_path: Path, goal: str) -> None:
+    run = run_make(tmp_path, goal, "STACK=stagin")
+    assert run.returncode != 0
+    assert run.own_lines() == [
+        "Pulumi.stagin.yaml not found: STACK=stagin names no stack file (have: Pulumi.dev.yaml Pulumi.gpu.yaml)"
+    ], run.output
+    assert not run.calls
+
+
+@pytest.mark.parametrize(
+    ("stack", "confirm", "yes"),
+    [("dev", "", True), ("gpu", "", False), ("gpu", "CONFIRM=1", True), ("gpu", "CONFIRM=yes", False)],
+)
+@pytest.mark.parametrize("goal", ["up", "destroy"])
+def test_real_stacks_are_changed_only_after_confirmation(
+    tmp_path: Path, goal: str, stack: str, confirm: str, yes: bool
+) -> None:
+    run = run_make(tmp_path, goal, f"STACK={stack}", *([confirm] if confirm else []))
+    assert run.returncode == 0, run.output
+    (call,) = [call for call in run.of("pulumi") if call.startswith(f"pulumi {goal} ")]
+    assert call.startswith(f"pulumi {goal} --stack {stack}")
+    assert ("--yes" in call.split()) is yes, call
+
+
+@pytest.mark.parametrize(
+    ("mode_line", "yes"),
+    [
+        ('  gpu-tenancy:mode: "real"  # GPU hosts', False),
+        ("  gpu-tenancy:mode: 'sim'", True),
+        ("  gpu-tenancy:mode: sim # kind on this host", True),
+        ("", False),  # no mode: not known to be sim, so Pulumi asks
+    ],
+)
+def test_mode_is_read_from_the_stack_file(tmp_path: Path, mode_line: str, yes: bool) -> None:
+    run = run_make(tmp_path, "up", "STACK=lab", stack_files={"Pulumi.lab.yaml": f"config:\n{mode_line}\n"})
+    assert run.returncode == 0, run.output
+    (call,) = [call for call in run.of("pulumi") if call.startswith("pulumi up ")]
+    assert ("--yes" in call.split()) is yes, call
+
+
+def test_test_targets_need_no_deploy_tools(tmp_path: Path) -> None:
+    """`make lint` on a machine without pulumi or docker: no preflight, the venv is built."""
+    run = run_make(tmp_path, "venv", tools=())
+    assert run.returncode == 0, run.output
+    assert run.of("python") and run.of("pip"), run.calls
+
