@@ -113,10 +113,7 @@ tenants = {
 
 pulumi.export("mode", config.mode)
 pulumi.export("managementKubeconfig", management_kubeconfig)
-pulumi.export(
-    "tenants",
-    {
-        name: {"endpoint": t.endpoint, "kubeconfig": t.kubeconfig, "nodes": t.nodes}
-        for name, t in tenants.items()
-    },
-)
+# Endpoints and node names are not secret; the kubeconfigs are, in an output of their own so that they
+# do not make the whole map secret (`make kubeconfig TENANT=<name>` reads them).
+pulumi.export("tenants", {name: {"endpoint": t.endpoint, "nodes": t.nodes} for name, t in tenants.items()})
+pulumi.export("tenantKubeconfigs", {name: t.kubeconfig for name, t in tenants.items()})
