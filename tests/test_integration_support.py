@@ -406,12 +406,20 @@ def test_api_clients_from_stack_kubeconfigs_never_wait_forever() -> None:
 # ------------------------------------------------------- the lab fixture's teardown, with a fake Automation API
 
 FAKE_AUTOMATION = '''
-"""pytest plugin: replaces pulumi.automation.create_or_select_stack with a recording fake."""
+"""pytest plugin: replaces pulumi.automation.create_or_select_stack with a recording fake.
+
+FakeStack follows pulumi 3.272.0 ``pulumi/automation/_stack.py``: ``Stack.preview`` hands every engine
+event to ``on_event`` (parsed by the real ``EngineEvent.from_json`` from the JSON the engine writes,
+pulumi/pulumi ``sdk/go/common/apitype/events.go`` ``PolicyEvent``), and a mandatory violation makes
+the CLI exit non-zero, which it raises as ``CommandError``; ``Stack.up`` runs
+``pulumi up --yes --skip-preview`` and so reports no policy preview of its own.
+"""
 import json
 import os
 from pathlib import Path
 
 from pulumi import automation as auto
+from pulumi.automation._cmd import CommandResult
 
 RECORD = Path(os.environ["FAKE_AUTO_RECORD"])
 
@@ -426,7 +434,26 @@ class Result:
         self.outputs = {k: auto.OutputValue(v, True) for k, v in outputs.items()}
 
 
+POLICY_EVENT = {
+    "resourceUrn": "urn:pulumi:e2e::gpu-tenancy::pulumi:pulumi:Stack::gpu-tenancy-e2e",
+    "message": "tenant-provider-isolation: tenant-a reads its kubeconfig from namespace None\\n",
+    "color": "raw",
+    "policyName": "tenant-provider-isolation",
+    "policyPackName": "gpu-tenancy",
+    "policyPackVersion": "0.1.0",
+    "enforcementLevel": "mandatory",
+}
+
+
 class FakeStack:
+    def preview(self, on_output=None, on_event=None, policy_packs=None, **kwargs):
+        record(["preview", policy_packs])
+        on_output("fake preview output")
+        if os.environ.get("FAKE_PREVIEW_VIOLATION") == "1":
+            on_event(auto.EngineEvent.from_json({"sequence": 1, "timestamp": 0, "policyEvent": POLICY_EVENT}))
+            raise auto.CommandError(CommandResult("", "error: preview failed", 255))
+        on_event(auto.EngineEvent.from_json({"sequence": 1, "timestamp": 0, "summaryEvent": {"resourceChanges": {}}}))
+
     def up(self, on_output=None, on_event=None, policy_packs=None, **kwargs):
         on_output("fake up output")
         record(["up", policy_packs])
@@ -475,10 +502,10 @@ def test_failed_deploy_errors_every_check_and_still_destroys_keeping_logs(tmp_pa
     output, entries, reports = run_with_fake_automation(tmp_path, FAKE_UP_FAILS="1")
     assert re.search(rf"\b{E2E_TESTS} errors?\b", output) and " passed" not in output, output
     assert "deploy failed in the fake" in output
-    assert [entry[0] for entry in entries] == ["create", "up", "destroy"], entries
-    create, up, destroy = entries
+    assert [entry[0] for entry in entries] == ["create", "preview", "up", "destroy"], entries
+    create, preview, up, destroy = entries
     assert create[1].startswith("e2e-") and create[2].startswith("file://") and create[3] == [create[1]]
-    assert up[1] == [str(REPO_ROOT / "policies")], "the policy pack must be enabled on up"
+    assert preview[1] == up[1] == [str(REPO_ROOT / "policies")], "the policy pack must gate the preview and up"
     assert destroy[1] is True, "destroy must remove the stack"
     (run_dir,) = [d for d in reports.iterdir() if d.is_dir()]
     assert "fake up output" in (run_dir / "pulumi.log").read_text()
@@ -491,7 +518,9 @@ def test_failed_deploy_errors_every_check_and_still_destroys_keeping_logs(tmp_pa
 def test_destroy_runs_once_and_diagnostics_are_kept_for_failures(tmp_path: Path) -> None:
     output, entries, reports = run_with_fake_automation(tmp_path, "-k", "test_01 or test_13")
     assert re.search(r"\b1 failed\b", output) and re.search(r"\b1 passed\b", output), output
-    assert [entry[0] for entry in entries] == ["create", "up", "destroy"], "test_13 destroys; teardown must not repeat"
+    assert [entry[0] for entry in entries] == ["create", "preview", "up", "destroy"], (
+        "test_13 destroys; teardown must not repeat"
+    )
     (run_dir,) = [d for d in reports.iterdir() if d.is_dir()]
     assert (run_dir / "management-tenantcontrolplanes.yaml").exists(), sorted(p.name for p in run_dir.iterdir())
     # The stage table reaches the terminal even though pytest captures fixture output.
@@ -500,7 +529,7 @@ def test_destroy_runs_once_and_diagnostics_are_kept_for_failures(tmp_path: Path)
 
 def test_failed_destroy_keeps_the_state_and_says_how_to_retry(tmp_path: Path) -> None:
     output, entries, reports = run_with_fake_automation(tmp_path, "-k", "test_01", FAKE_DESTROY_FAILS="1")
-    assert [entry[0] for entry in entries] == ["create", "up", "destroy", "destroy"], "one retry"
+    assert [entry[0] for entry in entries] == ["create", "preview", "up", "destroy", "destroy"], "one retry"
     state = Path(entries[0][2].removeprefix("file://"))
     assert state.exists(), "state must be kept when destroy failed"
     assert f"PULUMI_BACKEND_URL=file://{state} pulumi destroy --stack {entries[0][1]}" in output, output
@@ -511,3 +540,67 @@ def test_failed_destroy_keeps_the_state_and_says_how_to_retry(tmp_path: Path) ->
 
     shutil.rmtree(state)
     (REPO_ROOT / f"Pulumi.{entries[0][1]}.yaml").unlink(missing_ok=True)
+
+
+def test_a_mandatory_violation_in_the_preview_deploys_nothing(tmp_path: Path) -> None:
+    output, entries, _ = run_with_fake_automation(tmp_path, FAKE_PREVIEW_VIOLATION="1")
+    assert [entry[0] for entry in entries] == ["create", "preview", "destroy"], entries
+    assert re.search(rf"\b{E2E_TESTS} errors?\b", output), output
+    assert "gpu-tenancy/tenant-provider-isolation: tenant-provider-isolation: tenant-a reads" in output, output
+
+
+# ------------------------------------------------------------------ preview_then_up, in process
+
+
+class RecordingStack:
+    """Stack.preview/up as in pulumi/automation/_stack.py (3.272.0): events to on_event, CommandError on failure."""
+
+    def __init__(self, policy_events: list[dict[str, Any]], preview_exit: int = 0) -> None:
+        self.policy_events = policy_events
+        self.preview_exit = preview_exit
+        self.calls: list[tuple[str, Any]] = []
+
+    def preview(self, on_output: Any, on_event: Any, policy_packs: list[str], color: str) -> None:
+        from pulumi import automation as auto
+        from pulumi.automation._cmd import CommandResult
+
+        self.calls.append(("preview", policy_packs))
+        for number, policy in enumerate(self.policy_events):
+            on_event(auto.EngineEvent.from_json({"sequence": number, "timestamp": 0, "policyEvent": policy}))
+        if self.preview_exit:
+            raise auto.CommandError(CommandResult("", "error: preview failed", self.preview_exit))
+
+    def up(self, on_output: Any, on_event: Any, policy_packs: list[str], color: str) -> str:
+        self.calls.append(("up", policy_packs))
+        return "up-result"
+
+
+def _policy(level: str, name: str = "tcp-konnectivity-enabled", urn: str | None = "urn:x") -> dict[str, Any]:
+    event = {"message": f"{name} says no\n", "policyName": name, "policyPackName": "gpu-tenancy"}
+    return {**event, "enforcementLevel": level, **({"resourceUrn": urn} if urn else {})}
+
+
+def test_preview_then_up_deploys_only_after_a_clean_preview() -> None:
+    from tests.integration.support import preview_then_up
+
+    stack = RecordingStack([_policy("advisory")])
+    assert preview_then_up(stack, ["policies"], on_output=print) == "up-result"
+    assert stack.calls == [("preview", ["policies"]), ("up", ["policies"])]
+
+
+def test_preview_then_up_stops_on_a_mandatory_violation() -> None:
+    from tests.integration.support import PolicyGateError, preview_then_up
+
+    stack = RecordingStack([_policy("advisory", "other"), _policy("mandatory", urn=None)], preview_exit=255)
+    with pytest.raises(PolicyGateError, match=r"gpu-tenancy/tcp-konnectivity-enabled: tcp-konnectivity-enabled says no$"):
+        preview_then_up(stack, ["policies"], on_output=print)
+    assert stack.calls == [("preview", ["policies"])]
+
+
+def test_preview_then_up_stops_when_the_preview_fails_without_a_violation() -> None:
+    from tests.integration.support import PolicyGateError, preview_then_up
+
+    stack = RecordingStack([], preview_exit=255)
+    with pytest.raises(PolicyGateError, match="nothing deployed"):
+        preview_then_up(stack, ["policies"], on_output=print)
+    assert stack.calls == [("preview", ["policies"])]

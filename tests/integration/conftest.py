@@ -6,7 +6,8 @@ skipped with a reason naming exactly what is missing; with ``GPU_TENANCY_E2E_STR
 that is an error instead, so a misconfigured runner can never pass by skipping.
 
 The stack (``e2e-<random>``) lives in a temporary file backend with a random passphrase, deploys the
-dev stack's tenants in mode ``sim`` with the policy pack in ``policies/``, and is always destroyed
+dev stack's tenants in mode ``sim`` with the policy pack in ``policies/`` (a preview gates the
+``up``, as the CLI's ``pulumi up`` does), and is always destroyed
 (also when the deploy or a test fails). Everything it logs goes to ``reports/e2e/<stack>/``.
 """
 
@@ -32,6 +33,7 @@ from tests.integration.support import (
     conflicting_clusters,
     missing_prerequisites,
     opted_in,
+    preview_then_up,
     stack_resources_left,
 )
 
@@ -147,9 +149,9 @@ class DeployedLab:
         return TimeoutApiClient.from_kubeconfig(kubeconfig_yaml, verify_ssl=verify_ssl)
 
     def tenant_kubeconfig(self, tenant: str) -> str:
-        tenants = self.output("tenants")
-        assert tenant in tenants, f"stack output 'tenants' has no {tenant!r}; got {sorted(tenants)}"
-        kubeconfig: str = tenants[tenant]["kubeconfig"]
+        kubeconfigs = self.output("tenantKubeconfigs")
+        assert tenant in kubeconfigs, f"stack output 'tenantKubeconfigs' has no {tenant!r}; got {sorted(kubeconfigs)}"
+        kubeconfig: str = kubeconfigs[tenant]
         return kubeconfig
 
     def tenant_client(self, tenant: str, *, verify_ssl: bool = True) -> Any:
@@ -333,11 +335,9 @@ def lab() -> Iterator[DeployedLab]:
                 env_vars=env, stack_settings={stack_name: auto.StackSettings(config=config)}
             ),
         )
-        lab.pulumi_log(f"== pulumi up {stack_name} (policy pack {POLICY_PACK_DIR})")
-        result = lab.stack.up(
-            on_output=lab.pulumi_log, on_event=progress, policy_packs=[str(POLICY_PACK_DIR)], color="never"
-        )
-        timings.record("pulumi up", time.monotonic() - progress.started)
+        lab.pulumi_log(f"== pulumi preview, then up {stack_name} (policy pack {POLICY_PACK_DIR})")
+        result = preview_then_up(lab.stack, [str(POLICY_PACK_DIR)], on_output=lab.pulumi_log, on_event=progress)
+        timings.record("pulumi preview + up", time.monotonic() - progress.started)
         progress.record_into(timings)
         lab.outputs = _plain_outputs(result.outputs)
         yield lab

@@ -249,3 +249,51 @@ def stack_resources_left(container_names: Iterable[str], network_names: Iterable
     left = [f"container {name}" for name in container_names if name.startswith(f"{cluster}-")]
     left += [f"network {name}" for name in network_names if name.startswith(cluster)]
     return left
+
+
+MANDATORY = "mandatory"  # apitype.Mandatory; advisory violations are "advisory" (pulumi sdk/go/common/apitype)
+
+
+class PolicyGateError(AssertionError):
+    """The preview before an Automation API `up` failed or reported a mandatory policy violation."""
+
+
+def mandatory_violations(events: Iterable[Any]) -> list[str]:
+    """One line per mandatory policy violation among Automation API engine events (``event.policy_event``)."""
+    lines = []
+    for event in events:
+        policy = getattr(event, "policy_event", None)
+        if policy is not None and policy.enforcement_level == MANDATORY:
+            where = f" ({policy.resource_urn})" if policy.resource_urn else ""
+            lines.append(f"{policy.policy_pack_name}/{policy.policy_name}: {policy.message.strip()}{where}")
+    return lines
+
+
+def preview_then_up(
+    stack: Any,
+    policy_packs: list[str],
+    on_output: Callable[[str], Any],
+    on_event: Callable[[Any], Any] | None = None,
+) -> Any:
+    """`pulumi up` as the CLI runs it: a preview with the policy packs first, no update if it fails.
+
+    The Automation API's ``Stack.up`` runs ``pulumi up --yes --skip-preview`` (pulumi 3.272.0
+    ``pulumi/automation/_stack.py``), and the engine analyzes stack policies only once every step has
+    run (pulumi/pulumi ``pkg/resource/deploy/deployment_executor.go``, ``AnalyzeResources`` after
+    ``WaitForCompletion``): without this preview a mandatory stack policy fails the deploy only after
+    it has created everything. A mandatory violation makes ``pulumi preview`` exit non-zero, which
+    ``Stack.preview`` raises as ``CommandError``.
+    """
+    from pulumi import automation as auto
+
+    events: list[Any] = []
+    try:
+        stack.preview(on_output=on_output, on_event=events.append, policy_packs=policy_packs, color="never")
+    except auto.CommandError as error:
+        violations = mandatory_violations(events)
+        detail = "; ".join(violations) if violations else (str(error).strip().splitlines() or ["?"])[-1]
+        raise PolicyGateError(f"preview with {policy_packs} failed, nothing deployed: {detail}") from error
+    violations = mandatory_violations(events)
+    if violations:
+        raise PolicyGateError(f"preview with {policy_packs} reported mandatory violations: {'; '.join(violations)}")
+    return stack.up(on_output=on_output, on_event=on_event, policy_packs=policy_packs, color="never")
