@@ -1,7 +1,9 @@
 """Pure GPU capacity planner modelled on HAMi v2.10.0's NVIDIA scheduling.
 
-Re-implemented from the shared reference notes (``hami-fit-notes.md``) (no HAMi code is
-copied).  Given node inventories (shaped like HAMi's
+Re-implemented from HAMi v2.10.0 (read at the tag, none of it copied): pkg/device/nvidia/device.go
+(``Fit``, ``GenerateResourceRequests``, ``defaultExclusiveCoreIfNeeded``, ``validateMemoryPercentage``),
+pkg/scheduler/score.go (``fitInDevices``), pkg/scheduler/policy/gpu_policy.go (``Less``,
+``ComputeScore``) and node_policy.go (``ComputeDefaultScore``).  Given node inventories (shaped like HAMi's
 ``hami.io/node-nvidia-register`` annotation) and a set of workloads, ``plan``
 places every replica the way the HAMi scheduler extender would and reports the
 replicas that do not fit, with HAMi's own reason strings (``"n/N Reason, ..."``).
@@ -12,6 +14,7 @@ No Kubernetes, Pulumi or I/O dependencies: everything here is plain data.
 from __future__ import annotations
 
 import bisect
+import struct
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -69,6 +72,14 @@ _QUOTA_KEYS = (QUOTA_GPU, QUOTA_GPUMEM, QUOTA_GPUCORES)
 Policy = Literal["binpack", "spread"]
 _POLICIES = ("binpack", "spread")
 _NVIDIA = "nvidia"
+# The request type of an NVIDIA container (nvidia.NvidiaGPUDevice); ComputeScore only counts the
+# incoming request on a device whose type is exactly this.
+_REQUEST_TYPE = "NVIDIA"
+# Go's sort.Sort is an insertion sort (stable) up to 12 elements and pdqsort (not stable) above
+# (sort/zsortinterface.go); HAMi sorts a node's whole device list, so tied devices on a node with more
+# devices keep an order the planner does not reproduce.
+MAX_DEVICES_PER_NODE = 12
+_MIG = "mig"
 
 
 # --------------------------------------------------------------------------- model
@@ -91,6 +102,8 @@ class Device:
     def __post_init__(self) -> None:
         if self.devmem < 0 or self.devcore < 0 or self.count < 0:
             raise ValueError(f"device {self.id!r}: devmem, devcore and count must be >= 0")
+        if self.mode == _MIG:
+            raise ValueError(f"device {self.id!r}: MIG mode is not modelled by the planner")
 
 
 @dataclass(frozen=True)
@@ -108,35 +121,67 @@ class Node:
 
 @dataclass(frozen=True)
 class ContainerRequest:
-    """``nvidia.com/gpu``, ``nvidia.com/gpumem`` (MiB), ``gpumem-percentage``, ``gpucores``."""
+    """``nvidia.com/gpu``, ``nvidia.com/gpumem`` (MiB), ``gpumem-percentage``, ``gpucores``.
+
+    ``None`` means the limit is absent from the container, which is not the same as 0 to HAMi.
+    """
 
     gpus: int = 1
     gpumem_mib: int | None = None
     gpumem_percentage: int | None = None
-    gpucores: int = 0
+    gpucores: int | None = None
 
     def __post_init__(self) -> None:
         if self.gpus < 0:
             raise ValueError("gpus must be >= 0")
         if self.gpumem_mib is not None and self.gpumem_mib < 0:
             raise ValueError("gpumem_mib must be >= 0")
-        if self.gpucores < 0:
+        # HAMi's webhook denies the pod otherwise (device.go validateMemoryPercentage).
+        if self.gpumem_percentage is not None and not 0 <= self.gpumem_percentage <= 100:
+            raise ValueError("gpumem_percentage must be between 0 and 100 (HAMi's webhook denies the pod otherwise)")
+        if self.gpucores is not None and self.gpucores < 0:
             raise ValueError("gpucores must be >= 0")
 
     @property
+    def exclusive(self) -> bool:
+        """The webhook gives ``gpucores: 100`` to a GPU container without gpucores that takes whole cards:
+        percentage exactly 100, or no memory limit at all (device.go defaultExclusiveCoreIfNeeded)."""
+        if self.gpucores is not None or self.gpus <= 0:
+            return False
+        if self.gpumem_percentage is not None:
+            return self.gpumem_percentage == 100
+        return self.gpumem_mib is None
+
+    @property
+    def coresreq(self) -> int:
+        """HAMi's Coresreq: gpucores as given, the webhook's 100 for exclusive requests, else 0
+        (chart device config defaultCores: 0)."""
+        if self.gpucores is not None:
+            return self.gpucores
+        return 100 if self.exclusive else 0
+
+    @property
     def cores(self) -> int:
-        """gpucores clamped to 100, as Fit does."""
-        return min(self.gpucores, 100)
+        """Coresreq clamped to 100, as Fit does."""
+        return min(self.coresreq, 100)
+
+    @property
+    def mem_percentagereq(self) -> int:
+        """HAMi's MemPercentagereq (GenerateResourceRequests): the percentage if > 0, 101 ("unset")
+        otherwise, and 100 when neither memory limit resolves to anything (defaultMemory: 0).
+        ``gpumem-percentage: 0`` is ignored, so without gpumem it means the whole card."""
+        pct = self.gpumem_percentage
+        resolved = pct if pct is not None and pct > 0 else 101
+        if resolved == 101 and not self.gpumem_mib:
+            return 100
+        return resolved
 
     @property
     def percentage(self) -> int | None:
-        """Resolved percentage: clamped to 100, <= 0 ignored, whole card when no memory is set."""
+        """The percentage Fit applies, or None when gpumem (MiB) decides."""
         if self.gpumem_mib:
             return None
-        pct = self.gpumem_percentage
-        if pct is None or pct <= 0:
-            return 100
-        return min(pct, 100)
+        return self.mem_percentagereq
 
     def memreq(self, device: Device) -> int:
         """MiB this container takes on ``device`` (gpumem wins over the percentage)."""
@@ -276,6 +321,15 @@ def gen_reason(reasons: Mapping[str, int], cards: int) -> str:
 # --------------------------------------------------------------------------- engine
 
 
+def _f32(value: float) -> float:
+    """``value`` rounded to float32, as Go's float32 arithmetic rounds every operation."""
+    return float(struct.unpack("f", struct.pack("f", value))[0])
+
+
+def _ratio(part: int, total: int) -> float:
+    return _f32(_f32(part) / _f32(total))
+
+
 class _DevState:
     __slots__ = ("dev", "used", "usedcores", "usedmem")
 
@@ -285,32 +339,33 @@ class _DevState:
         self.usedmem = 0
         self.usedcores = 0
 
-    def score(self) -> float:
-        # HAMi ComputeScore with default weights. The incoming request only counts when
-        # request.Type == device.Type ("NVIDIA" vs "NVIDIA-..."), i.e. practically never,
-        # so the score is existing usage only.
-        d = self.dev
-        if d.count == 0 or d.devcore == 0 or d.devmem == 0:
-            return 0.0
-        return 10.0 * (self.used / d.count + self.usedcores / d.devcore + self.usedmem / d.devmem)
-
 
 class _NodeState:
-    __slots__ = ("devs", "idx", "node", "score", "version")
+    __slots__ = ("all_devs", "devs", "idx", "node", "score", "version")
 
     def __init__(self, node: Node, idx: int) -> None:
         self.node = node
         self.idx = idx
-        # getNodeResources: only devices whose type contains "nvidia" take part.
-        self.devs = [_DevState(d) for d in node.devices if _NVIDIA in d.type.lower()]
+        # In registration order: the order HAMi builds each pod's device list in (buildNodeUsage).
+        self.all_devs = [_DevState(d) for d in node.devices]
+        # getNodeResources: only devices whose type contains "nvidia" take part in Fit.
+        self.devs = [s for s in self.all_devs if _NVIDIA in s.dev.type.lower()]
         self.version = 0
         self.score = 0.0
 
     def compute_score(self) -> float:
-        # Node score from usage before the pod: mean of the device usage ratios.
-        if not self.devs:
+        """ComputeDefaultScore: 10 x (used/slots + cores/total + mem/total) over the node's devices,
+        summed before dividing, in float32, from the usage before the pod."""
+        devs = self.all_devs
+        total = sum(s.dev.count for s in devs)
+        total_core = sum(s.dev.devcore for s in devs)
+        total_mem = sum(s.dev.devmem for s in devs)
+        if total == 0 or total_core == 0 or total_mem == 0:
             return 0.0
-        return sum(s.score() for s in self.devs) / len(self.devs)
+        use = _ratio(sum(s.used for s in devs), total)
+        core = _ratio(sum(s.usedcores for s in devs), total_core)
+        mem = _ratio(sum(s.usedmem for s in devs), total_mem)
+        return _f32(10 * _f32(_f32(use + core) + mem))
 
 
 @dataclass
@@ -333,8 +388,26 @@ def _type_ok(dev_type: str, use: Sequence[str], nouse: Sequence[str]) -> bool:
 _Alloc = tuple[_DevState, int, int]
 
 
+def _device_score(d: Device, req: ContainerRequest, used: int, usedmem: int, usedcores: int) -> float:
+    """ComputeScore with the default weights (slot=core=memory=1), in float32. The container's own
+    request only counts on a device whose type is exactly "NVIDIA" (the request type); registered
+    types are "NVIDIA-<model>", so usually only the existing usage ranks the devices."""
+    if d.count == 0 or d.devcore == 0 or d.devmem == 0:
+        return 0.0
+    request = core = mem = 0
+    if d.type == _REQUEST_TYPE:
+        request = 1
+        core = req.coresreq
+        pct = req.mem_percentagereq
+        mem = d.devmem * pct // 100 if pct not in (0, 101) else (req.gpumem_mib or 0)
+    slot_score = _ratio(request + used, d.count)
+    core_score = _ratio(core + usedcores, d.devcore)
+    mem_score = _ratio(mem + usedmem, d.devmem)
+    return _f32(10 * _f32(_f32(slot_score + core_score) + mem_score))
+
+
 def _fit_container(
-    devs: list[_DevState],
+    order: list[_DevState],
     req: ContainerRequest,
     wl: Workload,
     pending: dict[int, list[int]],
@@ -342,11 +415,14 @@ def _fit_container(
     quota: Quota | None,
     quota_base: tuple[int, int],
 ) -> tuple[list[_Alloc] | None, str]:
-    """One container on one node: HAMi fitInDevices + Fit. ``pending`` holds the
-    usage (used, mem, cores) already claimed on a device by earlier containers of
-    the same pod, keyed by ``id(devstate)``."""
+    """One container on one node: HAMi fitInDevices + Fit.
+
+    ``order`` is the pod's device list: registration order for the pod's first container, then
+    left as the previous container sorted it (fitInDevices sorts the same list in place). ``pending``
+    holds the usage (used, mem, cores) already claimed on a device by earlier containers of the same
+    pod, keyed by ``id(devstate)``."""
     nums = req.gpus
-    if nums > len(devs):
+    if nums > len(order):
         return None, NODE_INSUFFICIENT_DEVICE
 
     def eff(s: _DevState) -> tuple[int, int, int]:
@@ -355,27 +431,19 @@ def _fit_container(
             return s.used, s.usedmem, s.usedcores
         return s.used + p[0], s.usedmem + p[1], s.usedcores + p[2]
 
-    def score(s: _DevState) -> float:
-        d = s.dev
-        if d.count == 0 or d.devcore == 0 or d.devmem == 0:
-            return 0.0
-        u, m, c = eff(s)
-        return 10.0 * (u / d.count + c / d.devcore + m / d.devmem)
-
-    # Order in which Fit tries the devices (it walks the ascending-sorted slice from
-    # its end): spread -> lowest score first; binpack -> highest score first.  Ties:
-    # the sorted slice is (score, numa asc, index asc), so the last of them is tried
-    # first.
-    if wl.gpu_scheduler_policy == "binpack":
-        order = sorted(devs, key=lambda s: (score(s), s.dev.numa, s.dev.index), reverse=True)
-    else:
-        order = sorted(devs, key=lambda s: (-score(s), s.dev.numa, s.dev.index), reverse=True)
+    # DeviceUsageList.Less for a single policy: spread -> score descending, binpack -> score
+    # ascending, NUMA ascending on equal scores; no further key. sort.Sort is an insertion sort
+    # (stable) at this size, so devices that still tie keep their previous order. Fit then walks
+    # the list from its end: spread tries the least used first, binpack the most used.
+    sign = 1.0 if wl.gpu_scheduler_policy == "binpack" else -1.0
+    keys = {id(s): (sign * _device_score(s.dev, req, *eff(s)), s.dev.numa) for s in order}
+    order.sort(key=lambda s: keys[id(s)])
 
     cores = req.cores
     reasons: dict[str, int] = {}
     chosen: list[_Alloc] = []
     q_mem, q_cores = quota_base
-    for s in order:
+    for s in reversed(order):
         d = s.dev
         if not d.health:
             reason = CARD_NOT_HEALTH
@@ -409,7 +477,7 @@ def _fit_container(
         reasons[reason] = reasons.get(reason, 0) + 1
     if chosen:
         reasons[ALLOCATED_CARDS_INSUFFICIENT_REQUEST] = len(chosen)
-    return None, gen_reason(reasons, len(devs))
+    return None, gen_reason(reasons, len(order))
 
 
 def _fit_pod(
@@ -421,6 +489,7 @@ def _fit_pod(
 ) -> tuple[list[list[_Alloc]] | None, str]:
     pending: dict[int, list[int]] = {}
     allocs: list[list[_Alloc]] = []
+    order = list(ns.devs)
     pod_mem = 0
     pod_cores = 0
     for req in wl.containers:
@@ -428,7 +497,7 @@ def _fit_pod(
             allocs.append([])
             continue
         got, reason = _fit_container(
-            ns.devs, req, wl, pending, type_ok, quota, (qused.mem + pod_mem, qused.cores + pod_cores)
+            order, req, wl, pending, type_ok, quota, (qused.mem + pod_mem, qused.cores + pod_cores)
         )
         if got is None:
             return None, reason
@@ -492,6 +561,12 @@ def plan(
     names = [n.name for n in nodes]
     if len(set(names)) != len(names):
         raise ValueError("duplicate node names")
+    for n in nodes:
+        if len(n.devices) > MAX_DEVICES_PER_NODE:
+            raise ValueError(
+                f"node {n.name!r} has {len(n.devices)} GPUs; the planner reproduces HAMi's device order "
+                f"only up to {MAX_DEVICES_PER_NODE} per node (Go's sort.Sort is not stable above that)"
+            )
     states = [_NodeState(n, i) for i, n in enumerate(nodes)]
     index = _NodeIndex(states)
     all_types = {d.type for n in nodes for d in n.devices}
@@ -508,8 +583,8 @@ def plan(
         pod_gpus = sum(c.gpus for c in wl.containers)
         eligible = [s for s in states if wl.tenant is None or s.node.tenant == wl.tenant]
         eligible_ids = {s.idx for s in eligible}
-        # node idx -> (node version, quota usage snapshot, reason) of a failed attempt
-        memo: dict[int, tuple[int, tuple[int, int, int], str]] = {}
+        # node idx -> (node version, gpumem/gpucores quota usage, reason) of a failed attempt
+        memo: dict[int, tuple[int, tuple[int, int], str]] = {}
 
         for r in range(wl.replicas):
             if pod_gpus == 0:
@@ -523,7 +598,10 @@ def plan(
                     )
                 )
                 continue
-            qsnap = (qused.gpu, qused.mem, qused.cores)
+            # The API server admits the pod against requests.nvidia.com/gpu when it is created, and a
+            # pod HAMi cannot place stays Pending and keeps counting (only terminal pods are released).
+            qused.gpu += pod_gpus
+            qsnap = (qused.mem, qused.cores)
             node_reasons: dict[str, str] = {}
             placed = False
             for ns in index.order(wl.node_scheduler_policy):
@@ -548,7 +626,6 @@ def plan(
                         placements.append(
                             Placement(wl.name, r, ci, ns.node.name, s.dev.id, mem, cores)
                         )
-                qused.gpu += pod_gpus
                 ns.version += 1
                 index.update(ns, ns.compute_score())
                 placed = True

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
+
 from gpu_tenancy.planner import (
     ContainerRequest,
     Device,
     Node,
     Quota,
     Workload,
+    node_from_register,
     plan,
 )
 
@@ -74,3 +77,105 @@ def test_quota() -> None:
     assert r.failures[0].reason == "1/1 ResourceQuotaNotFit"
     r2 = plan([node(n=2)], [wl(gpumem_mib=10, replicas=3)], Quota(gpu=2))
     assert r2.failures[0].reason.startswith("ResourceQuotaNotFit")
+
+
+# --------------------------------------------------------------------------- fidelity to HAMi v2.10.0
+
+
+def test_tied_devices_keep_registration_order_not_index_order() -> None:
+    """gpu_policy.go Less has no index key and sort.Sort (insertion sort up to 12) keeps tied devices
+    in the order buildNodeUsage registered them; device.go Fit walks the list from its last element."""
+    registered = node_from_register("n", [
+        {"id": "GPU-second", "index": 1, "devmem": 81920, "type": A100},
+        {"id": "GPU-first", "index": 0, "devmem": 81920, "type": A100},
+    ])
+    for policy in ("spread", "binpack"):
+        w = Workload("w", (ContainerRequest(gpumem_mib=1000),), gpu_scheduler_policy=policy)  # type: ignore[arg-type]
+        assert [p.device_id for p in plan([registered], [w]).placements] == ["GPU-first"], policy
+
+
+def test_later_container_starts_from_the_previous_containers_order() -> None:
+    """fitInDevices sorts the pod's one device list in place, container after container."""
+    registered = Node("n", (
+        Device("a", "NVIDIA-A", 10000, index=0),
+        Device("b", "NVIDIA-B", 10000, index=1),
+        Device("c", "NVIDIA-B", 10000, index=2),
+    ))
+    earlier = Workload("earlier", (ContainerRequest(gpumem_mib=6000),), use_gpu_type=("NVIDIA-A",))
+    # Container 0 (binpack) sorts [b, c, a]: a is tried first but has 4000 MiB free, so c takes it and
+    # then scores exactly as a does. Container 1 sorts that list again: a and c tie and keep [c, a], so
+    # a is tried first (and fits); ordering ties by index would have tried c first.
+    pod = Workload("pod", (ContainerRequest(gpumem_mib=6000), ContainerRequest(gpumem_mib=3000)),
+                   gpu_scheduler_policy="binpack")
+    placed = plan([registered], [earlier, pod]).placements
+    assert [(p.workload, p.container, p.device_id) for p in placed] == [
+        ("earlier", 0, "a"), ("pod", 0, "c"), ("pod", 1, "a")]
+
+
+def test_node_score_is_usage_over_the_node_totals() -> None:
+    """node_policy.go ComputeDefaultScore sums used slots, cores and memory over the node before
+    dividing; a mean of per-card ratios ranks a node with one full small card too high."""
+    big = Node("big", (Device("P", "NVIDIA-P", 81920, index=0),))
+    mixed = Node("mixed", (Device("S", "NVIDIA-SMALL", 1000, index=0), Device("L", "NVIDIA-LARGE", 100000, index=1)))
+    load = [
+        Workload("on-p", (ContainerRequest(gpumem_mib=20000),), use_gpu_type=("NVIDIA-P",)),
+        Workload("fill-small", (ContainerRequest(gpumem_mib=1000),), use_gpu_type=("SMALL",)),
+        Workload("next", (ContainerRequest(gpumem_mib=100),), node_scheduler_policy="binpack"),
+    ]
+    result = plan([big, mixed], load)
+    assert result.fits
+    # big: 10 x (1/10 + 20000/81920) = 3.44; mixed: 10 x (1/20 + 1000/101000) = 0.60 -> binpack picks big.
+    assert [p.node for p in result.placements if p.workload == "next"] == ["big"]
+
+
+def test_whole_card_request_without_cores_gets_the_webhooks_100_cores() -> None:
+    """device.go defaultExclusiveCoreIfNeeded: nvidia.com/gpu without gpucores and without a memory
+    limit (or with gpumem-percentage 100) gets gpucores 100, which quota and exclusivity then see."""
+    for request in (ContainerRequest(), ContainerRequest(gpumem_percentage=100)):
+        placed = plan([node()], [Workload("w", (request,))]).placements
+        assert [(p.mem_mib, p.cores) for p in placed] == [(81920, 100)]
+        assert plan([node()], [Workload("w", (request,))], Quota(gpucores=50)).failures[0].reason == (
+            "1/1 ResourceQuotaNotFit"
+        )
+    # A memory limit (even gpumem 0) or an explicit gpucores keeps the webhook out of it.
+    assert plan([node()], [wl(gpumem_mib=1000)]).placements[0].cores == 0
+    assert plan([node()], [wl(gpucores=0)]).placements[0].cores == 0
+
+
+def test_zero_percentage_is_ignored_like_generate_resource_requests() -> None:
+    """gpumem-percentage 0 is ignored (101, "unset"): with no gpumem the container takes the whole
+    card (defaultMemory 0), and it is not exclusive, so gpucores stays 0."""
+    placed = plan([node()], [wl(gpumem_percentage=0)]).placements
+    assert [(p.mem_mib, p.cores) for p in placed] == [(81920, 0)]
+    # With gpumem set, the MiB decide.
+    assert plan([node()], [wl(gpumem_mib=5000, gpumem_percentage=0)]).placements[0].mem_mib == 5000
+
+
+def test_percentage_outside_0_to_100_is_refused() -> None:
+    """device.go validateMemoryPercentage: the webhook denies such a pod, nothing is scheduled."""
+    for pct in (-1, 101):
+        with pytest.raises(ValueError, match="gpumem_percentage must be between 0 and 100"):
+            ContainerRequest(gpumem_percentage=pct)
+
+
+def test_unmodelled_inputs_are_refused() -> None:
+    with pytest.raises(ValueError, match="MIG mode is not modelled"):
+        node_from_register("n", [{"id": "g", "devmem": 81920, "type": A100, "mode": "mig"}])
+    with pytest.raises(ValueError, match="13 GPUs"):
+        plan([node(n=13)], [wl()])
+    assert plan([node(n=12)], [wl()]).fits
+    with pytest.raises(ValueError, match="gpu_scheduler_policy"):
+        Workload("w", (ContainerRequest(),), gpu_scheduler_policy="mutex")  # type: ignore[arg-type]
+
+
+def test_pending_replicas_keep_their_gpu_quota() -> None:
+    """The API server admits pods against requests.nvidia.com/gpu when they are created; a pod HAMi
+    cannot place stays Pending and still counts, so it blocks later replicas."""
+    too_big = Workload("too-big", (ContainerRequest(gpumem_mib=90000),), replicas=2)
+    small = Workload("small", (ContainerRequest(gpumem_mib=1000),))
+    result = plan([node()], [too_big, small], Quota(gpu=2))
+    assert [(f.workload, f.reason) for f in result.failures] == [
+        ("too-big", "1/1 CardInsufficientMemory"),
+        ("too-big", "1/1 CardInsufficientMemory"),
+        ("small", "ResourceQuotaNotFit: limits.nvidia.com/gpu 2+1 > 2"),
+    ]
