@@ -75,7 +75,8 @@ def _skip_reason(config: pytest.Config) -> str | None:
     if conflicts:
         return (
             "another gpu-tenancy stack runs on this host (kind clusters: " + ", ".join(conflicts) + "); it shares "
-            "the kind network and the MetalLB pool: destroy it (`make destroy` or `kind delete cluster --name ...`)"
+            "the kind network and the MetalLB pool: destroy it (`make destroy` or `kind delete cluster --name ...`); "
+            "in CI the e2e job runs on the gpu-tenancy-e2e runner, never the gpu-tenancy-dev one"
         )
     return None
 
