@@ -1,0 +1,117 @@
+"""`make kubeconfig`: gpu_tenancy.kubeconfig_cli against a stub `pulumi` answering with the program's outputs."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pulumi_stub
+import pytest
+from harness import dev_config, unwrap
+from test_status_outputs import stack_outputs as program_outputs
+
+from gpu_tenancy import kubeconfig_cli
+
+
+@pytest.fixture(scope="module")
+def dev_outputs() -> dict[str, Any]:
+    """What `pulumi stack output --json --show-secrets` prints for the dev stack: the program's exports."""
+    return unwrap(program_outputs(dev_config(), "dev"))
+
+
+@pytest.fixture
+def stub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dev_outputs: dict[str, Any]) -> Path:
+    log = pulumi_stub.install(tmp_path / "bin", {"dev": dev_outputs})
+    monkeypatch.setenv("PATH", pulumi_stub.path_with(tmp_path / "bin"))
+    return log
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_writes_tenant_kubeconfig_0600_and_prints_only_its_path(
+    stub: Path, tmp_path: Path, dev_outputs: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    old_umask = os.umask(0)  # even with no umask, the file is never group/world readable
+    try:
+        code = kubeconfig_cli.main(["--stack", "dev", "--tenant", "tenant-a", "--dir", str(tmp_path / "kc")])
+    finally:
+        os.umask(old_umask)
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    path = Path(out.strip())
+    assert path == (tmp_path / "kc" / "dev-tenant-a.kubeconfig").resolve()
+    assert path.read_text() == dev_outputs["tenantKubeconfigs"]["tenant-a"]
+    assert mode(path) == 0o600
+    assert mode(path.parent) == 0o700
+    assert "secret-token" not in out + err
+    assert pulumi_stub.calls(stub) == [["stack", "output", "--json", "--show-secrets", "--stack", "dev"]]
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary file left behind
+
+
+def test_replaces_a_world_readable_file_instead_of_rewriting_it(stub: Path, tmp_path: Path) -> None:
+    target = tmp_path / "dev-tenant-b.kubeconfig"
+    target.write_text("old")
+    target.chmod(0o644)
+    assert kubeconfig_cli.main(["--tenant", "tenant-b", "--dir", str(tmp_path)]) == 0
+    assert mode(target) == 0o600
+    assert "secret-token-tenant-b" in target.read_text()
+
+
+def test_management_kubeconfig(stub: Path, tmp_path: Path, dev_outputs: dict[str, Any]) -> None:
+    assert kubeconfig_cli.main(["--management", "--dir", str(tmp_path)]) == 0
+    path = tmp_path / "dev-management.kubeconfig"
+    assert path.read_text() == dev_outputs["managementKubeconfig"]
+    assert mode(path) == 0o600
+
+
+def one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert len(err.splitlines()) == 1, err
+    return err.strip()
+
+
+def test_unknown_tenant_names_the_known_ones(stub: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert kubeconfig_cli.main(["--tenant", "tenant-z", "--dir", str(tmp_path / "kc")]) == 2
+    assert one_error_line(capsys) == "kubeconfig: stack dev has no tenant 'tenant-z' (tenants: tenant-a, tenant-b)"
+    assert not (tmp_path / "kc").exists()
+
+
+def test_unknown_stack_is_pulumis_one_line(stub: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert kubeconfig_cli.main(["--stack", "nope", "--tenant", "tenant-a", "--dir", str(tmp_path)]) == 1
+    assert one_error_line(capsys) == "kubeconfig: pulumi stack output --stack nope: error: no stack named 'nope' found"
+
+
+def test_pulumi_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert kubeconfig_cli.main(["--tenant", "tenant-a", "--dir", str(tmp_path)]) == 1
+    assert one_error_line(capsys) == "kubeconfig: pulumi: not found on PATH (see README: Prerequisites)"
+
+
+def test_stack_deployed_before_the_split_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dev_outputs: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    old = {k: v for k, v in dev_outputs.items() if k != "tenantKubeconfigs"}
+    pulumi_stub.install(tmp_path / "bin", {"dev": old})
+    monkeypatch.setenv("PATH", pulumi_stub.path_with(tmp_path / "bin"))
+    assert kubeconfig_cli.main(["--tenant", "tenant-a", "--dir", str(tmp_path / "kc")]) == 2
+    assert "has no output 'tenantKubeconfigs'" in one_error_line(capsys)
+
+
+def test_tenant_is_required(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        kubeconfig_cli.main([])
+    assert exit_info.value.code == 2
+    assert "--tenant" in capsys.readouterr().err
+
+
+def test_stub_masks_secrets_without_show_secrets(stub: Path) -> None:
+    command = ["pulumi", "stack", "output", "--json", "--stack", "dev"]
+    masked = json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
+    assert masked["tenantKubeconfigs"] == "[secret]" and isinstance(masked["tenants"], dict)
