@@ -21,7 +21,8 @@ DEPLOY_GOALS := up preview destroy
 .DEFAULT_GOAL := help
 .PHONY: help venv preflight up preview destroy test lint typecheck unit e2e bench promotion-diff
 
-help: ## List the targets (STACK=<name> picks Pulumi.<name>.yaml, default dev; CONFIRM=1 skips the prompt on real stacks)
+help: ## List the targets
+	@echo "usage: make <target> [STACK=<name>: Pulumi.<name>.yaml, default dev] [CONFIRM=1: no prompt on a real stack]"
 	@awk 'BEGIN {FS = ":[^#]*## "} /^[a-zA-Z0-9_.-]+:[^#]*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 $(BIN)/.installed: requirements.txt requirements-dev.txt | $(if $(filter $(DEPLOY_GOALS),$(MAKECMDGOALS)),preflight)
