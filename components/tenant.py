@@ -78,22 +78,10 @@ class Tenant(pulumi.ComponentResource):
             ),
             child,
         )
-        network = TenantNetwork(
-            f"{name}-network",
-            TenantNetworkArgs(
-                tenant=tenant,
-                provider=control_plane.provider,
-                pod_cidr=pod_cidr,
-                endpoint=control_plane.endpoint,
-                kindnetd_image=versions.kindnetd_image,
-                kubernetes_version=versions.kubernetes,
-            ),
-            child,
-        )
         if args.stack.mode == "sim":
-            self.nodes, gpu_ready = self._simulated_node(name, args, control_plane, network)
+            self.nodes, gpu_ready = self._simulated_node(name, args, control_plane, pod_cidr)
         else:
-            self.nodes, gpu_ready = self._gpu_hosts(name, args, control_plane, network)
+            self.nodes, gpu_ready = self._gpu_hosts(name, args, control_plane, pod_cidr)
         if workloads.has_workloads(args.config):
             Workloads(
                 f"{name}-workloads",
@@ -110,6 +98,30 @@ class Tenant(pulumi.ComponentResource):
         self.kubeconfig = control_plane.kubeconfig
         self.register_outputs(
             {**declaration, "endpoint": self.endpoint, "kubeconfig": self.kubeconfig, "nodes": self.nodes}
+        )
+
+    def _network(
+        self,
+        name: str,
+        args: TenantArgs,
+        control_plane: TenantControlPlane,
+        pod_cidr: str,
+        nodes: list[pulumi.Resource],
+    ) -> TenantNetwork:
+        """kindnet and kube-proxy, after the nodes join and, on destroy, removed while their kubelets still run."""
+        versions = args.stack.versions
+        return TenantNetwork(
+            f"{name}-network",
+            TenantNetworkArgs(
+                tenant=args.config.name,
+                provider=control_plane.provider,
+                pod_cidr=pod_cidr,
+                endpoint=control_plane.endpoint,
+                kindnetd_image=versions.kindnetd_image,
+                kubernetes_version=versions.kubernetes,
+                nodes=nodes,
+            ),
+            pulumi.ResourceOptions(parent=self),
         )
 
     def _hami(
@@ -131,7 +143,7 @@ class Tenant(pulumi.ComponentResource):
         )
 
     def _simulated_node(
-        self, name: str, args: TenantArgs, control_plane: TenantControlPlane, network: TenantNetwork
+        self, name: str, args: TenantArgs, control_plane: TenantControlPlane, pod_cidr: str
     ) -> tuple[list[str], list[pulumi.Resource]]:
         """sim: one kindest/node container, HAMi without device plugin, the mock-GPU agent."""
         tenant = args.config.name
@@ -144,13 +156,14 @@ class Tenant(pulumi.ComponentResource):
                 container_name=container,
                 image=args.stack.versions.worker_image,
                 network=args.stack.kind_network,
-                provider=control_plane.provider,
                 endpoint=control_plane.endpoint,
                 ca_cert_hash=control_plane.ca_cert_hash,
+                kubeconfig=control_plane.kubeconfig,
                 depends_on=[control_plane],
             ),
             child,
         )
+        network = self._network(name, args, control_plane, pod_cidr, [worker.join])
         hami = self._hami(name, args, control_plane, [network, worker])
         gpu_agent = MockGpuAgent(
             f"{name}-mock-gpu-agent",
@@ -169,7 +182,7 @@ class Tenant(pulumi.ComponentResource):
         return [container], [hami, gpu_agent]
 
     def _gpu_hosts(
-        self, name: str, args: TenantArgs, control_plane: TenantControlPlane, network: TenantNetwork
+        self, name: str, args: TenantArgs, control_plane: TenantControlPlane, pod_cidr: str
     ) -> tuple[list[str], list[pulumi.Resource]]:
         """real: the listed hosts joined over SSH, HAMi with its device plugin, inventory checked."""
         tenant = args.config.name
@@ -196,6 +209,7 @@ class Tenant(pulumi.ComponentResource):
             )
             for host in args.config.workers
         ]
+        network = self._network(name, args, control_plane, pod_cidr, list(hosts))
         hami = self._hami(name, args, control_plane, [network, *hosts])
         check = InventoryCheck(
             f"{name}-inventory",

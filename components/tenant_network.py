@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -18,6 +18,8 @@ class TenantNetworkArgs:
     endpoint: pulumi.Input[str]
     kindnetd_image: str
     kubernetes_version: str
+    # The tenant's nodes (their joins): the DaemonSets come after them and, on destroy, go before them.
+    nodes: list[pulumi.Resource] = field(default_factory=list)
 
 
 class TenantNetwork(pulumi.ComponentResource):
@@ -31,6 +33,12 @@ class TenantNetwork(pulumi.ComponentResource):
             if namespaced:
                 metadata["namespace"] = "kube-system"
             return metadata
+
+        def daemon_set_meta(component: str) -> dict[str, object]:
+            # pulumi-kubernetes deletes in the foreground by default and waits until the object is gone
+            # (provider/pkg/await/await.go Deletion, metadata.DeletionPropagation); a node whose kubelet is
+            # already dead never finalises its pods, so the wait would hang until the delete timeout.
+            return {**meta(component, component), "annotations": {"pulumi.com/deletionPropagationPolicy": "background"}}
 
         kindnet_sa = k8s.core.v1.ServiceAccount(f"{name}-kindnet", metadata=meta("kindnet", "kindnet"), opts=in_tenant)
         kindnet_role = k8s.rbac.v1.ClusterRole(
@@ -48,7 +56,7 @@ class TenantNetwork(pulumi.ComponentResource):
         )
         self.kindnet = k8s.apps.v1.DaemonSet(
             f"{name}-kindnet",
-            metadata=meta("kindnet", "kindnet"),
+            metadata=daemon_set_meta("kindnet"),
             spec=pulumi.Output.from_input(args.endpoint).apply(
                 lambda endpoint: manifests.kindnet_daemonset_spec(
                     tenant, args.kindnetd_image, args.pod_cidr, endpoint
@@ -56,8 +64,7 @@ class TenantNetwork(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions.merge(
                 in_tenant,
-                # Nodes only become Ready with the CNI, so do not block the stack on rollout here.
-                pulumi.ResourceOptions(depends_on=[kindnet_sa, kindnet_role, kindnet_binding]),
+                pulumi.ResourceOptions(depends_on=[kindnet_sa, kindnet_role, kindnet_binding, *args.nodes]),
             ),
         )
         proxy_sa = k8s.core.v1.ServiceAccount(
@@ -83,12 +90,12 @@ class TenantNetwork(pulumi.ComponentResource):
         )
         self.kube_proxy = k8s.apps.v1.DaemonSet(
             f"{name}-kube-proxy",
-            metadata=meta("kube-proxy", "kube-proxy"),
+            metadata=daemon_set_meta("kube-proxy"),
             spec=manifests.kube_proxy_daemonset_spec(
                 tenant, f"{versions.KUBE_PROXY_REPOSITORY}:{args.kubernetes_version}"
             ),
             opts=pulumi.ResourceOptions.merge(
-                in_tenant, pulumi.ResourceOptions(depends_on=[proxy_sa, proxy_binding, proxy_config])
+                in_tenant, pulumi.ResourceOptions(depends_on=[proxy_sa, proxy_binding, proxy_config, *args.nodes])
             ),
         )
         self.register_outputs({})

@@ -7,23 +7,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_command as command
 import pulumi_docker as docker
-import pulumi_kubernetes as k8s
 
-from components.bootstrap_token import BootstrapToken, BootstrapTokenArgs
-from gpu_tenancy import manifests
-
-JOIN_SCRIPT = """set -eu
-# Wait for systemd and containerd inside the node container, as kind does before kubeadm.
-for _ in $(seq 1 120); do
-  docker exec "$GPU_TENANCY_WORKER" systemctl is-active --quiet containerd && break
-  sleep 1
-done
-docker exec "$GPU_TENANCY_WORKER" test -f /etc/kubernetes/kubelet.conf && exit 0
-docker exec -i "$GPU_TENANCY_WORKER" sh -c 'cat > /kind/gpu-tenancy-join.yaml'
-docker exec "$GPU_TENANCY_WORKER" sh -c 'modprobe br_netfilter 2>/dev/null || true; swapoff -a || true'
-docker exec "$GPU_TENANCY_WORKER" kubeadm join --config /kind/gpu-tenancy-join.yaml
-docker exec "$GPU_TENANCY_WORKER" rm -f /kind/gpu-tenancy-join.yaml
-"""
+from gpu_tenancy import kind_node, manifests, worker_join
 
 
 @dataclass
@@ -32,9 +17,10 @@ class WorkerArgs:
     container_name: str
     image: str
     network: str
-    provider: k8s.Provider
     endpoint: pulumi.Input[str]
     ca_cert_hash: pulumi.Input[str]
+    # The tenant's admin kubeconfig: the join mints its bootstrap token with it, the delete removes the Node.
+    kubeconfig: pulumi.Input[str]
     depends_on: list[pulumi.Resource]
 
 
@@ -48,19 +34,42 @@ class Worker(pulumi.ComponentResource):
         image = docker.RemoteImage(
             f"{name}-image", name=args.image, keep_locally=True, opts=pulumi.ResourceOptions(parent=self)
         )
-        # The flags kind itself uses for node containers (kind pkg/cluster/internal/providers/docker/provision.go).
+        # kind decides some node flags from `docker info` on the host (gpu_tenancy/kind_node.py). Asked once,
+        # when the worker is created, and kept in the state: a later `pulumi up` changes nothing.
+        docker_info = command.local.Command(
+            f"{name}-docker-info",
+            create=kind_node.DOCKER_INFO_COMMAND,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        host = docker_info.stdout.apply(kind_node.host_flags)
+        # The flags kind itself uses for node containers (kind pkg/cluster/internal/providers/docker/provision.go
+        # runArgsForNode and commonArgs).
         self.container = docker.Container(
             f"{name}-container",
             name=args.container_name,
             hostname=args.container_name,
             image=image.image_id,
             privileged=True,
+            tty=True,
             security_opts=["seccomp=unconfined", "apparmor=unconfined"],
             tmpfs={"/tmp": "", "/run": ""},
-            volumes=[
-                docker.ContainerVolumeArgs(container_path="/var"),
-                docker.ContainerVolumeArgs(host_path="/lib/modules", container_path="/lib/modules", read_only=True),
-            ],
+            volumes=host.apply(
+                lambda flags: [
+                    docker.ContainerVolumeArgs(container_path="/var"),
+                    docker.ContainerVolumeArgs(
+                        host_path="/lib/modules", container_path="/lib/modules", read_only=True
+                    ),
+                    *(
+                        [docker.ContainerVolumeArgs(host_path="/dev/mapper", container_path="/dev/mapper")]
+                        if flags.mount_dev_mapper
+                        else []
+                    ),
+                ]
+            ),
+            devices=host.apply(
+                lambda flags: [docker.ContainerDeviceArgs(host_path="/dev/fuse")] if flags.mount_fuse else []
+            ),
+            userns_mode=host.apply(lambda flags: "host" if flags.userns_host else None),
             networks_advanced=[docker.ContainerNetworksAdvancedArgs(name=args.network)],
             restart="on-failure",
             max_retry_count=1,
@@ -70,27 +79,31 @@ class Worker(pulumi.ComponentResource):
                 docker.ContainerLabelArgs(label=manifests.TENANT_LABEL, value=tenant),
                 docker.ContainerLabelArgs(label=manifests.COMPONENT_LABEL, value="worker"),
             ],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on),
+            # Its name is fixed: the old container must be gone before the new one can take it.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on, delete_before_replace=True),
         )
-        bootstrap = BootstrapToken(
-            f"{name}-bootstrap-token",
-            BootstrapTokenArgs(tenant=tenant, provider=args.provider),
-            pulumi.ResourceOptions(parent=self),
+        template = pulumi.Output.all(args.endpoint, args.ca_cert_hash).apply(
+            lambda v: worker_join.join_configuration_template(
+                v[0], v[1], args.container_name, manifests.gpu_node_labels(tenant)
+            )
         )
-        join_configuration = bootstrap.join_configuration(args.endpoint, args.ca_cert_hash, args.container_name)
         self.join = command.local.Command(
             f"{name}-join",
-            create=JOIN_SCRIPT,
+            create=worker_join.join_script(tenant),
+            # A replaced container rejoins under the same node name: kubeadm refuses a name whose Node is
+            # still there, so the old Node goes first (delete_before_replace) and on destroy.
+            delete=worker_join.leave_script(),
             interpreter=["/bin/sh", "-c"],
-            stdin=join_configuration,  # the token travels on stdin, never on a command line
+            stdin=pulumi.Output.secret(args.kubeconfig),  # credentials on stdin, never on a command line
             environment={
                 "GPU_TENANCY_TENANT": tenant,
                 "GPU_TENANCY_WORKER": args.container_name,
+                "GPU_TENANCY_JOIN_CONFIGURATION": template,
                 "CONTROL_PLANE_TENANT": tenant,
                 "CONTROL_PLANE_ENDPOINT": args.endpoint,
             },
             triggers=[self.container.id],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.container, bootstrap.secret]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.container], delete_before_replace=True),
         )
         self.node_name = self.join.id.apply(lambda _: args.container_name)
         self.register_outputs({"containerName": args.container_name, "nodeName": self.node_name})

@@ -1,0 +1,61 @@
+"""The host-dependent `docker run` flags kind adds to its node containers, decided from `docker info`.
+
+kind v0.32.0 `pkg/cluster/internal/providers/docker/provision.go` `commonArgs` adds `--userns=host`
+when `usernsRemap()`, a `/dev/mapper` bind mount when `mountDevMapper()` and `--device /dev/fuse` when
+`mountFuse()` (`util.go`; rootless detection in `provider.go` `info()`). Each of those runs `docker info`
+and answers false when docker info fails or cannot be parsed; `host_flags` does the same from one
+`docker info` output, so a worker container gets exactly the flags kind would give it on that host.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass
+
+# One `docker info` call printing the three facts kind reads, as one JSON object.
+DOCKER_INFO_COMMAND = (
+    "docker info --format "
+    "'{\"SecurityOptions\":{{json .SecurityOptions}},\"Driver\":{{json .Driver}},"
+    "\"DriverStatus\":{{json .DriverStatus}}}'"
+)
+
+
+@dataclass(frozen=True)
+class KindHostFlags:
+    userns_host: bool = False
+    mount_dev_mapper: bool = False
+    mount_fuse: bool = False
+
+
+def _rootless(security_options: list[str]) -> bool:
+    """kind `info()`: any comma-separated field of a security option equal to `name=rootless`."""
+    for option in security_options:
+        for row in csv.reader([option]):
+            if "name=rootless" in row:
+                return True
+    return False
+
+
+def host_flags(docker_info: str) -> KindHostFlags:
+    """The flags kind's `usernsRemap`, `mountDevMapper` and `mountFuse` would choose on this host."""
+    try:
+        info = json.loads(docker_info)
+    except ValueError:
+        return KindHostFlags()
+    if not isinstance(info, dict):
+        return KindHostFlags()
+    options = [o for o in info.get("SecurityOptions") or [] if isinstance(o, str)]
+    rootless = _rootless(options)
+    # usernsRemap: the JSON list of security options contains "name=userns".
+    userns = "name=userns" in json.dumps(options)
+    driver = str(info.get("Driver") or "").strip().lower()
+    backing = ""
+    for item in info.get("DriverStatus") or []:
+        if isinstance(item, list) and len(item) >= 2 and item[0] == "Backing Filesystem":
+            backing = str(item[1]).lower()
+            break
+    dev_mapper = not rootless and (
+        driver in ("btrfs", "zfs", "devicemapper") or backing in ("btrfs", "zfs", "xfs")
+    )
+    return KindHostFlags(userns_host=userns, mount_dev_mapper=dev_mapper, mount_fuse=rootless)

@@ -1,0 +1,160 @@
+"""Shell scripts that join a kind worker container to its tenant and remove it again (mode sim).
+
+Pure builders, run by the worker's local `Command` with `/bin/sh -c`; tests run them against a fake
+`docker`/`kubectl` and check them with shellcheck. Both read the tenant's admin kubeconfig on stdin
+(pulumi-command v1.2.1 `local/commandOutputs.go` `run` feeds the same `stdin` to create and delete) and
+keep it in a private temporary file for kubectl; it never reaches a command line or the container.
+
+The bootstrap token is minted by the join script itself, just in time: a random `<id>.<secret>`, a
+`bootstrap.kubernetes.io/token` Secret with an `expiration` TOKEN_TTL_SECONDS ahead, deleted again when
+the script ends. So no token is ever in the Pulumi state or program inputs (the second `pulumi up` stays a
+no-op), every join attempt (a retry, a replaced container) gets a fresh one, and a token that outlives a
+killed script expires: the kube-apiserver's bootstrap authenticator refuses an expired token
+(kubernetes `plugin/pkg/auth/authenticator/token/bootstrap/bootstrap.go`) and Kamaji's controller-manager
+runs `tokencleaner` (`--controllers=*,bootstrapsigner,tokencleaner`, clastix/kamaji 26.8.2-edge
+`internal/builders/controlplane/deployment.go`), which deletes the expired Secret.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+from gpu_tenancy import manifests
+
+TOKEN_PLACEHOLDER = "@BOOTSTRAP_TOKEN@"
+TOKEN_TTL_SECONDS = 900
+CONTAINERD_WAIT_SECONDS = 120
+# Inside the node container: /run is a tmpfs there (kind's `--tmpfs /run`), never on disk.
+JOIN_FILE = "/run/gpu-tenancy-join.yaml"
+# What kubeadm's join preflight refuses to overwrite (FileAvailable-kubelet.conf,
+# FileAvailable-bootstrap-kubelet.conf, FileAvailable-ca.crt; kubernetes cmd/kubeadm/app/preflight/checks.go
+# RunJoinNodeChecks). kubelet.conf means joined; the other two without it mean a join that failed half-way.
+KUBELET_CONF = "/etc/kubernetes/kubelet.conf"
+HALF_JOINED = ("/etc/kubernetes/pki/ca.crt", "/etc/kubernetes/bootstrap-kubelet.conf")
+
+
+def join_configuration_template(
+    endpoint: str, ca_cert_hash: str, node_name: str, node_labels: dict[str, str]
+) -> str:
+    """The JoinConfiguration with TOKEN_PLACEHOLDER where the just-in-time token goes; nothing secret."""
+    template = manifests.join_configuration(endpoint, TOKEN_PLACEHOLDER, ca_cert_hash, node_name, node_labels)
+    if template.count(TOKEN_PLACEHOLDER) != 1:
+        raise ValueError("the join configuration must hold the token placeholder exactly once")
+    return template
+
+
+def _token_secret_printf(tenant: str) -> str:
+    """A `printf` that writes the token Secret (JSON) using $token_id, $token_secret and $expiration."""
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": "bootstrap-token-@ID@",
+            "namespace": "kube-system",
+            "labels": manifests.labels(tenant, "worker"),
+        },
+        "type": "bootstrap.kubernetes.io/token",
+        "stringData": {
+            "description": "gpu-tenancy: joins one worker, deleted after the join",
+            "token-id": "@ID@",
+            "token-secret": "@SECRET@",
+            "expiration": "@EXPIRATION@",
+            "usage-bootstrap-authentication": "true",
+            "usage-bootstrap-signing": "true",
+            "auth-extra-groups": "system:bootstrappers:kubeadm:default-node-token",
+        },
+    }
+    text = json.dumps(secret, sort_keys=True)
+    if "'" in text:
+        raise ValueError("labels must not contain a single quote")
+    for marker, variable in (("@ID@", "token_id"), ("@SECRET@", "token_secret"), ("@EXPIRATION@", "expiration")):
+        text = text.replace(marker, f"'\"${variable}\"'")
+    # printf is a shell builtin: the token secret is on no command line.
+    return f"printf '%s\\n' '{text}'"
+
+
+def join_script(tenant: str) -> str:
+    """Create: wait for containerd, reset a half-joined node, mint a token, join; idempotent once joined.
+
+    Environment: GPU_TENANCY_WORKER (container = node name), GPU_TENANCY_JOIN_CONFIGURATION (from
+    join_configuration_template). Stdin: the tenant's admin kubeconfig.
+    """
+    half_joined = " || ".join(f"test -e {shlex.quote(path)}" for path in HALF_JOINED)
+    return f"""set -eu
+umask 077
+worker="$GPU_TENANCY_WORKER"
+template="$GPU_TENANCY_JOIN_CONFIGURATION"
+kubeconfig="$(mktemp)"
+token_id=""
+cleanup() {{
+  docker exec "$worker" rm -f {JOIN_FILE} >/dev/null 2>&1 || true
+  if [ -n "$token_id" ]; then
+    kubectl --kubeconfig "$kubeconfig" --request-timeout=30s --namespace kube-system \\
+      delete secret "bootstrap-token-$token_id" --ignore-not-found >/dev/null 2>&1 || true
+  fi
+  rm -f "$kubeconfig"
+}}
+trap cleanup EXIT
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
+cat > "$kubeconfig"
+
+# Wait for systemd and containerd inside the node container, as kind does before kubeadm.
+waited=0
+until docker exec "$worker" systemctl is-active --quiet containerd; do
+  waited=$((waited + 1))
+  if [ "$waited" -ge {CONTAINERD_WAIT_SECONDS} ]; then
+    echo "gpu-tenancy: containerd in $worker is not active after {CONTAINERD_WAIT_SECONDS}s" >&2
+    exit 1
+  fi
+  sleep 1
+done
+if docker exec "$worker" test -f {KUBELET_CONF}; then
+  exit 0
+fi
+# A join that failed half-way left files kubeadm's preflight refuses to overwrite: start clean.
+if docker exec "$worker" sh -c {shlex.quote(half_joined)}; then
+  echo "gpu-tenancy: $worker holds a half-finished join; kubeadm reset first" >&2
+  docker exec "$worker" kubeadm reset --force
+fi
+docker exec "$worker" sh -c 'modprobe br_netfilter 2>/dev/null || true; swapoff -a || true'
+
+case "$template" in
+  *{TOKEN_PLACEHOLDER}*) ;;
+  *) echo "gpu-tenancy: GPU_TENANCY_JOIN_CONFIGURATION has no token placeholder" >&2; exit 1 ;;
+esac
+token_id="$(LC_ALL=C tr -dc 'a-z0-9' < /dev/urandom | head -c 6)"
+token_secret="$(LC_ALL=C tr -dc 'a-z0-9' < /dev/urandom | head -c 16)"
+expires=$(( $(date -u +%s) + {TOKEN_TTL_SECONDS} ))
+expiration="$(date -u -d "@$expires" +%Y-%m-%dT%H:%M:%SZ 2>/dev/null || date -u -r "$expires" +%Y-%m-%dT%H:%M:%SZ)"
+{_token_secret_printf(tenant)} \\
+  | kubectl --kubeconfig "$kubeconfig" --request-timeout=60s create -f - >/dev/null
+before="${{template%%{TOKEN_PLACEHOLDER}*}}"
+after="${{template#*{TOKEN_PLACEHOLDER}}}"
+printf '%s%s%s\\n' "$before" "$token_id.$token_secret" "$after" \\
+  | docker exec -i "$worker" sh -c 'umask 077; cat > {JOIN_FILE}'
+docker exec "$worker" kubeadm join --config {JOIN_FILE}
+"""
+
+
+def leave_script() -> str:
+    """Delete: stop the kubelet (if the container is still there) and remove the Node from the tenant.
+
+    Environment: GPU_TENANCY_WORKER (container = node name). Stdin: the tenant's admin kubeconfig.
+    A Node that is already gone is fine; any other failure fails the delete.
+    """
+    return """set -eu
+umask 077
+worker="$GPU_TENANCY_WORKER"
+kubeconfig="$(mktemp)"
+trap 'rm -f "$kubeconfig"' EXIT
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
+cat > "$kubeconfig"
+# A stopped kubelet cannot register the Node again.
+docker exec "$worker" systemctl stop kubelet >/dev/null 2>&1 || true
+kubectl --kubeconfig "$kubeconfig" --request-timeout=60s delete node "$worker" --ignore-not-found
+"""

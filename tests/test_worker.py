@@ -1,0 +1,345 @@
+"""The kind worker: its join/leave scripts run against fake docker/kubectl, kind's host flags, and its wiring."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from harness import gpu_config, record_mocks, record_stack, registered_gpus, unwrap
+from policy_support import Recorded, record_engine_view
+from pulumi.runtime import mocks as pulumi_mocks
+from pulumi.runtime import rpc
+
+from gpu_tenancy import kind_node, manifests, worker_join
+from tests.worker_fakes import FakeHost
+
+KUBECONFIG = "apiVersion: v1\nkind: Config\nusers: [{name: admin, user: {token: tenant-admin-secret}}]\n"
+TEMPLATE = worker_join.join_configuration_template(
+    "10.0.0.5:6443", "sha256:abc", "lab-tenant-a-worker", manifests.gpu_node_labels("tenant-a")
+)
+JOIN_ENV = {"GPU_TENANCY_JOIN_CONFIGURATION": TEMPLATE}
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> FakeHost:
+    return FakeHost(tmp_path)
+
+
+def join(host: FakeHost) -> subprocess.CompletedProcess[str]:
+    return host.run(worker_join.join_script("tenant-a"), KUBECONFIG, JOIN_ENV)
+
+
+def leave(host: FakeHost) -> subprocess.CompletedProcess[str]:
+    return host.run(worker_join.leave_script(), KUBECONFIG)
+
+
+def assert_no_secret_on_a_command_line(host: FakeHost, *secrets: str) -> None:
+    for argv in host.calls():
+        for secret in secrets:
+            assert secret not in " ".join(argv), argv
+
+
+# --------------------------------------------------------------------------- shellcheck
+
+
+@pytest.mark.parametrize("script", [worker_join.join_script("tenant-a"), worker_join.leave_script()])
+def test_scripts_pass_shellcheck(tmp_path: Path, script: str) -> None:
+    path = tmp_path / "script.sh"
+    path.write_text(script)
+    result = subprocess.run(
+        [str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "shellcheck"), "-s", "sh", str(path)],
+        capture_output=True, text=True,
+    )
+    assert result.returncode == 0, result.stdout
+
+
+# --------------------------------------------------------------------------- join
+
+
+def test_join_mints_an_expiring_token_joins_and_leaves_nothing_behind(host: FakeHost) -> None:
+    result = join(host)
+    assert result.returncode == 0, result.stderr
+    (config,) = host.joins()
+    parsed = yaml.safe_load(config)
+    token = parsed["discovery"]["bootstrapToken"]["token"]
+    token_id, token_secret = token.split(".")
+    assert len(token_id) == 6 and len(token_secret) == 16 and token.replace(".", "").isalnum()
+    assert parsed["nodeRegistration"]["name"] == "lab-tenant-a-worker"
+    assert parsed == yaml.safe_load(TEMPLATE.replace(worker_join.TOKEN_PLACEHOLDER, token))
+    # The token Secret existed for the join (kubectl create) and is gone afterwards.
+    create = next(c for c in host.calls() if c[:1] == ["kubectl"] and "create" in c)
+    assert "-f" in create and "-" in create
+    assert host.objects("secrets") == {}
+    assert any(c[-3:] == ["secret", f"bootstrap-token-{token_id}", "--ignore-not-found"] for c in host.calls())
+    # Neither the join file nor the private kubeconfig copy stays anywhere.
+    assert not host.file(worker_join.JOIN_FILE).exists()
+    for kubeconfig, mode in host.kubeconfigs():
+        assert kubeconfig == KUBECONFIG and mode == "0o600"
+    assert_no_secret_on_a_command_line(host, token_secret, "tenant-admin-secret")
+    assert host.objects("nodes") == {"lab-tenant-a-worker": {}}
+
+
+def test_token_secret_is_a_kubeadm_bootstrap_token_that_expires(host: FakeHost) -> None:
+    # Keep the Secret: a kubectl that refuses deletes (the trap tolerates it) leaves it for inspection.
+    (host.bin / "kubectl").write_text(
+        (host.bin / "kubectl").read_text().replace('if words[:1] == ["delete"]', 'if False')
+    )
+    now = datetime.datetime.now(datetime.UTC)
+    assert join(host).returncode == 0
+    ((name, secret),) = host.objects("secrets").items()
+    data = secret["stringData"]
+    assert name == f"bootstrap-token-{data['token-id']}" and secret["metadata"]["namespace"] == "kube-system"
+    assert secret["type"] == "bootstrap.kubernetes.io/token"
+    assert data["usage-bootstrap-authentication"] == data["usage-bootstrap-signing"] == "true"
+    assert data["auth-extra-groups"] == "system:bootstrappers:kubeadm:default-node-token"
+    assert secret["metadata"]["labels"] == manifests.labels("tenant-a", "worker")
+    expiration = datetime.datetime.strptime(data["expiration"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.UTC)
+    ttl = (expiration - now).total_seconds()
+    assert worker_join.TOKEN_TTL_SECONDS - 60 <= ttl <= worker_join.TOKEN_TTL_SECONDS + 60
+    (config,) = host.joins()
+    assert yaml.safe_load(config)["discovery"]["bootstrapToken"]["token"] == f"{data['token-id']}.{data['token-secret']}"
+
+
+def test_every_join_attempt_gets_its_own_token(host: FakeHost) -> None:
+    host.behave(join="fail-after-kubelet-start")
+    assert join(host).returncode != 0
+    host.behave()
+    assert join(host).returncode == 0
+    first, second = (yaml.safe_load(c)["discovery"]["bootstrapToken"]["token"] for c in host.joins())
+    assert first != second
+
+
+def test_a_joined_node_is_left_as_it_is(host: FakeHost) -> None:
+    assert join(host).returncode == 0
+    assert join(host).returncode == 0
+    assert len(host.joins()) == 1 and host.resets() == 0
+    assert not any(c[:1] == ["kubectl"] and "create" in c for c in host.calls()[-5:])
+
+
+def test_a_half_joined_node_is_reset_before_joining_again(host: FakeHost) -> None:
+    host.behave(join="fail-after-kubelet-start")
+    failed = join(host)
+    assert failed.returncode != 0
+    assert host.file("/etc/kubernetes/pki/ca.crt").exists()  # what kubeadm leaves behind
+    host.behave()
+    retried = join(host)
+    assert retried.returncode == 0, retried.stderr
+    assert host.resets() == 1
+    assert host.file(worker_join.KUBELET_CONF).exists()
+
+
+def test_a_failed_join_removes_the_join_file_and_its_token(host: FakeHost) -> None:
+    host.behave(join="fail-after-kubelet-start")
+    result = join(host)
+    assert result.returncode == 1
+    assert not host.file(worker_join.JOIN_FILE).exists()
+    assert host.objects("secrets") == {}
+
+
+def test_containerd_that_never_comes_up_fails_the_join_loudly(host: FakeHost) -> None:
+    host.behave(containerd_after_polls=10_000)
+    result = join(host)
+    assert result.returncode != 0
+    assert f"containerd in lab-tenant-a-worker is not active after {worker_join.CONTAINERD_WAIT_SECONDS}s" in (
+        result.stderr
+    )
+    assert host.joins() == [] and host.objects("secrets") == {}
+
+
+def test_containerd_that_comes_up_late_is_waited_for(host: FakeHost) -> None:
+    host.behave(containerd_after_polls=5)
+    assert join(host).returncode == 0
+    assert [c for c in host.calls() if c[0] == "sleep"] == [["sleep", "1"]] * 5
+
+
+def test_a_template_without_the_placeholder_is_refused(host: FakeHost) -> None:
+    result = host.run(worker_join.join_script("tenant-a"), KUBECONFIG, {"GPU_TENANCY_JOIN_CONFIGURATION": "x: 1"})
+    assert result.returncode == 1 and "no token placeholder" in result.stderr
+    assert host.joins() == []
+
+
+def test_join_configuration_template_holds_no_token() -> None:
+    parsed = yaml.safe_load(TEMPLATE)
+    assert parsed["discovery"]["bootstrapToken"]["token"] == worker_join.TOKEN_PLACEHOLDER
+    assert parsed["nodeRegistration"]["ignorePreflightErrors"] == list(manifests.KIND_NODE_PREFLIGHT_IGNORES)
+
+
+# --------------------------------------------------------------------------- leave
+
+
+def test_leave_removes_the_node_from_its_tenant(host: FakeHost) -> None:
+    assert join(host).returncode == 0
+    result = leave(host)
+    assert result.returncode == 0, result.stderr
+    assert host.objects("nodes") == {}
+    assert host.file(".kubelet-stopped").exists()
+    assert_no_secret_on_a_command_line(host, "tenant-admin-secret")
+    assert all(mode == "0o600" for _, mode in host.kubeconfigs())
+
+
+def test_leave_tolerates_a_node_and_a_container_that_are_gone(host: FakeHost) -> None:
+    import shutil
+
+    shutil.rmtree(host.root)
+    result = leave(host)
+    assert result.returncode == 0, result.stderr
+
+
+def test_leave_fails_when_the_tenant_refuses(host: FakeHost) -> None:
+    (host.bin / "kubectl").write_text("#!/bin/sh\necho 'Unable to connect to the server' >&2\nexit 1\n")
+    assert leave(host).returncode == 1
+
+
+# --------------------------------------------------------------------------- kind's host flags
+
+
+def docker_info(options: list[str], driver: str = "overlay2", backing: str = "extfs") -> str:
+    return json.dumps({
+        "SecurityOptions": options,
+        "Driver": driver,
+        "DriverStatus": [["Backing Filesystem", backing], ["Supports d_type", "true"]],
+    })
+
+
+SECCOMP = "name=seccomp,profile=builtin"
+
+
+@pytest.mark.parametrize(
+    ("info", "expected"),
+    [
+        (docker_info(["name=apparmor", SECCOMP, "name=cgroupns"]), kind_node.KindHostFlags()),
+        (docker_info([SECCOMP, "name=userns"]), kind_node.KindHostFlags(userns_host=True)),
+        (docker_info([SECCOMP], driver="btrfs"), kind_node.KindHostFlags(mount_dev_mapper=True)),
+        (docker_info([SECCOMP], driver="zfs"), kind_node.KindHostFlags(mount_dev_mapper=True)),
+        (docker_info([SECCOMP], driver="devicemapper"), kind_node.KindHostFlags(mount_dev_mapper=True)),
+        (docker_info([SECCOMP], backing="xfs"), kind_node.KindHostFlags(mount_dev_mapper=True)),
+        (docker_info([SECCOMP], backing="btrfs"), kind_node.KindHostFlags(mount_dev_mapper=True)),
+        # Rootless: no /dev/mapper (it cannot create device nodes), /dev/fuse instead.
+        (docker_info([SECCOMP, "name=rootless"], driver="btrfs"), kind_node.KindHostFlags(mount_fuse=True)),
+        (docker_info(["name=seccomp,profile=default,name=rootless"]), kind_node.KindHostFlags(mount_fuse=True)),
+        # kind answers false whenever docker info fails or is not what it expects.
+        ("", kind_node.KindHostFlags()),
+        ("apiVersion: v1\nkind: Config\n", kind_node.KindHostFlags()),
+        ('{"SecurityOptions":null,"Driver":"overlay2","DriverStatus":null}', kind_node.KindHostFlags()),
+    ],
+)
+def test_host_flags_follow_kind(info: str, expected: kind_node.KindHostFlags) -> None:
+    assert kind_node.host_flags(info) == expected
+
+
+# --------------------------------------------------------------------------- wiring under mocks
+
+
+def _closure(recorded: list[Recorded], urn: str) -> set[str]:
+    """Everything `urn` depends on, transitively: what the engine deletes only after it."""
+    edges = {
+        r.urn: {*r.dependencies, *(d for deps in r.property_dependencies.values() for d in deps)} for r in recorded
+    }
+    seen: set[str] = set()
+    todo = [urn]
+    while todo:
+        for dep in edges.get(todo.pop(), ()):
+            if dep not in seen:
+                seen.add(dep)
+                todo.append(dep)
+    return seen
+
+
+@pytest.fixture(scope="module")
+def engine_view() -> list[Recorded]:
+    return record_engine_view()
+
+
+def _join_of(recorded: list[Recorded], tenant: str) -> Recorded:
+    (join,) = [r for r in recorded if r.type == "command:local:Command" and r.name == f"{tenant}-worker-join"]
+    return join
+
+
+@pytest.mark.parametrize("tenant", ["tenant-a", "tenant-b"])
+def test_everything_running_on_the_worker_is_deleted_before_it(engine_view: list[Recorded], tenant: str) -> None:
+    """Destroy deletes a resource only after everything that depends on it (pulumi/pulumi
+    pkg/resource/deploy: deletes run in reverse dependency order): every workload with pods on the
+    worker - kindnet, kube-proxy, HAMi, the mock-GPU agent, the tenant's Deployments - must depend on the
+    worker's join, so it is gone while the kubelet still runs, and the join (Node removal) before the container."""
+    join = _join_of(engine_view, tenant)
+    provider = f"{tenant}-kubernetes"
+    on_node = [
+        r for r in engine_view
+        if r.type in ("kubernetes:apps/v1:DaemonSet", "kubernetes:apps/v1:Deployment", "kubernetes:helm.sh/v3:Release")
+        and f"::{provider}::" in r.provider
+    ]
+    names = {r.name for r in on_node}
+    assert {f"{tenant}-network-kindnet", f"{tenant}-network-kube-proxy", f"{tenant}-mock-gpu-agent-daemonset"} <= names
+    assert any(r.type == "kubernetes:apps/v1:Deployment" for r in on_node)
+    for resource in on_node:
+        assert join.urn in _closure(engine_view, resource.urn), f"{resource.name} is not deleted before the worker"
+    (container,) = [r for r in engine_view if r.type == "docker:index/container:Container" and r.name.startswith(tenant)]
+    assert container.urn in _closure(engine_view, join.urn)
+
+
+def test_node_daemonsets_are_deleted_in_the_background(engine_view: list[Recorded]) -> None:
+    """pulumi-kubernetes await.go Deletion: foreground (the default) waits for pods a dead kubelet never
+    finalises; `pulumi.com/deletionPropagationPolicy: background` returns once the DaemonSet is gone."""
+    daemon_sets = [
+        r for r in engine_view
+        if r.type == "kubernetes:apps/v1:DaemonSet" and r.name.endswith(("-network-kindnet", "-network-kube-proxy"))
+    ]
+    assert len(daemon_sets) == 4
+    for daemon_set in daemon_sets:
+        annotations = daemon_set.inputs["metadata"]["annotations"]
+        assert annotations["pulumi.com/deletionPropagationPolicy"] == "background", daemon_set.name
+
+
+def test_real_hosts_come_before_the_tenant_network() -> None:
+    recorded = record_engine_view(gpu_config(), stack="gpu", node_register=registered_gpus(gpu_config()))
+    joins = [r for r in recorded if r.type == "command:remote:Command" and r.name.endswith("-join")]
+    assert joins
+    for daemon_set in [r for r in recorded if r.type == "kubernetes:apps/v1:DaemonSet"]:
+        tenant = daemon_set.inputs["metadata"]["labels"][manifests.TENANT_LABEL]
+        own = [j for j in joins if j.name.startswith(f"{tenant}-")]
+        assert own and all(j.urn in _closure(recorded, daemon_set.urn) for j in own), daemon_set.name
+
+
+@pytest.fixture(scope="module")
+def registrations() -> dict[str, Any]:
+    """name -> the RegisterResource request, for options mocks' new_resource does not see."""
+    seen: dict[str, Any] = {}
+    monitor = pulumi_mocks.MockMonitor
+    original = monitor.RegisterResource
+
+    def register(self: Any, request: Any) -> Any:
+        seen[request.name] = request
+        return original(self, request)
+
+    monitor.RegisterResource = register  # type: ignore[method-assign]
+    try:
+        record_mocks()
+    finally:
+        monitor.RegisterResource = original  # type: ignore[method-assign]
+    return seen
+
+
+@pytest.mark.parametrize("tenant", ["tenant-a", "tenant-b"])
+def test_join_removes_its_node_first_when_replaced(registrations: dict[str, Any], tenant: str) -> None:
+    join = registrations[f"{tenant}-worker-join"]
+    container = registrations[f"{tenant}-worker-container"]
+    # A replaced container takes the same name, its new join the same node name: old ones go first.
+    assert join.deleteBeforeReplace and container.deleteBeforeReplace
+    inputs = unwrap(rpc.deserialize_properties(join.object))
+    assert inputs["delete"] == worker_join.leave_script()
+    assert inputs["create"] == worker_join.join_script(tenant)
+    env = inputs["environment"]
+    template = yaml.safe_load(env["GPU_TENANCY_JOIN_CONFIGURATION"])
+    assert template["discovery"]["bootstrapToken"]["token"] == worker_join.TOKEN_PLACEHOLDER
+    assert template["nodeRegistration"]["name"] == env["GPU_TENANCY_WORKER"]
+    assert yaml.safe_load(inputs["stdin"])["users"][0]["user"]["token"] == f"secret-token-{tenant}"
+
+
+def test_worker_container_has_kinds_tty() -> None:
+    (container, *_) = [r for r in record_stack() if r.typ == "docker:index/container:Container"]
+    assert container.inputs["tty"] is True

@@ -1,0 +1,228 @@
+"""Fake `docker` and `kubectl` executables for running gpu_tenancy/worker_join.py's scripts here.
+
+`FakeHost(tmp_path)` lays out a node container's filesystem under `root/`, a tenant's API objects under
+`api/` and puts both fakes first on PATH. Every invocation is logged with its argv, so a test can prove
+no secret reached a command line. What each fake follows upstream:
+
+* `docker exec [-i] NAME CMD...` (docker/cli `cli/command/container/exec.go` `RunExec`): runs CMD in
+  the container, forwards stdin with `-i`, exits with CMD's status; a missing container prints
+  "Error response from daemon: No such container: NAME" and exits 1. Only the commands the scripts use
+  are modelled, on the container's files: `systemctl is-active --quiet containerd` (exit 3 while
+  inactive, as systemctl(1) does for an inactive unit), `systemctl stop kubelet`, `test -f/-e`,
+  `rm -f`, the scripts' `sh -c` snippets, `kubeadm reset --force` (removes /etc/kubernetes files and stops
+  the kubelet: kubernetes `cmd/kubeadm/app/cmd/phases/reset/cleanupnode.go`) and `kubeadm join --config F`,
+  whose preflight refuses an existing kubelet.conf, bootstrap-kubelet.conf or pki/ca.crt
+  (`cmd/kubeadm/app/preflight/checks.go` `RunJoinNodeChecks`, FileAvailable) and which, told to fail
+  after its kubelet-start phase, leaves bootstrap-kubelet.conf and ca.crt behind as kubeadm does
+  (`cmd/kubeadm/app/cmd/phases/join/kubelet.go` writes both before waiting for the TLS bootstrap).
+* `kubectl --kubeconfig F ... create -f -` / `delete secret|node NAME [--ignore-not-found]`
+  (kubectl `create`/`delete`): objects live as JSON files; deleting a missing object without
+  --ignore-not-found fails with `Error from server (NotFound)` and exit 1, as kubectl does.
+* `sleep` returns at once (logged), so a wait loop that runs out is tested without waiting.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+_DOCKER = r'''
+import json, os, shutil, sys
+from pathlib import Path
+state = Path(os.environ["FAKE_STATE"])
+with open(state / "calls.jsonl", "a") as log:
+    log.write(json.dumps(["docker", *sys.argv[1:]]) + "\n")
+args = sys.argv[1:]
+assert args[0] == "exec", args
+args = args[1:]
+interactive = args[0] == "-i"
+if interactive:
+    args = args[1:]
+name, cmd = args[0], args[1:]
+root = state / "containers" / name
+if not root.is_dir():
+    sys.stderr.write(f"Error response from daemon: No such container: {name}\n")
+    sys.exit(1)
+def path(p):
+    return root / p.lstrip("/")
+def exists(*ps):
+    return any(path(p).exists() for p in ps)
+behaviour = json.loads((state / "behaviour.json").read_text())
+if cmd[:3] == ["systemctl", "is-active", "--quiet"] and cmd[3] == "containerd":
+    counter = state / "containerd-polls"
+    polls = int(counter.read_text()) + 1 if counter.exists() else 1
+    counter.write_text(str(polls))
+    sys.exit(0 if polls > behaviour.get("containerd_after_polls", 0) else 3)
+if cmd == ["systemctl", "stop", "kubelet"]:
+    (root / ".kubelet-stopped").write_text("")
+    sys.exit(0)
+if cmd[0] == "test" and cmd[1] in ("-f", "-e"):
+    sys.exit(0 if path(cmd[2]).exists() else 1)
+if cmd[:2] == ["rm", "-f"]:
+    path(cmd[2]).unlink(missing_ok=True)
+    sys.exit(0)
+if cmd[:2] == ["sh", "-c"]:
+    snippet = cmd[2]
+    if snippet.startswith("umask 077; cat > "):
+        target = path(snippet.split("cat > ", 1)[1])
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(sys.stdin.buffer.read())
+        target.chmod(0o600)
+        sys.exit(0)
+    if snippet.startswith("modprobe br_netfilter"):
+        sys.exit(0)
+    if snippet.startswith("test -e "):
+        files = [part.split("test -e ", 1)[1].strip().strip("'") for part in snippet.split("||")]
+        sys.exit(0 if exists(*files) else 1)
+    sys.stderr.write(f"fake docker: unmodelled snippet {snippet!r}\n")
+    sys.exit(127)
+if cmd[:2] == ["kubeadm", "reset"]:
+    assert "--force" in cmd
+    shutil.rmtree(root / "etc" / "kubernetes", ignore_errors=True)
+    (root / "etc" / "kubernetes" / "manifests").mkdir(parents=True)
+    (root / ".kubelet-stopped").write_text("")
+    (state / "resets").write_text(str(int((state / "resets").read_text() or 0) + 1) if (state / "resets").exists() else "1")
+    sys.exit(0)
+if cmd[:3] == ["kubeadm", "join", "--config"]:
+    config = path(cmd[3])
+    with open(state / "joins.jsonl", "a") as log:
+        log.write(json.dumps(config.read_text()) + "\n")
+    taken = [p for p in ("/etc/kubernetes/kubelet.conf", "/etc/kubernetes/bootstrap-kubelet.conf",
+                         "/etc/kubernetes/pki/ca.crt") if path(p).exists()]
+    if taken:
+        for p in taken:
+            sys.stderr.write(f"[ERROR FileAvailable-{p.replace('/', '-')}]: {p} already exists\n")
+        sys.exit(1)
+    (root / "etc" / "kubernetes" / "pki").mkdir(parents=True, exist_ok=True)
+    path("/etc/kubernetes/pki/ca.crt").write_text("ca")
+    path("/etc/kubernetes/bootstrap-kubelet.conf").write_text("bootstrap")
+    if behaviour.get("join") == "fail-after-kubelet-start":
+        sys.stderr.write("error execution phase kubelet-start: timed out waiting for the condition\n")
+        sys.exit(1)
+    path("/etc/kubernetes/bootstrap-kubelet.conf").unlink()
+    path("/etc/kubernetes/kubelet.conf").write_text("kubelet")
+    nodes = state / "api" / "nodes"
+    nodes.mkdir(parents=True, exist_ok=True)
+    (nodes / name).write_text("{}")
+    sys.exit(0)
+sys.stderr.write(f"fake docker: unmodelled command {cmd!r}\n")
+sys.exit(127)
+'''
+
+_KUBECTL = r'''
+import json, os, sys
+from pathlib import Path
+state = Path(os.environ["FAKE_STATE"])
+with open(state / "calls.jsonl", "a") as log:
+    log.write(json.dumps(["kubectl", *sys.argv[1:]]) + "\n")
+args = sys.argv[1:]
+options, words, i = {}, [], 0
+while i < len(args):
+    a = args[i]
+    if a in ("--kubeconfig", "--namespace", "-f"):
+        options[a] = args[i + 1]
+        i += 2
+    elif a.startswith("--"):
+        key, _, value = a.partition("=")
+        options[key] = value or True
+        i += 1
+    else:
+        words.append(a)
+        i += 1
+kubeconfig = Path(options["--kubeconfig"])
+with open(state / "kubeconfigs.jsonl", "a") as log:
+    log.write(json.dumps([kubeconfig.read_text(), oct(kubeconfig.stat().st_mode & 0o777)]) + "\n")
+api = state / "api"
+if words == ["create"] and options.get("-f") == "-":
+    obj = json.loads(sys.stdin.read())
+    kind = obj["kind"].lower() + "s"
+    folder = api / kind
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / obj["metadata"]["name"]
+    if target.exists():
+        sys.stderr.write(f'Error from server (AlreadyExists): {kind} "{target.name}" already exists\n')
+        sys.exit(1)
+    target.write_text(json.dumps(obj))
+    print(f"{obj['kind'].lower()}/{target.name} created")
+    sys.exit(0)
+if words[:1] == ["delete"] and len(words) == 3:
+    kind, name = words[1] + "s", words[2]
+    target = api / kind / name
+    if not target.exists():
+        if options.get("--ignore-not-found"):
+            sys.exit(0)
+        sys.stderr.write(f'Error from server (NotFound): {kind} "{name}" not found\n')
+        sys.exit(1)
+    target.unlink()
+    print(f'{words[1]} "{name}" deleted')
+    sys.exit(0)
+sys.stderr.write(f"fake kubectl: unmodelled {args!r}\n")
+sys.exit(127)
+'''
+
+# sleep(1) without the wait: the scripts' retry loops run at full speed, each sleep is logged.
+_SLEEP = r'''
+import json, os, sys
+with open(os.path.join(os.environ["FAKE_STATE"], "calls.jsonl"), "a") as log:
+    log.write(json.dumps(["sleep", *sys.argv[1:]]) + "\n")
+'''
+
+
+class FakeHost:
+    def __init__(self, tmp: Path, container: str = "lab-tenant-a-worker") -> None:
+        self.state = tmp / "state"
+        self.bin = tmp / "bin"
+        self.container = container
+        self.root = self.state / "containers" / container
+        (self.root / "etc" / "kubernetes" / "manifests").mkdir(parents=True)
+        (self.root / "run").mkdir()
+        (self.state / "api").mkdir(parents=True)
+        self.bin.mkdir()
+        for name, body in (("docker", _DOCKER), ("kubectl", _KUBECTL), ("sleep", _SLEEP)):
+            exe = self.bin / name
+            exe.write_text(f"#!{sys.executable}\n{body}")
+            exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
+        self.behave()
+
+    def behave(self, **behaviour: Any) -> None:
+        (self.state / "behaviour.json").write_text(json.dumps(behaviour))
+
+    def run(self, script: str, stdin: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        environment = {
+            "PATH": f"{self.bin}:{os.environ['PATH']}",
+            "FAKE_STATE": str(self.state),
+            "GPU_TENANCY_WORKER": self.container,
+            **(env or {}),
+        }
+        # pulumi-command's local Command: interpreter ["/bin/sh", "-c"], stdin from its `stdin` input.
+        return subprocess.run(
+            ["/bin/sh", "-c", script], input=stdin, env=environment, capture_output=True, text=True, timeout=60
+        )
+
+    def calls(self) -> list[list[str]]:
+        path = self.state / "calls.jsonl"
+        return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+    def joins(self) -> list[str]:
+        path = self.state / "joins.jsonl"
+        return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+    def kubeconfigs(self) -> list[tuple[str, str]]:
+        path = self.state / "kubeconfigs.jsonl"
+        return [tuple(json.loads(line)) for line in path.read_text().splitlines()] if path.exists() else []
+
+    def objects(self, kind: str) -> dict[str, Any]:
+        folder = self.state / "api" / kind
+        return {p.name: json.loads(p.read_text()) for p in folder.iterdir()} if folder.is_dir() else {}
+
+    def file(self, path: str) -> Path:
+        return self.root / path.lstrip("/")
+
+    def resets(self) -> int:
+        path = self.state / "resets"
+        return int(path.read_text()) if path.exists() else 0
