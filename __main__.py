@@ -74,6 +74,7 @@ if config.metallb_enabled:
         "metallb",
         MetalLBArgs(
             provider=management,
+            kubeconfig=management_kubeconfig,
             chart_version=config.versions.metallb,
             depends_on=management_ready,
             network=config.kind_network if config.mode == "sim" else None,

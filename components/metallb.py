@@ -1,21 +1,28 @@
-"""MetalLB in L2 mode: the pool comes from the kind network's IPv4 subnet (sim) or from config (real)."""
+"""MetalLB in L2 mode: the pool comes from the kind network's IPv4 subnet (sim) or from config (real).
+
+The pool and its advertisement wait for MetalLB's admission webhook to accept them (see
+gpu_tenancy/admission_gate.py for why the chart's readiness is not enough).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import pulumi
+import pulumi_command as command
 import pulumi_docker as docker
 import pulumi_kubernetes as k8s
 
-from gpu_tenancy import manifests, netpool, versions
+from gpu_tenancy import admission_gate, manifests, netpool, versions
 
 NAMESPACE = "metallb-system"
+CONTROLLER = "metallb-controller"  # the chart's `{{ metallb.fullname }}-controller` for release "metallb"
 
 
 @dataclass
 class MetalLBArgs:
     provider: k8s.Provider
+    kubeconfig: pulumi.Input[str]  # the management cluster's (secret), for the webhook gate's kubectl
     chart_version: str
     depends_on: list[pulumi.Resource]
     network: str | None = None  # a Docker network to take the pool from...
@@ -63,21 +70,39 @@ class MetalLB(pulumi.ComponentResource):
             self.subnet = pulumi.Output.from_input("")
         self.address_range = addresses.apply(",".join)
         pool_name = "kind-ipv4" if args.network is not None else "control-planes"
-        after_chart = pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=[release]))
+        pool_object = addresses.apply(lambda a: manifests.metallb_ip_address_pool(NAMESPACE, pool_name, a))
+        advertisement = manifests.metallb_l2_advertisement(NAMESPACE, pool_name)
+        # The gate dry-runs exactly the objects created below, so it also waits for their webhooks.
+        self.webhook_ready = command.local.Command(
+            f"{name}-webhook-ready",
+            create=admission_gate.wait_until_admitted_script(CONTROLLER, NAMESPACE),
+            interpreter=["/bin/sh", "-c"],
+            stdin=pulumi.Output.secret(args.kubeconfig),
+            environment={
+                admission_gate.MANIFEST_ENV: pool_object.apply(
+                    lambda o: manifests.metallb_manifest([o, advertisement])
+                )
+            },
+            logging=command.local.Logging.STDERR,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[release]),
+        )
+        after_webhook = pulumi.ResourceOptions.merge(
+            on_cluster, pulumi.ResourceOptions(depends_on=[release, self.webhook_ready])
+        )
         self.pool = k8s.apiextensions.CustomResource(
             f"{name}-pool",
             api_version="metallb.io/v1beta1",
             kind="IPAddressPool",
             metadata={"name": pool_name, "namespace": NAMESPACE},
-            spec=addresses.apply(manifests.ip_address_pool),
-            opts=after_chart,
+            spec=pool_object.apply(lambda o: o["spec"]),
+            opts=after_webhook,
         )
         self.advertisement = k8s.apiextensions.CustomResource(
             f"{name}-l2",
-            api_version="metallb.io/v1beta1",
-            kind="L2Advertisement",
-            metadata={"name": pool_name, "namespace": NAMESPACE},
-            spec={"ipAddressPools": [pool_name]},
-            opts=after_chart,
+            api_version=advertisement["apiVersion"],
+            kind=advertisement["kind"],
+            metadata=advertisement["metadata"],
+            spec=advertisement["spec"],
+            opts=after_webhook,
         )
         self.register_outputs({"addressRange": self.address_range, "subnet": self.subnet})

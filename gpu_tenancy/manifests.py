@@ -59,6 +59,21 @@ def ip_address_pool(addresses: list[str]) -> dict[str, Any]:
     return {"addresses": list(addresses), "autoAssign": True, "avoidBuggyIPs": True}
 
 
+def metallb_ip_address_pool(namespace: str, name: str, addresses: list[str]) -> dict[str, Any]:
+    return {"apiVersion": "metallb.io/v1beta1", "kind": "IPAddressPool",
+            "metadata": {"name": name, "namespace": namespace}, "spec": ip_address_pool(addresses)}
+
+
+def metallb_l2_advertisement(namespace: str, pool_name: str) -> dict[str, Any]:
+    return {"apiVersion": "metallb.io/v1beta1", "kind": "L2Advertisement",
+            "metadata": {"name": pool_name, "namespace": namespace}, "spec": {"ipAddressPools": [pool_name]}}
+
+
+def metallb_manifest(objects: list[dict[str, Any]]) -> str:
+    """Several objects as one multi-document YAML stream (`kubectl apply -f -`)."""
+    return yaml.dump_all(objects, Dumper=_YAML_DUMPER, sort_keys=False)
+
+
 def kamaji_values(image_tag: str) -> dict[str, Any]:
     """Kamaji sized for one host; the DataStore is declared by the program to gate on readiness."""
     return {
