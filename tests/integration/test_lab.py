@@ -23,6 +23,7 @@ from tests.integration.support import (
     ipv4_in_range,
     parse_devices_allocated,
     parse_register_annotation,
+    preview_then_up,
     wait_for,
     worker_nodes,
 )
@@ -402,9 +403,7 @@ def test_12_second_up_no_changes_and_policy_preview_clean(lab: DeployedLab) -> N
             policy = event.policy_event
             violations.append(f"[{policy.enforcement_level}] {policy.policy_name}: {policy.message}")
 
-    up = lab.stack.up(
-        on_output=lab.pulumi_log, on_event=collect_changes, policy_packs=[str(POLICY_PACK_DIR)], color="never"
-    )
+    up = preview_then_up(lab.stack, [str(POLICY_PACK_DIR)], on_output=lab.pulumi_log, on_event=collect_changes)
     summary = {
         op: n for op, n in (up.summary.resource_changes or {}).items() if op not in ("same", "read", "refresh") and n
     }
