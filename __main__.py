@@ -55,15 +55,17 @@ if config.mode == "sim":
         "management", KindClusterArgs(cluster_name=cluster_name, node_image=config.versions.kind_node_image)
     )
     management_kubeconfig = cluster.kubeconfig
+    management_identifier: pulumi.Input[str] = cluster.cluster_identifier  # changes when the cluster is replaced
     management_ready.append(cluster)
     pulumi.export("kindClusterName", cluster.cluster_name)
 else:
     assert config.management_kubeconfig is not None  # load_config requires it in mode real
     management_kubeconfig = pulumi.Output.secret(config.management_kubeconfig.get_secret_value())
+    management_identifier = "management"
 management = k8s.Provider(
     "management",
     kubeconfig=management_kubeconfig,
-    cluster_identifier="management",
+    cluster_identifier=management_identifier,
     opts=pulumi.ResourceOptions(depends_on=management_ready),
 )
 

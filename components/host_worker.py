@@ -61,7 +61,9 @@ class HostWorker(pulumi.ComponentResource):
             delete=hostprep.reset_command(),
             stdin=join_configuration,  # the token travels on stdin, never on a command line
             triggers=[prepare.id],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[prepare]),
+            # A replacement is create-before-delete by default: the new create finds the host joined and
+            # keeps it, then the old delete resets it. Reset first, then join again.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[prepare], delete_before_replace=True),
         )
         self.node_name = self.join.id.apply(lambda _: host.name)
         self.register_outputs({**where, "nodeName": self.node_name})

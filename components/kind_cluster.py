@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass
 
 import pulumi
 import pulumi_command as command
 
-from gpu_tenancy import manifests
+from gpu_tenancy import kind, manifests
 
 
 @dataclass
@@ -20,26 +19,24 @@ class KindClusterArgs:
 class KindCluster(pulumi.ComponentResource):
     kubeconfig: pulumi.Output[str]
     cluster_name: pulumi.Output[str]
+    cluster_identifier: pulumi.Output[str]
 
     def __init__(self, name: str, args: KindClusterArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-tenancy:kind_cluster:KindCluster", name, None, opts)
-        cluster = shlex.quote(args.cluster_name)
         create = command.local.Command(
             f"{name}-create",
-            # Re-running against an existing cluster of the same name adopts it instead of failing.
-            create=(
-                f"kind get clusters 2>/dev/null | grep -qx {cluster} || "
-                f"kind create cluster --name {cluster} --image {shlex.quote(args.node_image)} "
-                "--config - --wait 180s"
-            ),
-            delete=f"kind delete cluster --name {cluster}",
+            create=kind.create_command(args.cluster_name, args.node_image),
+            delete=kind.delete_command(args.cluster_name),
             stdin=manifests.kind_cluster_config(args.cluster_name),
+            # A changed trigger replaces the command (pulumi-command `common/inputs.go`, replaceOnChanges),
+            # by default create-before-delete: the new create would adopt the running cluster and the old
+            # delete then remove it. Deleting first makes the replacement a real new cluster.
             triggers=[args.cluster_name, args.node_image],
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
         )
         read_kubeconfig = command.local.Command(
             f"{name}-kubeconfig",
-            create=f"kind get kubeconfig --name {cluster}",
+            create=kind.kubeconfig_command(args.cluster_name),
             logging=command.local.Logging.NONE,
             triggers=[create.id],
             opts=pulumi.ResourceOptions(
@@ -48,5 +45,11 @@ class KindCluster(pulumi.ComponentResource):
         )
         self.kubeconfig = pulumi.Output.secret(read_kubeconfig.stdout)
         self.cluster_name = create.id.apply(lambda _: args.cluster_name)
+        # Derived from `create` so that, when the engine deletes the old cluster first, it sees the
+        # provider's identifier as changing and deletes the provider's resources before the cluster
+        # (pulumi/pulumi `pkg/resource/deploy/step_generator.go` `calculateDependentReplacements`).
+        self.cluster_identifier = create.id.apply(
+            lambda _: kind.cluster_identifier(args.cluster_name, args.node_image)
+        )
         self.ready = read_kubeconfig
         self.register_outputs({"kubeconfig": self.kubeconfig, "clusterName": self.cluster_name})

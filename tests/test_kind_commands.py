@@ -1,0 +1,114 @@
+"""The management cluster's kind commands, run as pulumi-command runs them, against tests/kind_fake.py.
+
+pulumi-command v1.2.1 runs a local command as `/bin/sh -c <create>` with the provider's environment plus
+`environment`, and `stdin` on standard input when it is not empty (`provider/pkg/provider/local/
+commandOutputs.go` `run`). The commands are taken from the dev stack as the program registers them.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kind_fake import install
+from policy_support import Recorded, dev_stack, find
+
+from gpu_tenancy import kind
+
+
+def _run(script: str, stdin: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["/bin/sh", "-c", script], input=stdin or None, env=env, text=True, capture_output=True,
+                          timeout=30)
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> dict[str, Any]:
+    """A user's machine: HOME with a kubeconfig of their own, a private TMPDIR, kind on PATH."""
+    home = tmp_path / "home"
+    (home / ".kube").mkdir(parents=True)
+    (home / ".kube" / "config").write_text('{"clusters": ["kind-someone-else"]}')
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    env = {"HOME": str(home), "TMPDIR": str(tmp), **install(bin_dir, tmp_path / "clusters")}
+    env.pop("KUBECONFIG", None)
+    return {"env": {k: v for k, v in {**os.environ, **env}.items() if k != "KUBECONFIG"}, "home": home, "tmp": tmp,
+            "clusters": tmp_path / "clusters"}
+
+
+def _create() -> Recorded:
+    return find(dev_stack(), "command:local:Command", "management-create")
+
+
+def _clusters(host: dict[str, Any]) -> list[str]:
+    return host["clusters"].read_text().split() if host["clusters"].is_file() else []
+
+
+def test_create_and_delete_leave_the_users_kubeconfig_alone(host: dict[str, Any]) -> None:
+    create = _create()
+    user_config = (host["home"] / ".kube" / "config").read_text()
+    created = _run(create.inputs["create"], create.inputs["stdin"], host["env"])
+    assert created.returncode == 0, created.stderr
+    assert _clusters(host) == ["gpu-tenancy-dev"]
+    assert (host["home"] / ".kube" / "config").read_text() == user_config
+    deleted = _run(create.inputs["delete"], "", host["env"])
+    assert deleted.returncode == 0, deleted.stderr
+    assert _clusters(host) == []
+    assert (host["home"] / ".kube" / "config").read_text() == user_config
+    assert list(host["tmp"].iterdir()) == [], "the private kubeconfig must not outlive the command"
+
+
+def test_create_and_delete_leave_the_files_in_KUBECONFIG_alone(host: dict[str, Any]) -> None:
+    own = host["home"] / "work.kubeconfig"
+    own.write_text('{"clusters": ["prod"]}')
+    env = {**host["env"], "KUBECONFIG": f"{own}{os.pathsep}{host['home'] / 'missing'}"}
+    create = _create()
+    assert _run(create.inputs["create"], create.inputs["stdin"], env).returncode == 0
+    assert own.read_text() == '{"clusters": ["prod"]}'
+    assert _run(create.inputs["delete"], "", env).returncode == 0
+    assert own.read_text() == '{"clusters": ["prod"]}'
+    assert not (host["home"] / "missing").exists()
+
+
+def test_create_adopts_a_running_cluster_of_the_same_name(host: dict[str, Any]) -> None:
+    """Adoption is why the command must be replaced delete-first (tests/test_lifecycle.py)."""
+    host["clusters"].write_text("gpu-tenancy-dev")
+    create = _create()
+    adopted = _run(create.inputs["create"], create.inputs["stdin"], host["env"])
+    assert adopted.returncode == 0, adopted.stderr
+    assert _clusters(host) == ["gpu-tenancy-dev"]
+
+
+def test_a_failed_create_fails_the_command_and_cleans_up(host: dict[str, Any]) -> None:
+    # A cluster kind does not list but whose nodes exist (e.g. listing failed): create refuses it.
+    script = kind.create_command("gpu-tenancy-dev", "kindest/node:v1.35.5@sha256:" + "0" * 64).replace(
+        "kind get clusters", "false"
+    )
+    host["clusters"].write_text("gpu-tenancy-dev")
+    failed = _run(script, "kind: Cluster\n", host["env"])
+    assert failed.returncode != 0
+    assert "already exist" in failed.stderr
+    assert list(host["tmp"].iterdir()) == []
+
+
+def test_delete_of_a_missing_cluster_succeeds(host: dict[str, Any]) -> None:
+    deleted = _run(_create().inputs["delete"], "", host["env"])
+    assert deleted.returncode == 0, deleted.stderr
+
+
+def test_the_kubeconfig_is_read_from_kind_not_from_a_file(host: dict[str, Any]) -> None:
+    host["clusters"].write_text("gpu-tenancy-dev")
+    read = find(dev_stack(), "command:local:Command", "management-kubeconfig")
+    printed = _run(read.inputs["create"], "", host["env"])
+    assert printed.returncode == 0 and "kind-gpu-tenancy-dev" in printed.stdout
+
+
+def test_cluster_identifier_follows_name_and_node_image() -> None:
+    image = "kindest/node:v1.35.5@sha256:" + "0" * 64
+    assert kind.cluster_identifier("a", image) == kind.cluster_identifier("a", image)
+    assert kind.cluster_identifier("a", image) != kind.cluster_identifier("b", image)
+    assert kind.cluster_identifier("a", image) != kind.cluster_identifier("a", image.replace("0", "1"))

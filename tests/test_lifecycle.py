@@ -1,0 +1,104 @@
+"""Changing a pinned version must not replace anything in a way whose old delete undoes the new create.
+
+For each example stack and each versioned input, the program is registered before and after the change
+(tests/policy_support.record_engine_view, with the resource options the engine receives) and
+tests/replacement_model.py works out, as the engine would, which resources are replaced and in which order.
+A create-before-delete replacement of a command with a `delete` (or of a named Kubernetes object) runs the
+old delete after the new create: for the kind cluster that is `kind delete cluster` right after the new
+create adopted the running cluster, for a real host `kubeadm reset` right after the new join found it joined.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from harness import dev_config, gpu_config, registered_gpus
+from policy_support import Recorded, dev_stack, gpu_stack, record_engine_view
+from replacement_model import replacements, undoing_replacements
+
+OTHER_DIGEST = "sha256:" + "1" * 64
+# One changed versioned input per case: (config key under `versions`, new values).
+CHANGES: dict[str, dict[str, str]] = {
+    "kind node image": {"kindNodeImage": f"kindest/node:v1.35.6@{OTHER_DIGEST}"},
+    "kubernetes version": {"kubernetes": "v1.35.6", "workerImage": f"kindest/node:v1.35.6@{OTHER_DIGEST}"},
+    "hami version": {"hami": "2.10.1", "hamiImageTag": "v2.10.1"},
+    "kamaji image tag": {"kamajiImageTag": "26.8.3-edge"},
+}
+STACKS = ("dev", "gpu")
+
+
+def _config(stack: str) -> dict[str, Any]:
+    return dev_config() if stack == "dev" else gpu_config()
+
+
+def _record(stack: str, config: dict[str, Any]) -> list[Recorded]:
+    if stack == "dev":
+        return record_engine_view(config)
+    return record_engine_view(config, stack="gpu", node_register=registered_gpus(config))
+
+
+def _baseline(stack: str) -> list[Recorded]:
+    return dev_stack() if stack == "dev" else gpu_stack()
+
+
+_CHANGED: dict[tuple[str, str], list[Recorded]] = {}
+
+
+def _changed(stack: str, change: str) -> list[Recorded]:
+    if (stack, change) not in _CHANGED:
+        config = _config(stack)
+        config["versions"] = {**(config.get("versions") or {}), **CHANGES[change]}
+        _CHANGED[stack, change] = _record(stack, config)
+    return _CHANGED[stack, change]
+
+
+@pytest.mark.parametrize("change", CHANGES)
+@pytest.mark.parametrize("stack", STACKS)
+def test_no_replacement_deletes_what_its_new_create_adopted(stack: str, change: str) -> None:
+    assert undoing_replacements(_baseline(stack), _changed(stack, change)) == []
+
+
+def _replaced(stack: str, change: str) -> dict[str, bool]:
+    """name -> deleted first, for every replaced resource."""
+    return {r.name: r.delete_first for r in replacements(_baseline(stack), _changed(stack, change)).values()}
+
+
+def test_a_new_kind_node_image_replaces_the_cluster_deleting_it_first() -> None:
+    replaced = _replaced("dev", "kind node image")
+    assert replaced["management-create"] is True
+    assert replaced["management-kubeconfig"] is True
+
+
+def test_a_replaced_kind_cluster_takes_the_management_provider_and_its_resources_down_first() -> None:
+    """Deleted with the old cluster, while it still answers, not after it is gone."""
+    replaced = _replaced("dev", "kind node image")
+    assert replaced["management"] is True, "the management provider"
+    (management,) = [r for r in _baseline("dev") if r.type == "pulumi:providers:kubernetes" and r.name == "management"]
+    on_management = [r.name for r in _baseline("dev") if r.provider.startswith(f"{management.urn}::") and not r.read]
+    assert on_management
+    assert {name: replaced.get(name) for name in on_management} == dict.fromkeys(on_management, True)
+
+
+def test_a_new_kubernetes_version_rejoins_a_real_host_by_resetting_it_first() -> None:
+    replaced = _replaced("gpu", "kubernetes version")
+    joins = {name: first for name, first in replaced.items() if name.endswith("-join")}
+    assert joins and all(joins.values()), joins
+    prepares = {name: first for name, first in replaced.items() if name.endswith("-prepare")}
+    assert prepares and not any(prepares.values()), prepares  # no delete: preparing again in place is safe
+
+
+def test_a_new_worker_image_rejoins_a_kind_worker_in_a_new_container() -> None:
+    replaced = _replaced("dev", "kubernetes version")
+    containers = {n: first for n, first in replaced.items() if n.endswith("-container")}
+    joins = {n: first for n, first in replaced.items() if n.endswith("-join")}
+    assert containers and all(containers.values()), containers
+    assert joins and all(joins.values()), joins
+
+
+def test_the_changes_are_real() -> None:
+    """Each case changes what it names (a typo in CHANGES would make the tests above vacuous)."""
+    for stack in STACKS:
+        for change in CHANGES:
+            before, after = _baseline(stack), _changed(stack, change)
+            assert [r.inputs for r in before] != [r.inputs for r in after], (stack, change)
