@@ -1,4 +1,9 @@
-"""A kubeadm bootstrap token inside a tenant, for joining that tenant's workers."""
+"""A kubeadm bootstrap token inside a tenant, for joining that tenant's GPU hosts (mode real).
+
+It has no `expiration`: it lives in the state and must still work when a host is replaced or retried
+later. The kind workers of mode sim do not use it: their join script mints a short-lived token per
+attempt that never reaches the state (gpu_tenancy/worker_join.py).
+"""
 
 from __future__ import annotations
 

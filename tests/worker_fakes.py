@@ -68,11 +68,11 @@ if cmd[:2] == ["rm", "-f"]:
     sys.exit(0)
 if cmd[:2] == ["sh", "-c"]:
     snippet = cmd[2]
-    if snippet.startswith("umask 077; cat > "):
+    if snippet.startswith(("umask 077; cat > ", "cat > ")):
         target = path(snippet.split("cat > ", 1)[1])
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(sys.stdin.buffer.read())
-        target.chmod(0o600)
+        target.chmod(0o600 if snippet.startswith("umask 077;") else 0o644)
         sys.exit(0)
     if snippet.startswith("modprobe br_netfilter"):
         sys.exit(0)
