@@ -221,12 +221,13 @@ def tenant_view(tenant: str, objects: TenantObjects) -> TenantView:
                 what = hami.DEVICES_ALLOCATED_ANNOTATION
                 raise ValueError(f"pod {pod_label(pod)}: unreadable {what}: {error}") from None
             namespace_used = hami_used.setdefault(str(_metadata(pod).get("namespace")), {})
-            for node, uuid, piece in entries:
+            for node_name, uuid, piece in entries:
                 namespace_used[QUOTA_MEMORY] = namespace_used.get(QUOTA_MEMORY, 0) + piece.memory_mib
                 namespace_used[QUOTA_CORES] = namespace_used.get(QUOTA_CORES, 0) + piece.cores
-                if (node, uuid) not in gpus:  # allocated on a card the node no longer registers
-                    gpus[(node, uuid)] = _Gpu(node, {"id": uuid, "type": "(not registered)", "index": -1})
-                gpus[(node, uuid)].slices.append(piece)
+                key = (node_name, uuid)
+                if key not in gpus:  # allocated on a card the node no longer registers
+                    gpus[key] = _Gpu(node_name, {"id": uuid, "type": "(not registered)", "index": -1})
+                gpus[key].slices.append(piece)
         elif is_pending(pod):
             unplaced.append(Unplaced(workload_of(pod), pod_label(pod), pending_reason(pod)))
     ordered = sorted(gpus.values(), key=lambda g: (g.node, int(g.device.get("index", 0)), str(g.device.get("id"))))

@@ -79,7 +79,7 @@ class FakeTenant:
                 self.end_headers()
                 self.wfile.write(data)
 
-            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            def do_GET(self) -> None:
                 path = self.path.split("?", 1)[0]
                 tenant.requests.append(path)
                 if self.headers.get("Authorization") != f"Bearer {tenant.token}":
@@ -94,7 +94,7 @@ class FakeTenant:
                                  "items": items})
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     @property
     def url(self) -> str:

@@ -1,0 +1,244 @@
+"""`make status` against a fake cluster: recorded objects as HAMi v2.10.0 writes them (tests/fake_apiserver.py).
+
+Every tenant is served by its own fake API server and reached through its own kubeconfig, which a stub
+`pulumi` (tests/pulumi_stub.py) hands out as the stack output `tenantKubeconfigs`, exactly the path
+`make status` takes on a deployed stack.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pulumi_stub
+import pytest
+from fake_apiserver import FakeTenant, closed_port_url, fake_cluster, kubeconfig_for, recorded
+
+from gpu_tenancy import hami, status, status_cli
+from gpu_tenancy.allocation import AllocationView, TenantView
+
+GOLDEN = json.loads((Path(__file__).parent / "golden" / "register-annotations.json").read_text())
+
+
+def install_stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kubeconfigs: dict[str, str]) -> None:
+    """A stub pulumi whose stack `dev` has these tenants, as the program exports them."""
+    outputs = {
+        "mode": "sim",
+        "tenants": {name: {"endpoint": "127.0.0.1:6443", "nodes": []} for name in kubeconfigs},
+        "tenantKubeconfigs": kubeconfigs,
+        "managementKubeconfig": "apiVersion: v1\nkind: Config\n",
+    }
+    pulumi_stub.install(tmp_path / "bin", {"dev": outputs})
+    monkeypatch.setenv("PATH", pulumi_stub.path_with(tmp_path / "bin"))
+
+
+@pytest.fixture(params=["sim", "real"])
+def mode(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def cluster(mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, FakeTenant]]:
+    with fake_cluster(recorded(mode)) as tenants:
+        install_stack(tmp_path, monkeypatch, {name: t.kubeconfig() for name, t in tenants.items()})
+        yield tenants
+
+
+def tenant(view: AllocationView, name: str) -> TenantView:
+    (found,) = [t for t in view.tenants if t.tenant == name]
+    return found
+
+
+def test_live_view_per_tenant_and_gpu(mode: str, cluster: dict[str, FakeTenant]) -> None:
+    view = status_cli.live("dev")
+    assert [t.tenant for t in view.tenants] == ["tenant-a", "tenant-b"]
+    a, b = tenant(view, "tenant-a"), tenant(view, "tenant-b")
+    (a100,) = a.gpus
+    assert a100.model == ("NVIDIA-A100-SXM4-80GB" if mode == "sim" else "NVIDIA A100-SXM4-80GB")
+    assert (a100.index, a100.memory_mib, a100.cores, a100.split_count) == (0, 81920, 100, 10)
+    assert (a100.memory_allocated, a100.cores_allocated, a100.slots_used) == (40960, 80, 4)
+    assert {s.workload for s in a100.slices} == {"a-infer"}
+    assert sorted(s.pod for s in a100.slices) == [f"a-infer-6c9f7d8b5-{s}" for s in ("c2vhn", "m4q9w", "t8zr5", "x7k2p")]
+    l4_memory = 24576 if mode == "sim" else 23034  # real: what NVML reports for an L4
+    assert [(g.index, g.memory_mib, g.slots_used, g.memory_allocated, g.cores_allocated) for g in b.gpus] == [
+        (0, l4_memory, 0, 0, 0),  # real: the Succeeded nvidia-smi pod's slice no longer counts
+        (1, l4_memory, 2, l4_memory, 60),  # two 50 % notebooks packed on one card (binpack)
+    ]
+    assert b.gpus[1].label.endswith("/ NVIDIA-L4 #1" if mode == "sim" else "/ NVIDIA L4 #1")
+    (pending,) = b.unplaced
+    assert (pending.workload, pending.pod) == ("b-train", "b-train-7f6b9c4d8-q2w7e")
+    assert "2/2 CardTypeMismatch" in pending.reason
+    assert {q.key: (q.used, q.limit) for q in b.quota} == {
+        "limits.nvidia.com/gpucores": (60, 150),
+        "limits.nvidia.com/gpumem": (2 * (l4_memory // 2), 36864),
+        "requests.nvidia.com/gpu": (3, 4),
+    }
+    assert view.verdict == "1 pending" and not view.fits
+    for fake in cluster.values():
+        assert sorted(set(fake.requests)) == ["/api/v1/nodes", "/api/v1/pods", "/api/v1/resourcequotas"]
+
+
+def test_make_status_table_and_exit_code(cluster: dict[str, FakeTenant], capsys: pytest.CaptureFixture[str]) -> None:
+    assert status_cli.main(["--stack", "dev", "--width", "200"]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    assert "GPU allocation (live): 1 pending" in out
+    assert "a-infer-6c9f7d8b5-c2vhn (10240/20)" in out
+    assert "pending b-train-7f6b9c4d8-q2w7e (b-train): 0/1 nodes are available: 1 2/2 CardTypeMismatch." in out
+    assert "quota limits.nvidia.com/gpumem: 40960 / 61440" in out
+    assert "token-" not in out  # kubeconfigs never reach the terminal
+
+
+def test_json(cluster: dict[str, FakeTenant], capsys: pytest.CaptureFixture[str]) -> None:
+    assert status_cli.main(["--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["source"] == "live" and document["verdict"] == "1 pending" and document["fits"] is False
+    a100 = document["tenants"][0]["gpus"][0]
+    assert a100["memory_allocated"] == 40960 and a100["slots_used"] == 4 and a100["label"].endswith("#0")
+    assert a100["slices"][0] == {"workload": "a-infer", "pod": "a-infer-6c9f7d8b5-c2vhn", "memory_mib": 10240,
+                                 "cores": 20}
+
+
+def test_unreachable_tenant_is_one_line_and_the_others_still_show(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    objects = recorded("sim")
+    with fake_cluster({"tenant-a": objects["tenant-a"]}) as tenants:
+        down = closed_port_url()
+        install_stack(tmp_path, monkeypatch, {"tenant-a": tenants["tenant-a"].kubeconfig(),
+                                              "tenant-b": kubeconfig_for("tenant-b", down, "token-b")})
+        assert status_cli.main(["--width", "200"]) == 1
+    out, err = capsys.readouterr()
+    assert err.splitlines() == [f"status: tenant-b: cannot read {down}: connection refused"]
+    assert "a-infer-6c9f7d8b5-c2vhn" in out
+    assert "tenant-b: unreachable: cannot read" in out
+    assert "1 tenant(s) unreachable" in out
+
+
+def test_rejected_token_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    with fake_cluster({"tenant-a": recorded("real")["tenant-a"]}) as tenants:
+        install_stack(tmp_path, monkeypatch, {"tenant-a": tenants["tenant-a"].kubeconfig(token="stale")})
+        assert status_cli.main(["--json"]) == 1
+        url = tenants["tenant-a"].url
+    out, err = capsys.readouterr()
+    assert err.strip() == f"status: tenant-a: cannot read {url}: HTTP 401 Unauthorized"
+    assert json.loads(out)["tenants"][0]["error"] == f"cannot read {url}: HTTP 401 Unauthorized"
+
+
+def test_stack_outputs_failure_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    install_stack(tmp_path, monkeypatch, {})
+    assert status_cli.main(["--stack", "nope"]) == 1
+    assert capsys.readouterr().err.strip() == "status: pulumi stack output --stack nope: error: no stack named 'nope' found"
+
+
+# ------------------------------------------------------------------ the reader's rules on recorded objects
+
+
+def objects(mode: str, name: str) -> dict[str, Any]:
+    return copy.deepcopy(recorded(mode)[name])
+
+
+def view(name: str, data: dict[str, Any]) -> TenantView:
+    return status.tenant_view(name, status.TenantObjects(data["nodes"], data["pods"], data["resourcequotas"]))
+
+
+def test_sim_register_annotation_is_what_the_agent_writes() -> None:
+    data = recorded("sim")
+    for name in ("tenant-a", "tenant-b"):
+        (node,) = data[name]["nodes"]
+        assert node["metadata"]["annotations"][hami.NODE_REGISTER_ANNOTATION] == GOLDEN[name]
+
+
+def test_real_register_annotation_omits_zero_index_as_go_does() -> None:
+    (node,) = recorded("real")["tenant-b"]["nodes"]
+    devices = json.loads(node["metadata"]["annotations"][hami.NODE_REGISTER_ANNOTATION])
+    assert [d.get("index") for d in devices] == [1, None] and all("numa" not in d for d in devices)
+    assert [g.index for g in view("tenant-b", objects("real", "tenant-b")).gpus] == [0, 1]
+
+
+def test_pods_of_terminated_phases_do_not_count() -> None:
+    data = objects("sim", "tenant-a")
+    data["pods"][0]["status"]["phase"] = "Failed"
+    data["pods"][1]["status"]["phase"] = "Succeeded"
+    (gpu,) = view("tenant-a", data).gpus
+    assert gpu.slots_used == 2 and gpu.memory_allocated == 20480
+
+
+def test_quota_memory_and_cores_are_counted_as_hami_does_not_from_status_used() -> None:
+    data = objects("sim", "tenant-a")
+    assert "limits.nvidia.com/gpumem" not in data["resourcequotas"][0]["status"]["used"]
+    data["pods"] = data["pods"][:3]
+    quota = {q.key: q.used for q in view("tenant-a", data).quota}
+    assert quota["limits.nvidia.com/gpumem"] == 3 * 10240 and quota["limits.nvidia.com/gpucores"] == 60
+    assert quota["requests.nvidia.com/gpu"] == 4  # the quota controller's own count, as recorded
+
+
+def test_init_container_slices_count_until_every_init_container_succeeded() -> None:
+    data = objects("real", "tenant-a")
+    pod = data["pods"][0]
+    uuid = hami.parse_devices_allocated(pod["metadata"]["annotations"][hami.DEVICES_ALLOCATED_ANNOTATION])[0][0]["uuid"]
+    pod["spec"]["initContainers"] = [{"name": "warmup", "image": "registry.k8s.io/pause:3.10"}]
+    pod["metadata"]["annotations"][hami.DEVICES_ALLOCATED_ANNOTATION] = f"{uuid},NVIDIA,2048,5:;{uuid},NVIDIA,10240,20:;"
+    pod["status"]["initContainerStatuses"] = [{"name": "warmup", "state": {"running": {}}}]
+    running = [s.pod for s in view("tenant-a", data).gpus[0].slices]
+    assert "a-infer-6c9f7d8b5-x7k2p/init:warmup" in running and "a-infer-6c9f7d8b5-x7k2p/gpu-0" in running
+    pod["status"]["initContainerStatuses"] = [{"name": "warmup", "state": {"terminated": {"exitCode": 0}}}]
+    done = view("tenant-a", data).gpus[0]
+    assert "a-infer-6c9f7d8b5-x7k2p" in [s.pod for s in done.slices] and done.memory_allocated == 40960
+
+
+def test_a_pod_with_two_gpu_containers_names_each() -> None:
+    data = objects("sim", "tenant-b")
+    pod = data["pods"][0]
+    pod["spec"]["containers"].append({**pod["spec"]["containers"][0], "name": "gpu-1"})
+    l4 = [d["id"] for d in json.loads(GOLDEN["tenant-b"])]
+    pod["metadata"]["annotations"][hami.DEVICES_ALLOCATED_ANNOTATION] = (
+        f"{l4[1]},NVIDIA,12288,30:;{l4[0]},NVIDIA,1024,10:;")
+    gpus = view("tenant-b", data).gpus
+    name = pod["metadata"]["name"]
+    assert [s.pod for s in gpus[0].slices] == [f"{name}/gpu-1"]
+    assert f"{name}/gpu-0" in [s.pod for s in gpus[1].slices]
+
+
+def test_a_slice_on_a_card_no_longer_registered_is_still_shown() -> None:
+    data = objects("sim", "tenant-a")
+    data["nodes"][0]["metadata"]["annotations"][hami.NODE_REGISTER_ANNOTATION] = "[]"
+    (gpu,) = view("tenant-a", data).gpus
+    assert gpu.model == "(not registered)" and gpu.slots_used == 4
+
+
+def test_pending_without_a_condition_yet_and_user_pods_outside_the_workloads_namespace() -> None:
+    data = objects("sim", "tenant-b")
+    pending = data["pods"][2]
+    pending["metadata"]["namespace"] = "team-x"
+    pending["metadata"]["ownerReferences"] = []
+    pending["status"].pop("conditions")
+    (unplaced,) = view("tenant-b", data).unplaced
+    assert unplaced.pod == "team-x/b-train-7f6b9c4d8-q2w7e" and unplaced.workload == "team-x/b-train-7f6b9c4d8-q2w7e"
+    assert unplaced.reason == status.NOT_YET_SCHEDULED
+
+
+def test_unreadable_annotation_marks_only_that_tenant(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = recorded("sim")
+    data["tenant-a"]["nodes"][0]["metadata"]["annotations"][hami.NODE_REGISTER_ANNOTATION] = "GPU-1,10"
+    dump = tmp_path / "objects.json"
+    dump.write_text(json.dumps(data))
+    assert status_cli.main(["--objects", str(dump), "--json"]) == 1
+    out, err = capsys.readouterr()
+    document = json.loads(out)
+    assert document["tenants"][0]["error"].startswith("unreadable HAMi state: node gpu-tenancy-dev-tenant-a-worker")
+    assert document["tenants"][1]["error"] is None and len(err.splitlines()) == 1
+
+
+def test_objects_file_errors_are_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert status_cli.main(["--objects", str(tmp_path / "missing.json")]) == 2
+    assert capsys.readouterr().err.strip() == f"status: {tmp_path / 'missing.json'}: No such file or directory"
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1]")
+    assert status_cli.main(["--objects", str(bad)]) == 2
+    assert "expected an object" in capsys.readouterr().err
