@@ -55,9 +55,12 @@ class InventoryCheck(pulumi.ComponentResource):
                 logging=command.local.Logging.STDERR,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on),
             )
+            # The id waits for the wait command, so it stays unknown while the host is still to be joined:
+            # the engine then skips the read instead of failing it with "resource ... does not exist" (a
+            # read with a known id runs during previews; pulumi/pulumi#16395).
             read = k8s.core.v1.Node.get(
                 f"{name}-{node}",
-                node,
+                pulumi.Output.all(registered.id, node).apply(lambda v: str(v[1])),
                 opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[registered]),
             )
             annotations[node] = read.metadata.apply(lambda m: (m.annotations or {}) if m else {})

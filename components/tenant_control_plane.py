@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from gpu_tenancy import kubeadm, manifests
+
+TCP_API_VERSION = "kamaji.clastix.io/v1alpha1"
 
 
 @dataclass
@@ -24,6 +27,43 @@ class TenantControlPlaneArgs:
     address: str | None = None
     port: int = manifests.TCP_PORT
     konnectivity_port: int = manifests.KONNECTIVITY_PORT
+
+
+class KamajiTenantControlPlane(pulumi.CustomResource):
+    """A kamaji.clastix.io/v1alpha1 TenantControlPlane whose `status` is an output.
+
+    pulumi_kubernetes' `apiextensions.CustomResource` resolves only the properties it was given (apiVersion,
+    kind, metadata, spec); declaring `status` lets the program read what Kamaji's controller writes there.
+    """
+
+    metadata: pulumi.Output[dict[str, Any]]
+    status: pulumi.Output[dict[str, Any]]
+
+    def __init__(
+        self, name: str, metadata: pulumi.Input[dict[str, Any]], spec: dict[str, Any], opts: pulumi.ResourceOptions
+    ) -> None:
+        props = {"apiVersion": TCP_API_VERSION, "kind": "TenantControlPlane", "metadata": metadata, "spec": spec}
+        super().__init__(f"kubernetes:{TCP_API_VERSION}:TenantControlPlane", name, {**props, "status": None}, opts)
+
+
+def admin_kubeconfig_secret_id(tcp: KamajiTenantControlPlane) -> pulumi.Output[str]:
+    """`<namespace>/<name>` of the Secret Kamaji names in `status.kubeconfig.admin.secretName`."""
+    return pulumi.Output.all(tcp.metadata, tcp.status).apply(lambda v: secret_id(v[0], v[1]))
+
+
+def secret_id(metadata: dict[str, Any], status: dict[str, Any] | None) -> str:
+    """The admin kubeconfig Secret's id from a TCP's metadata and the status Kamaji wrote.
+
+    Kamaji names the Secret `<tcp>-admin-kubeconfig` in the TCP's namespace and records it once written
+    (clastix/kamaji internal/resources/kubeconfig.go `KubeconfigResource.UpdateTenantControlPlaneStatus`).
+    """
+    name = ((status or {}).get("kubeconfig") or {}).get("admin", {}).get("secretName")
+    if not name:
+        raise pulumi.RunError(
+            f"TenantControlPlane {metadata['namespace']}/{metadata['name']} is Ready but its "
+            "status.kubeconfig.admin.secretName is empty (check the kamaji controller logs)"
+        )
+    return f"{metadata['namespace']}/{name}"
 
 
 class TenantControlPlane(pulumi.ComponentResource):
@@ -42,10 +82,8 @@ class TenantControlPlane(pulumi.ComponentResource):
             metadata={"name": tenant, "labels": manifests.labels(tenant, "control-plane")},
             opts=pulumi.ResourceOptions.merge(on_management, pulumi.ResourceOptions(depends_on=args.depends_on)),
         )
-        self.tcp = k8s.apiextensions.CustomResource(
+        self.tcp = KamajiTenantControlPlane(
             f"{name}-tcp",
-            api_version="kamaji.clastix.io/v1alpha1",
-            kind="TenantControlPlane",
             metadata={
                 "name": tenant,
                 "namespace": namespace.metadata.name,
@@ -64,9 +102,12 @@ class TenantControlPlane(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions.merge(on_management, pulumi.ResourceOptions(depends_on=[namespace])),
         )
+        # The read's id comes from what Kamaji wrote into the TCP's status, so it stays unknown while the
+        # TCP is only planned: the engine then skips the read instead of failing it with "resource ...
+        # does not exist" (a read with a known id runs during previews; pulumi/pulumi#16395).
         secret = k8s.core.v1.Secret.get(
             f"{name}-admin-kubeconfig",
-            pulumi.Output.concat(tenant, "/", manifests.admin_kubeconfig_secret_name(tenant)),
+            admin_kubeconfig_secret_id(self.tcp),
             opts=pulumi.ResourceOptions(parent=self, provider=args.management_provider, depends_on=[self.tcp]),
         )
         self.kubeconfig = pulumi.Output.secret(

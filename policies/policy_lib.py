@@ -201,6 +201,22 @@ class Res:
     def kind(self) -> str:
         return self.type.rsplit(":", 1)[-1]
 
+    @property
+    def unread(self) -> bool:
+        """A Kubernetes object whose view is an empty property bag: not known yet, not "no namespace".
+
+        Every object pulumi-kubernetes returns carries `metadata`. A `.get` yields `{}` when the engine
+        skips it (id unknown during preview: pulumi/pulumi pkg/resource/deploy/step.go `ReadStep.Apply`)
+        or its provider's kubeconfig is still unknown (the plugin stays unconfigured and `Read` answers an
+        empty bag: sdk/go/common/resource/plugin/provider_plugin.go `provider.Read`).
+        """
+        return (
+            self.is_kubernetes
+            and self.type not in HELM_TYPES
+            and self.type not in K8S_COMPONENT_TYPES
+            and "metadata" not in self.props
+        )
+
     def ancestors(self) -> Iterator[Res]:
         seen: set[int] = set()
         node = self.parent

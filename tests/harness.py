@@ -3,7 +3,7 @@
 `record_stack(config)` evaluates `__main__.py` exactly as the engine would (fresh module namespace,
 config set for project `gpu-tenancy`), with mocks that fail loudly on unknown invokes.
 `unknowns=True` simulates a fresh-stack preview: command output, the Docker network lookup and every
-resource output the program reads come back unknown.
+computed output come back unknown, and reads answer as the engine does (see `LabMocks`).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import datetime
 import hashlib
 import json
 import runpy
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
+from pulumi.output import Unknown
 from pulumi.runtime import MockCallArgs, MockResourceArgs, Mocks
 from pulumi.runtime.rpc import UNKNOWN
 
@@ -112,43 +114,172 @@ def tenant_kubeconfig(tenant: str) -> str:
     )
 
 
+def _contains_unknown(value: Any) -> bool:
+    """True if a deserialized property value holds an unknown (preview) anywhere, secrets included."""
+    if isinstance(value, Unknown):
+        return True
+    if isinstance(value, dict):
+        return any(_contains_unknown(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_contains_unknown(v) for v in value)
+    return False
+
+
+def _kubernetes_id(metadata: Any) -> str | None:
+    """pulumi-kubernetes' id for an object: "<namespace>/<name>", or "<name>" when cluster-scoped."""
+    if not isinstance(metadata, dict) or not isinstance(metadata.get("name"), str):
+        return None
+    namespace = metadata.get("namespace")
+    return f"{namespace}/{metadata['name']}" if isinstance(namespace, str) and namespace else metadata["name"]
+
+
+def _join_configuration(stdin: Any) -> dict[str, Any] | None:
+    """The kubeadm JoinConfiguration a command feeds `kubeadm join` on stdin, if it does."""
+    value = unwrap(stdin)
+    if not isinstance(value, str) or "JoinConfiguration" not in value:
+        return None
+    document = yaml.safe_load(value)
+    return document if isinstance(document, dict) and document.get("kind") == "JoinConfiguration" else None
+
+
+class ReadFailed(Exception):
+    """A read step the engine fails (pulumi/pulumi pkg/resource/deploy/step.go, ReadStep.Apply)."""
+
+
 class LabMocks(Mocks):
+    """Pulumi mocks that answer as the engine and the providers do, for an `up` or a `preview`.
+
+    Resources (RegisterResource): in an `up` every resource is created and its outputs are known. In a
+    preview, a resource the stack does not have yet (all of them with `unknowns=True`, those missing from
+    `existing` otherwise) is only planned: its id and every computed output are unknown, a Kubernetes
+    object's outputs are its inputs (pulumi-kubernetes `Create` with preview: the checkpoint of the inputs,
+    no `status`), a command's stdout is unknown.
+
+    Reads (`<Resource>.get`, routed by pulumi's MockMonitor.ReadResource to `new_resource` with
+    `resource_id` set) follow the engine:
+
+    * an id unknown during preview: the read step calls no provider and its outputs are `{}`
+      (pulumi/pulumi pkg/resource/deploy/step.go `ReadStep.Apply`, `id == plugin.UnknownStringValue`);
+    * a provider whose configuration holds an unknown (e.g. a kubeconfig another resource produces): the
+      engine leaves the plugin unconfigured and its Read answers an empty property bag, outputs `{}`
+      (sdk/go/common/resource/plugin/provider_plugin.go `provider.Configure` / `provider.Read`, `!pcfg.known`);
+    * a known id whose object does not exist: pulumi-kubernetes answers a 404 with an empty response
+      (provider/pkg/provider/provider.go `kubeProvider.Read`, `deleteResponse`) and the engine fails the
+      step with "resource '<id>' does not exist" (`ReadStep.Apply`, `result.Outputs == nil`), preview or
+      not (pulumi/pulumi#16395);
+    * otherwise the live object, as pulumi-kubernetes reads it.
+
+    The objects that exist (`live`, keyed by type and pulumi-kubernetes id) are the Kubernetes objects the
+    stack has created, plus what controllers make of them: Kamaji writes each TenantControlPlane's admin
+    kubeconfig Secret `<tcp>-admin-kubeconfig` and names it in `status.kubeconfig.admin.secretName`
+    (clastix/kamaji 26.8.2-edge internal/resources/kubeconfig.go `KubeconfigResource.Define` /
+    `UpdateTenantControlPlaneStatus`, controllers/resources.go `getKubeconfigResources`); `kubeadm join`
+    registers a Node named `nodeRegistration.name` with the `node-labels` of its JoinConfiguration, and
+    HAMi's device plugin annotates it (`node_register`).
+    """
+
     def __init__(
         self,
         unknowns: bool = False,
         ipam: list[dict[str, str]] | None = None,
         node_register: dict[str, str] | None = None,
+        *,
+        preview: bool = False,
+        existing: Collection[tuple[str, str]] | None = None,
     ) -> None:
         self.unknowns = unknowns
+        self.preview = preview or unknowns
+        self.existing = None if existing is None else frozenset(existing)
         self.ipam = KIND_IPAM if ipam is None else ipam
         self.node_register = node_register or {}
         self.resources: list[MockResourceArgs] = []
         self.calls: list[MockCallArgs] = []
+        self.live: dict[tuple[str, str], dict[str, Any]] = {}
+        self.unconfigured_providers: set[tuple[str, str]] = set()
+        self.provider_reads: list[MockResourceArgs] = []
+
+    def planned_only(self, args: MockResourceArgs) -> bool:
+        """A preview that would create this resource: it does not exist yet, its outputs are not known."""
+        if not self.preview:
+            return False
+        if self.unknowns:
+            return True
+        return self.existing is not None and (args.typ, args.name) not in self.existing
 
     def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
         self.resources.append(args)
+        if args.resource_id:
+            return None, self._read(args)
+        pending = self.planned_only(args)
         outputs = dict(args.inputs)
+        if args.typ.startswith("pulumi:providers:") and _contains_unknown(args.inputs):
+            self.unconfigured_providers.add((args.typ, args.name))
         if args.typ in ("command:local:Command", "command:remote:Command"):
-            outputs["stdout"] = UNKNOWN if self.unknowns else "apiVersion: v1\nkind: Config\n"
-        elif args.typ == "kubernetes:core/v1:Node" and args.resource_id:
-            node = str(args.resource_id)
-            annotations = {hami.NODE_REGISTER_ANNOTATION: self.node_register[node]} if node in self.node_register else {}
-            outputs["metadata"] = UNKNOWN if self.unknowns else {"name": node, "annotations": annotations}
-        elif args.typ == "kubernetes:core/v1:Secret" and args.resource_id:
-            tenant = str(args.resource_id).split("/", 1)[0]
-            kubeconfig = tenant_kubeconfig(tenant)
-            outputs["data"] = (
-                UNKNOWN if self.unknowns else {"admin.conf": base64.b64encode(kubeconfig.encode()).decode()}
-            )
+            outputs["stdout"] = UNKNOWN if pending else "apiVersion: v1\nkind: Config\n"
         elif args.typ == "random:index/randomString:RandomString":
-            outputs["result"] = UNKNOWN if self.unknowns else "a" * int(args.inputs["length"])
+            outputs["result"] = UNKNOWN if pending else "a" * int(args.inputs["length"])
         elif args.typ == "docker:index/remoteImage:RemoteImage":
-            outputs["imageId"] = UNKNOWN if self.unknowns else "sha256:0123"
+            outputs["imageId"] = UNKNOWN if pending else "sha256:0123"
         elif args.typ == "docker:index/image:Image":
             outputs["imageName"] = args.inputs.get("imageName")
-            outputs["repoDigest"] = UNKNOWN if self.unknowns else "sha256:4567"
-        resource_id = UNKNOWN if self.unknowns and args.custom else f"{args.name}-id"
+            outputs["repoDigest"] = UNKNOWN if pending else "sha256:4567"
+        if not pending:
+            self._exists(args, outputs)
+        resource_id = UNKNOWN if pending and args.custom else f"{args.name}-id"
         return (None if resource_id is UNKNOWN else resource_id), outputs
+
+    def _exists(self, args: MockResourceArgs, outputs: dict[str, Any]) -> None:
+        """Record a resource that exists (created by this `up` or by an earlier one) and its side effects."""
+        if args.typ.startswith("kubernetes:") and not args.typ.startswith("kubernetes:helm.sh/"):
+            object_id = _kubernetes_id(outputs.get("metadata"))
+            if object_id:
+                self.live[(args.typ, object_id)] = outputs
+        if args.typ == "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane":
+            self._kamaji_reconciles(outputs)
+        elif args.typ in ("command:local:Command", "command:remote:Command"):
+            join = _join_configuration(args.inputs.get("stdin"))
+            if join is not None:
+                self._node_registers(join)
+
+    def _kamaji_reconciles(self, tcp: dict[str, Any]) -> None:
+        name, namespace = tcp["metadata"]["name"], tcp["metadata"]["namespace"]
+        secret_name = f"{name}-admin-kubeconfig"
+        kubeconfig = base64.b64encode(tenant_kubeconfig(name).encode()).decode()
+        tcp["status"] = {"kubeconfig": {"admin": {"secretName": secret_name, "checksum": "0" * 32}}}
+        self.live[("kubernetes:core/v1:Secret", f"{namespace}/{secret_name}")] = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": secret_name, "namespace": namespace},
+            "type": "Opaque",
+            "data": {"admin.conf": kubeconfig, "super-admin.conf": kubeconfig},
+        }
+
+    def _node_registers(self, join: dict[str, Any]) -> None:
+        registration = join.get("nodeRegistration") or {}
+        node = registration["name"]
+        labels: dict[str, str] = {}
+        for argument in registration.get("kubeletExtraArgs") or []:
+            if argument.get("name") == "node-labels":
+                labels.update(item.split("=", 1) for item in argument["value"].split(",") if "=" in item)
+        annotations = {hami.NODE_REGISTER_ANNOTATION: self.node_register[node]} if node in self.node_register else {}
+        self.live[("kubernetes:core/v1:Node", node)] = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": node, "labels": labels, "annotations": annotations},
+        }
+
+    def _read(self, args: MockResourceArgs) -> dict[str, Any]:
+        """A `.get`: what the engine's read step yields (see the class docstring)."""
+        if args.resource_id == UNKNOWN:
+            return {}
+        provider = _provider_key(args.provider)
+        if self.preview and provider in self.unconfigured_providers:
+            return {}
+        self.provider_reads.append(args)
+        state = self.live.get((args.typ, str(args.resource_id)))
+        if state is None:
+            raise ReadFailed(f"resource '{args.resource_id}' does not exist")
+        return json.loads(json.dumps(state))
 
     def call(self, args: MockCallArgs) -> dict[str, Any]:  # type: ignore[override]  # Mocks.call accepts a plain dict too
         self.calls.append(args)
@@ -159,10 +290,20 @@ class LabMocks(Mocks):
         raise NotImplementedError(f"mock not implemented for invoke {args.token}")
 
 
+def _provider_key(reference: str | None) -> tuple[str, str] | None:
+    """(type, name) of the provider in a reference "<provider urn>::<provider id>"."""
+    if not reference:
+        return None
+    urn = reference.rsplit("::", 1)[0]
+    qualified_type, name = urn.rsplit("::", 2)[-2:]
+    return qualified_type.rsplit("$", 1)[-1], name
+
+
 def _run(
     mocks: LabMocks, config: dict[str, Any], preview: bool, stack: str, secrets: tuple[str, ...] = tuple(TEST_SECRETS)
 ) -> None:
     """Evaluate the program; keys in `secrets` are stored as `pulumi config set --secret` would."""
+    mocks.preview = mocks.preview or preview
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=preview)
     pulumi.runtime.set_all_config(
         {f"{PROJECT}:{k}": v if isinstance(v, str) else json.dumps(v) for k, v in config.items()},
@@ -184,9 +325,11 @@ def record_stack(
     stack: str = "dev",
     ipam: list[dict[str, str]] | None = None,
     node_register: dict[str, str] | None = None,
+    existing: Collection[tuple[str, str]] | None = None,
 ) -> list[MockResourceArgs]:
     return record_mocks(
-        config, preview=preview, unknowns=unknowns, stack=stack, ipam=ipam, node_register=node_register
+        config, preview=preview, unknowns=unknowns, stack=stack, ipam=ipam, node_register=node_register,
+        existing=existing,
     ).resources
 
 
@@ -198,11 +341,21 @@ def record_mocks(
     stack: str = "dev",
     ipam: list[dict[str, str]] | None = None,
     node_register: dict[str, str] | None = None,
+    existing: Collection[tuple[str, str]] | None = None,
 ) -> LabMocks:
-    """Like `record_stack`, returning the mocks (resources and invokes)."""
-    mocks = LabMocks(unknowns=unknowns, ipam=ipam, node_register=node_register)
+    """Like `record_stack`, returning the mocks (resources and invokes).
+
+    `unknowns=True` previews a fresh stack; `preview=True` with `existing` (the (type, name) of every
+    resource an earlier `up` created, see `created`) previews a change to a deployed stack.
+    """
+    mocks = LabMocks(unknowns=unknowns, ipam=ipam, node_register=node_register, preview=preview, existing=existing)
     _run(mocks, dev_config() if config is None else config, preview or unknowns, stack)
     return mocks
+
+
+def created(mocks: LabMocks) -> set[tuple[str, str]]:
+    """(type, name) of every resource an `up` recorded in `mocks` created (reads excluded)."""
+    return {(r.typ, r.name) for r in mocks.resources if not r.resource_id}
 
 
 SECRET_SIG = "4dabf18193072939515e22adb298388d"

@@ -57,14 +57,9 @@ class Recorded:
     dependencies: list[str] = field(default_factory=list)
     property_dependencies: dict[str, list[str]] = field(default_factory=dict)
     registered_outputs: dict[str, Any] | None = None
-    # Resource options as sent in the RegisterResourceRequest (pulumi/pulumi `proto/pulumi/resource.proto`);
-    # delete_before_replace is None when the program left it to the provider (deleteBeforeReplaceDefined).
-    delete_before_replace: bool | None = None
-    replace_on_changes: list[str] = field(default_factory=list)
-    ignore_changes: list[str] = field(default_factory=list)
-    protect: bool = False
-    retain_on_delete: bool = False
-    deleted_with: str = ""
+    # A `.get`: the engine sends it to AnalyzeStack only, never to Analyze (pulumi/pulumi step_generator.go:
+    # generateSteps calls analyzeAll, GenerateReadSteps does not).
+    read: bool = False
 
     @property
     def outputs(self) -> dict[str, Any]:
@@ -113,12 +108,6 @@ def _capturing_monitor(into: dict[str, Recorded]) -> Iterator[None]:
             state=_wire(dict(registration.state)) if registration else {},
             dependencies=list(request.dependencies),
             property_dependencies={k: list(v.urns) for k, v in request.propertyDependencies.items()},
-            delete_before_replace=request.deleteBeforeReplace if request.deleteBeforeReplaceDefined else None,
-            replace_on_changes=list(request.replaceOnChanges),
-            ignore_changes=list(request.ignoreChanges),
-            protect=bool(request.protect),
-            retain_on_delete=bool(request.retainOnDelete),
-            deleted_with=request.deletedWith,
         )
         return response
 
@@ -126,12 +115,9 @@ def _capturing_monitor(into: dict[str, Recorded]) -> Iterator[None]:
         response = original_read(self, request)
         urn = self.make_urn(request.parent, request.type, request.name)
         registration = self.resources.get(urn)
-        state = _wire(dict(registration.state)) if registration else {}
-        # A read returns the live object; the mock only echoes its (empty) inputs, so add the metadata
-        # the provider's Read would return for "<namespace>/<name>" ids.
-        if request.type.startswith("kubernetes:") and "/" in request.id:
-            namespace, name = request.id.split("/", 1)
-            state.setdefault("metadata", {"name": name, "namespace": namespace})
+        # The engine keeps what the read step yielded as the outputs: the provider's live object, or `{}`
+        # for a read it skipped (unknown id) or sent to an unconfigured provider (tests/harness.LabMocks).
+        # Its inputs are the request's properties (pulumi/pulumi step_generator.go GenerateReadSteps).
         into[urn] = Recorded(
             urn=urn,
             type=request.type,
@@ -139,9 +125,10 @@ def _capturing_monitor(into: dict[str, Recorded]) -> Iterator[None]:
             custom=True,
             parent=request.parent,
             provider=request.provider,
-            inputs=state,
-            state=state,
+            inputs=_properties(request.properties),
+            state=_wire(dict(registration.state)) if registration else {},
             dependencies=list(request.dependencies),
+            read=True,
         )
         return response
 
@@ -297,7 +284,7 @@ def run_resource_policy(
 ) -> list[tuple[str, str, str | None]]:
     """(resource name, message, urn) for every violation `policy` reports over every resource."""
     out: list[tuple[str, str, str | None]] = []
-    for resource in resources:
+    for resource in (r for r in resources if not r.read):
         def report(message: str, urn: str | None = None, _name: str = resource.name) -> None:
             out.append((_name, message, urn))
 

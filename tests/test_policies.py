@@ -172,8 +172,19 @@ def test_isolation_flags_mixing_two_tenants_outputs(stack: list[Recorded]) -> No
 
 def test_isolation_flags_reading_another_tenants_credentials(stack: list[Recorded]) -> None:
     admin_a = owned(stack, "kubernetes:core/v1:Secret", "tenant-a", "admin-kubeconfig")
-    set_both(admin_a, ["metadata", "namespace"], "tenant-b")
+    assert admin_a.read and admin_a.inputs == {}  # a read: the stack view is the live object only
+    admin_a.state["metadata"]["namespace"] = "tenant-b"
     assert_violation(run(tp.tenant_provider_isolation, stack), "of tenant 'tenant-a' reaches into tenant 'tenant-b'")
+
+
+def test_isolation_treats_an_empty_read_as_not_known_yet(stack: list[Recorded]) -> None:
+    """What the engine hands over for a read it skipped (unknown id) or sent to an unconfigured provider."""
+    admin_a = owned(stack, "kubernetes:core/v1:Secret", "tenant-a", "admin-kubeconfig")
+    admin_a.state = {}
+    assert run(tp.tenant_provider_isolation, stack) == []
+    # Still checked where it goes: the empty read does not hide a tenant provider that is not its own.
+    admin_a.provider = provider_ref(stack, "tenant-b-kubernetes")
+    assert_violation(run(tp.tenant_provider_isolation, stack), "belongs to tenant 'tenant-a' but goes through")
 
 
 def test_isolation_flags_a_provider_built_from_another_tenants_kubeconfig(stack: list[Recorded]) -> None:
@@ -527,6 +538,14 @@ def lib_unknown_string() -> str:
 )
 def test_image_problem(ref: str, problem: str | None) -> None:
     assert lib.image_problem(ref) == problem
+
+
+def test_an_empty_kubernetes_object_is_unread_but_a_release_without_metadata_is_not() -> None:
+    assert lib.Res("kubernetes:core/v1:Secret", "s", "urn:s", {}).unread
+    assert lib.Res("kubernetes:core/v1:Node", "n", "urn:n", {"apiVersion": "v1"}).unread
+    assert not lib.Res("kubernetes:core/v1:Secret", "s", "urn:s", {"metadata": {"name": "s"}}).unread
+    assert not lib.Res(RELEASE, "r", "urn:r", {"namespace": "x"}).unread
+    assert not lib.Res(lib.COMMAND_TYPE, "c", "urn:c", {}).unread
 
 
 def test_quantities_networks_and_provider_clusters() -> None:

@@ -99,10 +99,10 @@ def _provider(by_urn: dict[str, Recorded], reference: str) -> analyzer_pb2.Analy
 
 
 def analyze(stub: analyzer_pb2_grpc.AnalyzerStub, resources: list[Recorded]) -> list[Any]:
-    """Analyze every resource's inputs, as the engine does before each step."""
+    """Analyze every registered resource's inputs, as the engine does before each step (reads are not analyzed)."""
     by_urn = {r.urn: r for r in resources}
     diagnostics: list[Any] = []
-    for r in resources:
+    for r in (r for r in resources if not r.read):
         request = analyzer_pb2.AnalyzeRequest(
             type=r.type, properties=struct(r.inputs), urn=r.urn, name=r.name,
             options=analyzer_pb2.AnalyzerResourceOptions(parent=r.parent),
