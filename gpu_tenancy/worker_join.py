@@ -12,7 +12,10 @@ no-op), every join attempt (a retry, a replaced container) gets a fresh one, and
 killed script expires: the kube-apiserver's bootstrap authenticator refuses an expired token
 (kubernetes `plugin/pkg/auth/authenticator/token/bootstrap/bootstrap.go`) and Kamaji's controller-manager
 runs `tokencleaner` (`--controllers=*,bootstrapsigner,tokencleaner`, clastix/kamaji 26.8.2-edge
-`internal/builders/controlplane/deployment.go`), which deletes the expired Secret.
+`internal/builders/controlplane/deployment.go`), which deletes the expired Secret. A token created a
+moment before the join is fine: kubeadm's discovery retries until the bootstrapsigner has signed
+cluster-info for the new token id (kubernetes `cmd/kubeadm/app/discovery/token/token.go`, "the JWS
+signature is patched-in a bit later").
 """
 
 from __future__ import annotations
