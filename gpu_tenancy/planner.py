@@ -260,6 +260,8 @@ class Failure:
     replica: int
     reason: str
     node_reasons: Mapping[str, str] = field(default_factory=dict)
+    #: False when the GPU-count quota refused the pod (it is never created, so it holds no quota)
+    admitted: bool = True
 
 
 @dataclass(frozen=True)
@@ -595,6 +597,7 @@ def plan(
                         wl.name,
                         r,
                         f"{RESOURCE_QUOTA_NOT_FIT}: {QUOTA_GPU} {qused.gpu}+{pod_gpus} > {wq.gpu}",
+                        admitted=False,
                     )
                 )
                 continue
