@@ -57,6 +57,14 @@ class Recorded:
     dependencies: list[str] = field(default_factory=list)
     property_dependencies: dict[str, list[str]] = field(default_factory=dict)
     registered_outputs: dict[str, Any] | None = None
+    # Resource options as sent in the RegisterResourceRequest (pulumi/pulumi `proto/pulumi/resource.proto`);
+    # delete_before_replace is None when the program left it to the provider (deleteBeforeReplaceDefined).
+    delete_before_replace: bool | None = None
+    replace_on_changes: list[str] = field(default_factory=list)
+    ignore_changes: list[str] = field(default_factory=list)
+    protect: bool = False
+    retain_on_delete: bool = False
+    deleted_with: str = ""
     # A `.get`: the engine sends it to AnalyzeStack only, never to Analyze (pulumi/pulumi step_generator.go:
     # generateSteps calls analyzeAll, GenerateReadSteps does not).
     read: bool = False
@@ -108,6 +116,12 @@ def _capturing_monitor(into: dict[str, Recorded]) -> Iterator[None]:
             state=_wire(dict(registration.state)) if registration else {},
             dependencies=list(request.dependencies),
             property_dependencies={k: list(v.urns) for k, v in request.propertyDependencies.items()},
+            delete_before_replace=request.deleteBeforeReplace if request.deleteBeforeReplaceDefined else None,
+            replace_on_changes=list(request.replaceOnChanges),
+            ignore_changes=list(request.ignoreChanges),
+            protect=bool(request.protect),
+            retain_on_delete=bool(request.retainOnDelete),
+            deleted_with=request.deletedWith,
         )
         return response
 
