@@ -74,3 +74,14 @@ bench: venv ## Benchmarks: program evaluation, agent reconcile, planner
 	$(BIN)/python benchmarks/program_eval.py
 	$(BIN)/python benchmarks/agent_reconcile.py
 	$(BIN)/python benchmarks/planner_bench.py
+
+.PHONY: kubeconfig kubeconfig-management status
+kubeconfig: venv ## Write TENANT's admin kubeconfig (mode 0600) under state/kubeconfigs and print its path
+	@test -n "$(TENANT)" || { echo "kubeconfig: set TENANT=<name>, e.g. make kubeconfig TENANT=tenant-a" >&2; exit 2; }
+	@$(BIN)/python -m gpu_tenancy.kubeconfig_cli --stack $(STACK) --tenant "$(TENANT)" --dir $(STATE_DIR)/kubeconfigs
+
+kubeconfig-management: venv ## Write the management cluster's kubeconfig (mode 0600) and print its path
+	@$(BIN)/python -m gpu_tenancy.kubeconfig_cli --stack $(STACK) --management --dir $(STATE_DIR)/kubeconfigs
+
+status: venv ## Live GPU allocation per tenant and GPU, pending pods and quota (JSON=1 for --json)
+	@$(BIN)/python -m gpu_tenancy.status_cli --stack $(STACK) $(if $(filter 1,$(JSON)),--json)

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 SCRIPT = '''#!{python}
-import json, sys
+import json, os, sys
 argv = sys.argv[1:]
 with open({log!r}, "a") as log:
-    log.write(json.dumps(argv) + "\\n")
+    log.write(json.dumps({{"argv": argv, "backend": os.environ.get("PULUMI_BACKEND_URL")}}) + "\\n")
 stacks = json.load(open({outputs!r}))
 if argv[:2] != ["stack", "output"] or "--json" not in argv:
     print("error: this stub only answers `stack output --json`", file=sys.stderr)
@@ -52,10 +52,18 @@ def install(directory: Path, stacks: dict[str, dict[str, Any]]) -> Path:
     return log
 
 
+def _entries(log: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
 def calls(log: Path) -> list[list[str]]:
-    if not log.exists():
-        return []
-    return [json.loads(line) for line in log.read_text().splitlines()]
+    """The argument lists the stub was called with, in order."""
+    return [entry["argv"] for entry in _entries(log)]
+
+
+def backends(log: Path) -> list[str | None]:
+    """PULUMI_BACKEND_URL as each call saw it."""
+    return [entry["backend"] for entry in _entries(log)]
 
 
 def path_with(directory: Path) -> str:

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +19,7 @@ from typing import Any
 import pulumi_stub
 import pytest
 from fake_apiserver import FakeTenant, closed_port_url, fake_cluster, kubeconfig_for, recorded
+from harness import REPO
 
 from gpu_tenancy import hami, status, status_cli
 from gpu_tenancy.allocation import AllocationView, TenantView
@@ -242,3 +246,11 @@ def test_objects_file_errors_are_usage_errors(tmp_path: Path, capsys: pytest.Cap
     bad.write_text("[1]")
     assert status_cli.main(["--objects", str(bad)]) == 2
     assert "expected an object" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_make_status_json(cluster: dict[str, FakeTenant], tmp_path: Path) -> None:
+    done = subprocess.run(["make", "-s", "-o", ".venv/bin/.installed", "status", "JSON=1", f"STATE_DIR={tmp_path}"],
+                          cwd=REPO, capture_output=True, text=True, timeout=120, env=dict(os.environ))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["verdict"] == "1 pending"

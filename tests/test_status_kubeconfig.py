@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import Any
 
 import pulumi_stub
 import pytest
-from harness import dev_config, unwrap
+from harness import REPO, dev_config, unwrap
 from test_status_outputs import stack_outputs as program_outputs
 
 from gpu_tenancy import kubeconfig_cli
@@ -115,3 +116,30 @@ def test_stub_masks_secrets_without_show_secrets(stub: Path) -> None:
     command = ["pulumi", "stack", "output", "--json", "--stack", "dev"]
     masked = json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
     assert masked["tenantKubeconfigs"] == "[secret]" and isinstance(masked["tenants"], dict)
+
+
+def run_make(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`make -s` in the repository; the venv counts as built (-o), so no test ever runs pip."""
+    return subprocess.run(["make", "-s", "-o", ".venv/bin/.installed", *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_make_kubeconfig_prints_only_the_path_and_uses_the_file_backend(stub: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "PULUMI_BACKEND_URL": ""}
+    env.pop("PULUMI_BACKEND_URL")  # a fresh shell: the Makefile sets it
+    done = run_make("kubeconfig", "TENANT=tenant-b", f"STATE_DIR={tmp_path / 'state'}", env=env)
+    assert done.returncode == 0, done.stderr
+    path = Path(done.stdout.strip())
+    assert path == tmp_path / "state" / "kubeconfigs" / "dev-tenant-b.kubeconfig"
+    assert mode(path) == 0o600 and "secret-token-tenant-b" in path.read_text()
+    assert pulumi_stub.backends(stub) == [f"file://{tmp_path / 'state'}"]
+    management = run_make("kubeconfig-management", f"STATE_DIR={tmp_path / 'state'}", env=env)
+    assert Path(management.stdout.strip()).name == "dev-management.kubeconfig"
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_make_kubeconfig_without_tenant_names_the_variable(tmp_path: Path) -> None:
+    done = run_make("kubeconfig", f"STATE_DIR={tmp_path}", env=dict(os.environ))
+    assert done.returncode != 0 and done.stdout == ""
+    assert done.stderr.splitlines()[0] == "kubeconfig: set TENANT=<name>, e.g. make kubeconfig TENANT=tenant-a"
