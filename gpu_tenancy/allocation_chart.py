@@ -131,8 +131,8 @@ _LABEL_WRAP = 30
 MAX_UNPLACED_LINES = 8
 
 
-def _unplaced_lines(tenant: TenantView) -> list[str]:
-    lines = [f"✗ not placed: {u.pod} ({u.workload}): {u.reason}" for u in tenant.unplaced]
+def _unplaced_lines(tenant: TenantView, what: str = "not placed") -> list[str]:
+    lines = [f"✗ {what}: {u.pod} ({u.workload}): {u.reason}" for u in tenant.unplaced]
     if len(lines) > MAX_UNPLACED_LINES:
         rest = len(lines) - (MAX_UNPLACED_LINES - 1)
         lines = [*lines[: MAX_UNPLACED_LINES - 1], f"✗ … and {rest} more (see the table)"]
@@ -151,7 +151,9 @@ def _gpu_label(gpu: GpuView) -> str:
     return label if len(label) <= _LABEL_WRAP else label.replace(" / ", " /\n", 1)
 
 
-def _draw_tenant(subfig: Figure, tenant: TenantView, colours: Mapping[tuple[str, str], tuple[float, ...]]) -> None:
+def _draw_tenant(
+    subfig: Figure, tenant: TenantView, colours: Mapping[tuple[str, str], tuple[float, ...]], what: str
+) -> None:
     height = _panel_height(tenant)
     gpu_quota = _quota_limits(tenant).get(_GPU_KEY)
     header = tenant.tenant
@@ -161,7 +163,7 @@ def _draw_tenant(subfig: Figure, tenant: TenantView, colours: Mapping[tuple[str,
     if tenant.error:
         subfig.text(0.01, 0.25, f"✗ unreachable: {tenant.error}", color="tab:red", fontsize=10, va="center")
         return
-    lines = _unplaced_lines(tenant)
+    lines = _unplaced_lines(tenant, what)
     bottom = _AXIS + _LINE * len(lines) + _GAP
     axes = subfig.subplots(1, 2, sharey=True)
     subfig.subplots_adjust(left=0.22, right=0.98, top=1 - _HEAD / height, bottom=bottom / height, wspace=0.05)
@@ -239,7 +241,7 @@ def build_figure(view: AllocationView) -> Figure:
         head.legend(handles=handles, loc="lower left", bbox_to_anchor=(0.22, 0.0), ncols=4, fontsize=9,
                     frameon=False, title="workloads (tenant)", title_fontsize=9, alignment="left")
     for subfig, tenant in zip(subfigs[1:], view.tenants, strict=True):
-        _draw_tenant(subfig, tenant, colours)
+        _draw_tenant(subfig, tenant, colours, "not placed" if view.source == "planned" else "pending")
     return fig
 
 
