@@ -59,6 +59,15 @@ def test_no_replacement_deletes_what_its_new_create_adopted(stack: str, change: 
     assert undoing_replacements(_baseline(stack), _changed(stack, change)) == []
 
 
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_command_with_a_delete_is_replaced_delete_first(stack: str) -> None:
+    """Every such command here adopts or joins on create (`grep -qx || kind create`, `kubelet.conf` checks),
+    so any replacement, not only the version changes above, must run the old delete first."""
+    commands = [r for r in _baseline(stack) if r.type.startswith("command:") and r.inputs.get("delete")]
+    assert commands
+    assert {r.name: r.delete_before_replace for r in commands} == dict.fromkeys((r.name for r in commands), True)
+
+
 def _replaced(stack: str, change: str) -> dict[str, bool]:
     """name -> deleted first, for every replaced resource."""
     return {r.name: r.delete_first for r in replacements(_baseline(stack), _changed(stack, change)).values()}
