@@ -179,3 +179,18 @@ def test_pending_replicas_keep_their_gpu_quota() -> None:
         ("too-big", "1/1 CardInsufficientMemory"),
         ("small", "ResourceQuotaNotFit: limits.nvidia.com/gpu 2+1 > 2"),
     ]
+
+
+def test_scores_compare_in_float32_as_hami_computes_them() -> None:
+    """ComputeScore works in float32: these two cards score 8.1752278645 and 8.1752279239 in exact
+    arithmetic but the same 8.175228 in float32, so they tie and keep registration order (b is tried
+    first); in float64 spread would try the lower-scoring a first."""
+    cards = Node("n", (Device("a", "NVIDIA-A", 12288, index=0), Device("b", "NVIDIA-B", 46068, index=1)))
+    load = [
+        Workload("on-a", (ContainerRequest(gpumem_mib=7711, gpucores=9),), use_gpu_type=("NVIDIA-A",)),
+        Workload("on-b1", (ContainerRequest(gpumem_mib=2016, gpucores=26),), use_gpu_type=("NVIDIA-B",)),
+        Workload("on-b2", (ContainerRequest(gpumem_mib=2016, gpucores=27),), use_gpu_type=("NVIDIA-B",)),
+        Workload("next", (ContainerRequest(gpumem_mib=100, gpucores=1),), gpu_scheduler_policy="spread"),
+    ]
+    placed = plan([cards], load).placements
+    assert [p.device_id for p in placed if p.workload == "next"] == ["b"]
