@@ -23,7 +23,7 @@ DEPLOY_GOALS := up preview destroy
 
 help: ## List the targets
 	@echo "usage: make <target> [STACK=<name>: Pulumi.<name>.yaml, default dev] [CONFIRM=1: no prompt on a real stack]"
-	@awk 'BEGIN {FS = ":[^#]*## "} /^[a-zA-Z0-9_.-]+:[^#]*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":[^#]*## "} /^[a-zA-Z0-9_.-]+:[^#]*## / {printf "  %-22s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 $(BIN)/.installed: requirements.txt requirements-dev.txt | $(if $(filter $(DEPLOY_GOALS),$(MAKECMDGOALS)),preflight)
 	$(PYTHON) -m venv $(VENV)
@@ -32,7 +32,7 @@ $(BIN)/.installed: requirements.txt requirements-dev.txt | $(if $(filter $(DEPLO
 
 venv: $(BIN)/.installed ## Create .venv with the pinned runtime and test dependencies
 
-preflight: ## Check the stack file, the tools on PATH, the Docker engine (sim) and the passphrase
+preflight: ## Check the stack file, tools on PATH, Docker engine (sim), passphrase
 	@test -f $(STACK_FILE) || { echo "$(STACK_FILE) not found: STACK=$(STACK) names no stack file (have: $(wildcard Pulumi.*.yaml))"; exit 1; }
 	@missing=""; for tool in $(PREREQUISITES); do \
 	  command -v $$tool >/dev/null 2>&1 || missing="$$missing $$tool"; done; \
@@ -40,12 +40,12 @@ preflight: ## Check the stack file, the tools on PATH, the Docker engine (sim) a
 	@if [ "$(MODE)" != real ]; then docker info >/dev/null 2>&1 || { echo "docker: the Docker engine is not reachable (is the daemon running, may this user use it?)"; exit 1; }; fi
 	@test -n "$$PULUMI_CONFIG_PASSPHRASE$$PULUMI_CONFIG_PASSPHRASE_FILE" || { echo "set PULUMI_CONFIG_PASSPHRASE (secrets in the local state are encrypted with it)"; exit 1; }
 
-up: preflight venv ## Deploy STACK (creates it on first use); `pulumi up` previews with the policy pack first
+up: preflight venv ## Deploy STACK (created on first use); previews with the policy pack first
 	mkdir -p $(STATE_DIR)
 	pulumi stack select --create $(STACK)
 	pulumi up --stack $(STACK) --policy-pack policies $(AUTO_APPROVE)
 
-preview: preflight venv ## Show what `up` would change, with the policy pack (creates STACK on first use)
+preview: preflight venv ## What `up` would change, with the policy pack (creates STACK on first use)
 	mkdir -p $(STATE_DIR)
 	pulumi stack select --create $(STACK)
 	pulumi preview --stack $(STACK) --policy-pack policies --diff
@@ -64,7 +64,7 @@ unit: venv ## Offline tests (no Docker, no Pulumi CLI)
 
 test: lint typecheck unit ## lint + typecheck + unit
 
-e2e: venv ## Live suite on this Docker host: deploys a throwaway sim stack, checks it, destroys it
+e2e: venv ## Live suite: deploy a throwaway sim stack on this host, check it, destroy it
 	GPU_TENANCY_E2E=1 $(BIN)/pytest tests/integration -m e2e -v -rs
 
 promotion-diff: venv ## Print what promotion dev -> gpu changes; fails if the tenant layer differs

@@ -100,8 +100,9 @@ def run_make(
 
 
 def _phony_targets() -> list[str]:
-    (line,) = [line for line in (REPO_ROOT / "Makefile").read_text().splitlines() if line.startswith(".PHONY:")]
-    return line.split(":", 1)[1].split()
+    lines = [line for line in (REPO_ROOT / "Makefile").read_text().splitlines() if line.startswith(".PHONY:")]
+    assert lines, "the Makefile declares no .PHONY targets"
+    return [target for line in lines for target in line.split(":", 1)[1].split()]
 
 
 def test_help_is_the_default_goal_and_describes_every_target(tmp_path: Path) -> None:
