@@ -67,7 +67,7 @@ def _tenant_table(tenant: TenantView, width: int) -> Table:
     table = Table(title=f"[b]{tenant.tenant}[/b]", title_justify="left", expand=True, show_lines=False)
     longest = max((len(g.label) for g in tenant.gpus), default=10)
     # The label is what the user looks for: keep it on one line while the table has room.
-    wide = width >= longest + 70
+    wide = width >= longest + 80
     table.add_column("GPU (node / model #index)", overflow="fold", min_width=longest if wide else None)
     table.add_column("memory MiB", justify="right")
     table.add_column("cores", justify="right", no_wrap=True)
