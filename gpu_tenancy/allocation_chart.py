@@ -63,7 +63,7 @@ def _quota_text(quota: Iterable[QuotaUse]) -> str:
 # --------------------------------------------------------------------------- table
 
 
-def _tenant_table(tenant: TenantView, width: int) -> Table:
+def _tenant_table(tenant: TenantView, width: int, live: bool) -> Table:
     table = Table(title=f"[b]{tenant.tenant}[/b]", title_justify="left", expand=True, show_lines=False)
     longest = max((len(g.label) for g in tenant.gpus), default=10)
     # The label is what the user looks for: keep it on one line while the table has room.
@@ -74,7 +74,10 @@ def _tenant_table(tenant: TenantView, width: int) -> Table:
     table.add_column("slots", justify="right", no_wrap=True)
     table.add_column("held by", overflow="fold")
     for gpu in tenant.gpus:
-        holders = "\n".join(f"{w} ×{n}: {m} MiB, {c}%" for w, n, m, c in workload_totals(gpu)) or "-"
+        if live:  # which pod holds which slice
+            holders = "\n".join(f"{s.pod}: {s.memory_mib} MiB, {s.cores}%" for s in gpu.slices) or "-"
+        else:  # planned pods are just numbered replicas: sum them per workload
+            holders = "\n".join(f"{w} ×{n}: {m} MiB, {c}%" for w, n, m, c in workload_totals(gpu)) or "-"
         table.add_row(
             gpu.label,
             f"{gpu.memory_allocated}/{gpu.memory_mib} ({_pct(gpu.memory_allocated, gpu.memory_mib)})",
@@ -94,11 +97,12 @@ def render_table(view: AllocationView, width: int, *, color: bool = False) -> st
         if tenant.error:
             parts.append(Text.assemble((tenant.tenant, "bold"), ": ", (tenant.error, "red")))
             continue
-        parts.append(_tenant_table(tenant, width))
+        parts.append(_tenant_table(tenant, width, view.source == "live"))
         if tenant.quota:
             parts.append(Text(f"  quota: {_quota_text(tenant.quota)}"))
         for u in tenant.unplaced:
-            parts.append(Text.assemble("  ", ("✗ ", "red"), (f"{u.pod} ({u.workload}): {u.reason}", "red")))
+            what = "" if view.source == "planned" else "pending "
+            parts.append(Text.assemble("  ", ("✗ ", "red"), (f"{what}{u.pod} ({u.workload}): {u.reason}", "red")))
     verdict_style = "green" if view.fits else "bold red"
     parts.append(Text(_title(view), style=verdict_style))
     console.print(Group(*parts))

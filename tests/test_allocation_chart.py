@@ -110,6 +110,13 @@ def test_table_fits_the_width_and_names_gpus_holders_quota_and_reasons(width: in
         assert "a-infer ×4: 40960 MiB, 80%" in text
 
 
+def test_live_table_names_the_pods_holding_each_slice() -> None:
+    text = " ".join(render_table(view("live"), 160).split())
+    assert all(f"a-infer-{r}: 10240 MiB, 20%" in text for r in range(4))
+    assert "✗ pending a-infer-4 (a-infer): 1/1 CardInsufficientCore" in text
+    assert "Live GPU allocation: 1 pending" in text
+
+
 def test_table_has_no_escape_codes_unless_asked() -> None:
     assert "\x1b[" not in render_table(view(), 100)
     assert "\x1b[" in render_table(view(), 100, color=True)
