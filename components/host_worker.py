@@ -60,7 +60,7 @@ class HostWorker(pulumi.ComponentResource):
             create=hostprep.join_command(),
             delete=hostprep.reset_command(),
             stdin=join_configuration,  # the token travels on stdin, never on a command line
-            triggers=[prepare.id],
+            triggers=[prepare.id, args.ca_cert_hash],  # re-prepared, or a new control plane (its CA)
             # A replacement is create-before-delete by default: the new create finds the host joined and
             # keeps it, then the old delete resets it. Reset first, then join again.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[prepare], delete_before_replace=True),

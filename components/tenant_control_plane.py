@@ -110,8 +110,11 @@ class TenantControlPlane(pulumi.ComponentResource):
             admin_kubeconfig_secret_id(self.tcp),
             opts=pulumi.ResourceOptions(parent=self, provider=args.management_provider, depends_on=[self.tcp]),
         )
+        # Also carries the TCP (a read's outputs carry only the read, and the engine never counts a read as
+        # replaced): when the TCP is deleted first, whatever this feeds is then seen as changing
+        # (pulumi/pulumi pkg/resource/deploy/step_generator.go calculateDependentReplacements).
         self.kubeconfig = pulumi.Output.secret(
-            secret.data.apply(lambda data: base64.b64decode(data["admin.conf"]).decode())
+            pulumi.Output.all(self.tcp.id, secret.data).apply(lambda v: base64.b64decode(v[1]["admin.conf"]).decode())
         )
         # The address is not a secret, only the credentials next to it are.
         self.endpoint = pulumi.Output.unsecret(self.kubeconfig.apply(kubeadm.server_endpoint))
@@ -119,8 +122,9 @@ class TenantControlPlane(pulumi.ComponentResource):
         self.provider = k8s.Provider(
             f"{tenant}-kubernetes",
             kubeconfig=self.kubeconfig,
-            # Replacing the provider only when the tenant changes avoids cascades on kubeconfig rotation.
-            cluster_identifier=f"tenant/{tenant}",
+            # Replaced with its control plane (the same text, but unknown while the TCP is being replaced),
+            # not when only the kubeconfig rotates (pulumi-kubernetes provider.go DiffConfig).
+            cluster_identifier=self.tcp.id.apply(lambda _: f"tenant/{tenant}"),
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.register_outputs({"endpoint": self.endpoint, "kubeconfig": self.kubeconfig})

@@ -102,7 +102,8 @@ class Worker(pulumi.ComponentResource):
                 "CONTROL_PLANE_TENANT": tenant,
                 "CONTROL_PLANE_ENDPOINT": args.endpoint,
             },
-            triggers=[self.container.id],
+            # A new container, or a new control plane (its CA), rejoins.
+            triggers=[self.container.id, args.ca_cert_hash],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.container], delete_before_replace=True),
         )
         self.node_name = self.join.id.apply(lambda _: args.container_name)

@@ -35,8 +35,10 @@ What is modelled, and from where:
     schema's ForceNew fields) and the provider always deletes first (`provider/resources.go`,
     `docker_container` `DeleteBeforeReplace: true`).
   - everything else: any changed input replaces (an over-approximation), create-before-delete.
-* A resource's property fed by another resource's output is treated as changed when that resource is
-  replaced or updated, and a `.get` read is re-read with new outputs when anything it depends on changes.
+* A property fed by a replaced resource's outputs counts as changed: the replacement's id and outputs are
+  new (unknown during the preview). An update keeps the id, and the mocks already echo what an update
+  changes in the other outputs, so the recorded values stand. A `.get` read counts as renewed when
+  anything it depends on is replaced (the object it reads was recreated).
 
 A create-before-delete replacement undoes its new create when the old delete acts on what the new create
 made or adopted: a `Command` with a `delete` (its create may adopt, e.g. `kind get clusters || kind create`,
@@ -131,7 +133,7 @@ def replacements(before: list[Recorded], after: list[Recorded]) -> dict[str, Rep
     for r in after:
         children.setdefault(r.parent, []).append(r.urn)
     replaced: dict[str, Replacement] = {}
-    fresh: set[str] = set()  # resources whose outputs the update renews
+    fresh: set[str] = set()  # replaced resources, and reads of what they recreate
     for new in after:
         old = old_by_urn.get(new.urn)
         if old is None or not new.custom:
@@ -158,8 +160,6 @@ def replacements(before: list[Recorded], after: list[Recorded]) -> dict[str, Rep
                 delete_first = bool(keys) and _provider_deletes_first(new)
             replaced[new.urn] = Replacement(new.urn, tuple(reasons), delete_first)
             fresh.add(new.urn)
-        elif changed:
-            fresh.add(new.urn)
     return _with_cascades(before, replaced, children)
 
 
@@ -169,24 +169,38 @@ def _with_cascades(
     """Mark what each delete-first replacement deletes first with it (calculateDependentReplacements)."""
     out = dict(replaced)
     for root in [r for r in replaced.values() if r.delete_first]:
-        condemned = {root.urn}
-        for old in before:  # registration order is dependency order
-            if old.urn in condemned or not old.custom or old.read:
-                continue
-            deps = _expand(condemned, children)
-            if _provider_urn(old) in condemned:
-                requires = True
-            else:
-                unknown = {k for k, urns in old.property_dependencies.items() if deps.intersection(urns)}
-                keys = _replace_keys(old, unknown)
-                if "metadata" in keys:
-                    keys.remove("metadata")  # names come from config, not from other resources, here
-                requires = bool(keys)
-            if requires:
-                condemned.add(old.urn)
-                previous = out.get(old.urn)
-                reasons = (previous.reasons if previous else ()) + (f"dependent of {root.name}",)
-                out[old.urn] = Replacement(old.urn, reasons, True)
+        for urn in deleted_first_with(before, root.urn, children):
+            previous = out.get(urn)
+            reasons = (previous.reasons if previous else ()) + (f"dependent of {root.name}",)
+            out[urn] = Replacement(urn, reasons, True)
+    return out
+
+
+def deleted_first_with(
+    before: list[Recorded], root: str, children: dict[str, list[str]] | None = None
+) -> list[str]:
+    """What the engine deletes, in reverse of this order, before it deletes `root` to replace it."""
+    if children is None:
+        children = {}
+        for r in before:
+            children.setdefault(r.parent, []).append(r.urn)
+    condemned = {root}
+    out = []
+    for old in before:  # registration order is dependency order
+        if old.urn in condemned or not old.custom or old.read:
+            continue
+        deps = _expand(condemned, children)
+        if _provider_urn(old) in condemned:
+            requires = True
+        else:
+            unknown = {k for k, urns in old.property_dependencies.items() if deps.intersection(urns)}
+            keys = _replace_keys(old, unknown)
+            if "metadata" in keys:
+                keys.remove("metadata")  # names come from config, not from other resources, here
+            requires = bool(keys)
+        if requires:
+            condemned.add(old.urn)
+            out.append(old.urn)
     return out
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from harness import dev_config, gpu_config, registered_gpus
 from policy_support import Recorded, dev_stack, gpu_stack, record_engine_view
-from replacement_model import replacements, undoing_replacements
+from replacement_model import deleted_first_with, replacements, undoing_replacements
 
 OTHER_DIGEST = "sha256:" + "1" * 64
 # One changed versioned input per case: (config key under `versions`, new values).
@@ -87,6 +87,47 @@ def test_a_replaced_kind_cluster_takes_the_management_provider_and_its_resources
     on_management = [r.name for r in _baseline("dev") if r.provider.startswith(f"{management.urn}::") and not r.read]
     assert on_management
     assert {name: replaced.get(name) for name in on_management} == dict.fromkeys(on_management, True)
+
+
+def test_a_replaced_tenant_control_plane_takes_what_runs_in_it_and_what_joined_it_down_first() -> None:
+    """The management cluster holds the tenants' control planes (Kamaji) and their datastore: replacing it
+    replaces every tenant control plane, so everything inside a tenant (resources through its provider)
+    and every worker joined to it must be deleted while the old one still answers, and then recreated.
+    Otherwise they stay in the state but not in the new tenant (the next `up` sees no change), and the
+    workers stay joined to a control plane that is gone."""
+    replaced = _replaced("dev", "kind node image")
+    tenant_providers = {
+        r.urn for r in _baseline("dev") if r.type == "pulumi:providers:kubernetes" and r.name != "management"
+    }
+    assert len(tenant_providers) == 2
+    in_tenants = [
+        r.name for r in _baseline("dev")
+        if r.provider.rsplit("::", 1)[0] in tenant_providers or r.urn in tenant_providers
+    ]
+    joins = [r.name for r in _baseline("dev") if r.type.startswith("command:") and r.name.endswith("-join")]
+    assert in_tenants and len(joins) == 2
+    expected = [*in_tenants, *joins]
+    assert {name: replaced.get(name) for name in expected} == dict.fromkeys(expected, True)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_a_tenant_control_plane_replaced_for_any_reason_takes_its_tenant_and_its_workers_down_first(
+    stack: str,
+) -> None:
+    """A TCP is named, so pulumi-kubernetes replaces it delete-first (provider.go `Diff`): whatever runs in
+    that tenant or joined it goes first, and comes back against the new control plane."""
+    resources = _baseline(stack)
+    tcps = [r for r in resources if r.type == "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane"]
+    assert len(tcps) == 2
+    for tcp in tcps:
+        tenant = tcp.inputs["metadata"]["name"]
+        (provider,) = [r for r in resources if r.type == "pulumi:providers:kubernetes" and r.name == f"{tenant}-kubernetes"]
+        expected = {provider.urn} | {
+            r.urn for r in resources if r.provider.startswith(f"{provider.urn}::") and not r.read  # reads re-read
+        }
+        expected |= {r.urn for r in resources if r.type.startswith("command:") and r.name.endswith("-join")
+                     and r.name.startswith(f"{tenant}-")}
+        assert expected - set(deleted_first_with(resources, tcp.urn)) == set(), tenant
 
 
 def test_a_new_kubernetes_version_rejoins_a_real_host_by_resetting_it_first() -> None:
