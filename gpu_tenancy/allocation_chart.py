@@ -213,7 +213,7 @@ def _draw_tenant(
                       zorder=4)
             ax.text(max(at, 100) + 2, total_row, f"quota (dashed)\n{quota.used}/{quota.limit}{total_unit}", va="center",
                     ha="left", fontsize=8, color="tab:red", fontweight="bold")
-        ax.set_xlim(0, xmax + 30)
+        ax.set_xlim(0, xmax + 40)
         ax.set_xticks([0, 25, 50, 75, 100])
         ax.set_xlabel(f"GPU {kind}, % of capacity", fontsize=9)
         ax.tick_params(axis="x", labelsize=8)
