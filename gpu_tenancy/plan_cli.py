@@ -100,7 +100,17 @@ class RegisteredDevice(_Strict):
 class RegisteredNode(_Strict):
     name: NonEmpty
     tenant: NonEmpty | None = None
-    devices: list[RegisteredDevice] = Field(min_length=1, max_length=MAX_DEVICES_PER_NODE)
+    devices: list[RegisteredDevice] = Field(min_length=1)
+
+    @field_validator("devices")
+    @classmethod
+    def _device_order_modelled(cls, devices: list[RegisteredDevice]) -> list[RegisteredDevice]:
+        if len(devices) > MAX_DEVICES_PER_NODE:
+            raise ValueError(
+                f"{len(devices)} GPUs on one node; the planner reproduces HAMi's device order only up to "
+                f"{MAX_DEVICES_PER_NODE} per node (Go's sort.Sort is not stable above that)"
+            )
+        return devices
 
 
 class PlannedWorkload(WorkloadConfig):

@@ -185,7 +185,7 @@ def test_zero_percentage_is_refused_with_the_reason(tmp_path: Path, capsys: pyte
          "nodes[0].devices[0].mode: MIG mode is not modelled by the planner"),
         (lambda d: d["nodes"][1]["devices"].extend(
             {**d["nodes"][1]["devices"][0], "id": f"GPU-x{i}", "index": 2 + i} for i in range(11)),
-         "nodes[1].devices: List should have at most 12 items after validation, not 13"),
+         "nodes[1].devices: 13 GPUs on one node; the planner reproduces HAMi's device order only up to 12"),
         (lambda d: d["workloads"][0].update(gpuSchedulerPolicy="mutex"),
          "workloads[0].gpuSchedulerPolicy: Input should be 'binpack' or 'spread' (got 'mutex')"),
         (lambda d: d["workloads"][0].update(annotations={"nvidia.com/use-gpuuuid": "GPU-a100-0"}),
