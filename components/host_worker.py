@@ -20,6 +20,7 @@ class HostWorkerArgs:
     kubernetes_version: str
     endpoint: pulumi.Input[str]
     ca_cert_hash: pulumi.Input[str]
+    kubeconfig: pulumi.Input[str]  # the tenant's admin kubeconfig, to remove the host's Node
     bootstrap: BootstrapToken
     depends_on: list[pulumi.Resource]
 
@@ -48,7 +49,19 @@ class HostWorker(pulumi.ComponentResource):
             stdin=hostprep.prepare_script(args.kubernetes_version),
             # A new Kubernetes version or host re-prepares it (apt pins move with the version).
             triggers=[host.address, args.kubernetes_version],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on),
+            # Nothing to delete, but deleting first takes the host out of its tenant (what depends on this
+            # is deleted first with it) before its packages change.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on, delete_before_replace=True),
+        )
+        # Created before the join and so deleted after it: once the host is reset, its Node goes.
+        node = command.local.Command(
+            f"{name}-node",
+            create="true",
+            delete=hostprep.remove_node_script(),
+            stdin=pulumi.Output.secret(args.kubeconfig),  # credentials on stdin, never on a command line
+            environment={"GPU_TENANCY_NODE": host.name},
+            triggers=[prepare.id, args.ca_cert_hash],  # re-prepared, or a new control plane (its CA)
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[prepare], delete_before_replace=True),
         )
         # A real host passes every kubeadm preflight check.
         join_configuration = args.bootstrap.join_configuration(
@@ -60,10 +73,10 @@ class HostWorker(pulumi.ComponentResource):
             create=hostprep.join_command(),
             delete=hostprep.reset_command(),
             stdin=join_configuration,  # the token travels on stdin, never on a command line
-            triggers=[prepare.id, args.ca_cert_hash],  # re-prepared, or a new control plane (its CA)
+            triggers=[node.id],
             # A replacement is create-before-delete by default: the new create finds the host joined and
             # keeps it, then the old delete resets it. Reset first, then join again.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[prepare], delete_before_replace=True),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[node], delete_before_replace=True),
         )
         self.node_name = self.join.id.apply(lambda _: host.name)
         self.register_outputs({**where, "nodeName": self.node_name})

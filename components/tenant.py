@@ -202,6 +202,7 @@ class Tenant(pulumi.ComponentResource):
                     kubernetes_version=args.stack.versions.kubernetes,
                     endpoint=control_plane.endpoint,
                     ca_cert_hash=control_plane.ca_cert_hash,
+                    kubeconfig=control_plane.kubeconfig,
                     bootstrap=bootstrap,
                     depends_on=[control_plane, bootstrap.secret],
                 ),

@@ -103,3 +103,20 @@ def prepare_command() -> str:
 def reset_command() -> str:
     """On destroy: leave the tenant and clean the node's Kubernetes state."""
     return "sudo -n kubeadm reset --force && sudo -n rm -rf /etc/cni/net.d"
+
+
+def remove_node_script() -> str:
+    """Runs here (not on the host) after the host was reset: deletes its Node from the tenant.
+
+    Environment: GPU_TENANCY_NODE. Stdin: the tenant's admin kubeconfig. `kubeadm join` refuses a node
+    name whose Node is still Ready (kubernetes `cmd/kubeadm/app/cmd/phases/join/kubelet.go`), and a reset
+    host's Node stays Ready until the node lifecycle controller's grace period runs out, so a rejoin right
+    after a reset needs the Node gone. A Node that is already gone is fine.
+    """
+    return """set -eu
+umask 077
+kubeconfig="$(mktemp)"
+trap 'rm -f "$kubeconfig"' EXIT
+cat > "$kubeconfig"
+kubectl --kubeconfig "$kubeconfig" --request-timeout=60s delete node "$GPU_TENANCY_NODE" --ignore-not-found
+"""

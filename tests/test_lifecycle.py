@@ -134,8 +134,20 @@ def test_a_new_kubernetes_version_rejoins_a_real_host_by_resetting_it_first() ->
     replaced = _replaced("gpu", "kubernetes version")
     joins = {name: first for name, first in replaced.items() if name.endswith("-join")}
     assert joins and all(joins.values()), joins
-    prepares = {name: first for name, first in replaced.items() if name.endswith("-prepare")}
-    assert prepares and not any(prepares.values()), prepares  # no delete: preparing again in place is safe
+
+
+def test_a_real_host_leaves_its_tenant_before_it_is_prepared_again() -> None:
+    """Deleted in reverse of this order: `kubeadm reset` on the host, then its Node removed from the tenant
+    (`kubeadm join` refuses a name whose Node is still Ready), and only then new packages and a new join."""
+    resources = _baseline("gpu")
+    prepares = [r for r in resources if r.type == "command:remote:Command" and r.name.endswith("-prepare")]
+    assert len(prepares) == 2
+    for prepare in prepares:
+        host = prepare.name.removesuffix("-prepare")
+        first = [urn.rsplit("::", 1)[-1] for urn in deleted_first_with(resources, prepare.urn)]
+        assert first == [f"{host}-node", f"{host}-join"], first
+        (node,) = [r for r in resources if r.name == f"{host}-node"]
+        assert "delete node" in node.inputs["delete"] and node.delete_before_replace is True
 
 
 def test_a_new_worker_image_rejoins_a_kind_worker_in_a_new_container() -> None:

@@ -1,0 +1,47 @@
+"""A real GPU host's Node removal (gpu_tenancy/hostprep.py `remove_node_script`), run as pulumi-command runs
+it, against tests/worker_fakes.py's `kubectl`, and its place in the HostWorker's delete order."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness import is_secret
+from policy_support import gpu_stack
+from worker_fakes import FakeHost
+
+from gpu_tenancy import hostprep
+
+KUBECONFIG = "apiVersion: v1\nkind: Config\nusers: [{name: admin, user: {token: tenant-secret}}]\n"
+
+
+def _seed_node(host: FakeHost, name: str) -> None:
+    folder = host.state / "api" / "nodes"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(json.dumps({"kind": "Node", "metadata": {"name": name}}))
+
+
+def test_the_node_leaves_the_tenant(tmp_path: Path) -> None:
+    host = FakeHost(tmp_path)
+    _seed_node(host, "gpu-a100-01")
+    _seed_node(host, "gpu-l4-01")
+    done = host.run(hostprep.remove_node_script(), KUBECONFIG, {"GPU_TENANCY_NODE": "gpu-a100-01"})
+    assert done.returncode == 0, done.stderr
+    assert set(host.objects("nodes")) == {"gpu-l4-01"}
+    assert host.kubeconfigs() == [(KUBECONFIG, "0o600")]
+    assert all("tenant-secret" not in " ".join(call) for call in host.calls())
+
+
+def test_a_node_already_gone_is_fine(tmp_path: Path) -> None:
+    host = FakeHost(tmp_path)
+    done = host.run(hostprep.remove_node_script(), KUBECONFIG, {"GPU_TENANCY_NODE": "gpu-a100-01"})
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_program_wires_it_with_the_tenants_kubeconfig_as_a_secret_on_stdin() -> None:
+    nodes = [r for r in gpu_stack() if r.type == "command:local:Command" and r.name.endswith("-node")]
+    assert {r.inputs["environment"]["GPU_TENANCY_NODE"] for r in nodes} == {"gpu-a100-01", "gpu-l4-01"}
+    for node in nodes:
+        assert node.inputs["delete"] == hostprep.remove_node_script()
+        assert is_secret(node.inputs["stdin"])
+        assert "token: secret-token-" in node.inputs["stdin"]["value"]  # the tenant's admin kubeconfig
