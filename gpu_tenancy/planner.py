@@ -591,6 +591,10 @@ def plan(
         for r in range(wl.replicas):
             if pod_gpus == 0:
                 continue  # not a HAMi pod
+            denied = _webhook_quota_denial(wl, wq, qused)
+            if denied:
+                failures.append(Failure(wl.name, r, denied, admitted=False))
+                continue
             if wq is not None and wq.gpu is not None and qused.gpu + pod_gpus > wq.gpu:
                 failures.append(
                     Failure(
@@ -637,6 +641,30 @@ def plan(
                 failures.append(Failure(wl.name, r, _summarise(node_reasons), node_reasons))
 
     return PlanResult(tuple(placements), tuple(failures))
+
+
+def _webhook_quota_denial(wl: Workload, quota: Quota | None, qused: _QuotaUse) -> str:
+    """HAMi's admission webhook (scheduler/webhook.go fitResourceQuota) denies a pod whose Memreq x Nums
+    and Coresreq x Nums, summed over its containers, exceed what the namespace quota has left. Memreq is
+    gpumem in MiB only (0 for a percentage or a whole card) and Coresreq is not clamped here. A denied pod
+    is never created, so it holds no quota; '' when the pod is admitted."""
+    if quota is None or (quota.gpumem is None and quota.gpucores is None):
+        return ""
+    mem = sum(c.gpus * (c.gpumem_mib or 0) for c in wl.containers if c.gpus > 0)
+    cores = sum(c.gpus * c.coresreq for c in wl.containers if c.gpus > 0)
+    if mem == 0 and cores == 0:
+        return ""
+    over = []
+    if quota.gpumem is not None and qused.mem + mem > quota.gpumem:
+        over.append(f"{QUOTA_GPUMEM} {qused.mem}+{mem} > {quota.gpumem}")
+    if quota.gpucores is not None and qused.cores + cores > quota.gpucores:
+        over.append(f"{QUOTA_GPUCORES} {qused.cores}+{cores} > {quota.gpucores}")
+    if not over:
+        return ""
+    return (
+        f'{RESOURCE_QUOTA_NOT_FIT} at admission: admission webhook "vgpu.hami.io" denied the request: '
+        f"exceeding resource quota ({', '.join(over)})"
+    )
 
 
 def _summarise(node_reasons: Mapping[str, str]) -> str:

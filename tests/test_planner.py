@@ -72,9 +72,17 @@ def test_binpack_vs_spread() -> None:
     assert len({p.device_id for p in binpack.placements}) == 1
 
 
+WEBHOOK_DENIED = 'ResourceQuotaNotFit at admission: admission webhook "vgpu.hami.io" denied the request: '
+
+
 def test_quota() -> None:
+    # Memory as a percentage is invisible to the webhook (Memreq 0): the scheduler's Fit refuses it.
+    r = plan([node()], [wl(gpumem_percentage=1, replicas=3)], Quota(gpumem=1700))
+    assert [f.reason for f in r.failures] == ["1/1 ResourceQuotaNotFit"]
+    # In MiB the webhook already refuses the pod at creation.
     r = plan([node()], [wl(gpumem_mib=1000, replicas=3)], Quota(gpumem=2000))
-    assert r.failures[0].reason == "1/1 ResourceQuotaNotFit"
+    assert [f.reason for f in r.failures] == [
+        WEBHOOK_DENIED + "exceeding resource quota (limits.nvidia.com/gpumem 2000+1000 > 2000)"]
     r2 = plan([node(n=2)], [wl(gpumem_mib=10, replicas=3)], Quota(gpu=2))
     assert r2.failures[0].reason.startswith("ResourceQuotaNotFit")
 
@@ -135,7 +143,7 @@ def test_whole_card_request_without_cores_gets_the_webhooks_100_cores() -> None:
         placed = plan([node()], [Workload("w", (request,))]).placements
         assert [(p.mem_mib, p.cores) for p in placed] == [(81920, 100)]
         assert plan([node()], [Workload("w", (request,))], Quota(gpucores=50)).failures[0].reason == (
-            "1/1 ResourceQuotaNotFit"
+            WEBHOOK_DENIED + "exceeding resource quota (limits.nvidia.com/gpucores 0+100 > 50)"
         )
     # A memory limit (even gpumem 0) or an explicit gpucores keeps the webhook out of it.
     assert plan([node()], [wl(gpumem_mib=1000)]).placements[0].cores == 0
@@ -194,3 +202,20 @@ def test_scores_compare_in_float32_as_hami_computes_them() -> None:
     ]
     placed = plan([cards], load).placements
     assert [p.device_id for p in placed if p.workload == "next"] == ["b"]
+
+
+def test_webhook_denies_over_quota_pods_at_creation_and_they_hold_no_gpu_quota() -> None:
+    """scheduler/webhook.go fitResourceQuota: Memreq x Nums and Coresreq x Nums against what the quota has
+    left, before the pod exists; a denied pod never reaches the API server's quota, unlike a pending one."""
+    fill = Workload("fill", (ContainerRequest(gpumem_mib=1000),), replicas=3)
+    small = Workload("small", (ContainerRequest(gpumem_percentage=1),))  # Memreq 0: passes the webhook
+    result = plan([node()], [fill, small], Quota(gpu=3, gpumem=2000))
+    assert [(f.workload, f.replica, f.admitted) for f in result.failures] == [
+        ("fill", 2, False), ("small", 0, True)]
+    assert result.failures[0].reason == (
+        WEBHOOK_DENIED + "exceeding resource quota (limits.nvidia.com/gpumem 2000+1000 > 2000)")
+    # fill-2 holds no GPU, so small is admitted (3 of 3) and then refused by the scheduler's Fit.
+    assert result.failures[1].reason == "1/1 ResourceQuotaNotFit"
+    # The webhook counts cores unclamped and per GPU: 2 x 150.
+    two = Workload("two", (ContainerRequest(gpus=2, gpumem_mib=10, gpucores=150),))
+    assert "limits.nvidia.com/gpucores 0+300 > 250" in plan([node(n=2)], [two], Quota(gpucores=250)).failures[0].reason
