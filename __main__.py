@@ -55,7 +55,8 @@ if config.mode == "sim":
         "management", KindClusterArgs(cluster_name=cluster_name, node_image=config.versions.kind_node_image)
     )
     management_kubeconfig = cluster.kubeconfig
-    management_identifier: pulumi.Input[str] = cluster.cluster_identifier  # changes when the cluster is replaced
+    # Unknown while the cluster is replaced, so the provider and everything on it are replaced with it.
+    management_identifier: pulumi.Input[str] = cluster.cluster_identifier
     management_ready.append(cluster)
     pulumi.export("kindClusterName", cluster.cluster_name)
 else:

@@ -48,8 +48,6 @@ class KindCluster(pulumi.ComponentResource):
         # Derived from `create` so that, when the engine deletes the old cluster first, it sees the
         # provider's identifier as changing and deletes the provider's resources before the cluster
         # (pulumi/pulumi `pkg/resource/deploy/step_generator.go` `calculateDependentReplacements`).
-        self.cluster_identifier = create.id.apply(
-            lambda _: kind.cluster_identifier(args.cluster_name, args.node_image)
-        )
+        self.cluster_identifier = create.id.apply(lambda _: kind.CLUSTER_IDENTIFIER)
         self.ready = read_kubeconfig
         self.register_outputs({"kubeconfig": self.kubeconfig, "clusterName": self.cluster_name})

@@ -51,11 +51,11 @@ def kubeconfig_command(cluster_name: str) -> str:
     return f"kind get kubeconfig --name {shlex.quote(cluster_name)}"
 
 
-def cluster_identifier(cluster_name: str, node_image: str) -> str:
-    """The management provider's `clusterIdentifier`: it changes exactly when the cluster is replaced.
-
-    pulumi-kubernetes replaces its provider, and with it every resource on it, when `clusterIdentifier`
-    changes and never while it stays the same (`provider/pkg/provider/provider.go` `DiffConfig`). The
-    cluster command is replaced when its triggers, name and node image, change.
-    """
-    return f"kind/{cluster_name}/{node_image}"
+# The management provider's `clusterIdentifier`. pulumi-kubernetes replaces its provider, and with it
+# every resource on it, when the identifier changes, and never while it stays the same
+# (`provider/pkg/provider/provider.go` `DiffConfig`). components/kind_cluster.py derives it from the
+# cluster command, so while the engine replaces the cluster (delete first) it is unknown, which counts as
+# changed: the provider and everything on it are deleted first with the old cluster and created again on
+# the new one. The text itself stays what every existing stack has: a new text would replace all of it
+# once more, create-before-delete against the very same cluster, the old deletes removing the new objects.
+CLUSTER_IDENTIFIER = "management"

@@ -105,10 +105,3 @@ def test_the_kubeconfig_is_read_from_kind_not_from_a_file(host: dict[str, Any]) 
     read = find(dev_stack(), "command:local:Command", "management-kubeconfig")
     printed = _run(read.inputs["create"], "", host["env"])
     assert printed.returncode == 0 and "kind-gpu-tenancy-dev" in printed.stdout
-
-
-def test_cluster_identifier_follows_name_and_node_image() -> None:
-    image = "kindest/node:v1.35.5@sha256:" + "0" * 64
-    assert kind.cluster_identifier("a", image) == kind.cluster_identifier("a", image)
-    assert kind.cluster_identifier("a", image) != kind.cluster_identifier("b", image)
-    assert kind.cluster_identifier("a", image) != kind.cluster_identifier("a", image.replace("0", "1"))

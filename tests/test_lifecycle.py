@@ -89,6 +89,16 @@ def test_a_replaced_kind_cluster_takes_the_management_provider_and_its_resources
     assert {name: replaced.get(name) for name in on_management} == dict.fromkeys(on_management, True)
 
 
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_management_provider_keeps_the_identifier_existing_stacks_have(stack: str) -> None:
+    """A new text would replace the provider on every existing stack, and every resource on it
+    create-before-delete against the same cluster (a provider-caused replacement carries no delete-first
+    request): the old deletes would remove the new objects. The identifier changes only by being unknown
+    while the cluster is replaced (tests above)."""
+    (management,) = [r for r in _baseline(stack) if r.type == "pulumi:providers:kubernetes" and r.name == "management"]
+    assert management.inputs["clusterIdentifier"] == "management"
+
+
 def test_a_replaced_tenant_control_plane_takes_what_runs_in_it_and_what_joined_it_down_first() -> None:
     """The management cluster holds the tenants' control planes (Kamaji) and their datastore: replacing it
     replaces every tenant control plane, so everything inside a tenant (resources through its provider)
