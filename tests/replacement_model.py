@@ -16,9 +16,11 @@ What is modelled, and from where:
   only the option makes it delete-first.
 * Deleting first also deletes first, in reverse dependency order, every transitive dependent that the
   change would replace: a resource whose provider is in that set, or whose provider Diff reports a replace
-  once the properties fed by that set are unknown (`calculateDependentReplacements`). Dependents are those
-  that name the resource as dependency, property dependency, provider or deletedWith
-  (`pkg/resource/graph/dependency_graph.go` `DependingOn`).
+  once the properties fed by that set are unknown, or that is `deletedWith` one of them
+  (`calculateDependentReplacements`); reads (external) never are. Dependents are those that name the
+  resource as dependency, property dependency, provider or deletedWith (`pkg/resource/graph/
+  dependency_graph.go` `DependingOn`). A resource deleted this way is created again when the program
+  registers it, whatever its diff (`step_generator.go`: `old.PendingReplacement` forces the replace).
 * Provider Diffs (what replaces, and whether the provider asks to delete first):
   - pulumi-command v1.2.1 `Command`: only `triggers` replace (`provider/pkg/provider/common/inputs.go`,
     `provider:"replaceOnChanges"`); other changes are updates that run `create` (or `update`) again. Its
@@ -39,6 +41,10 @@ What is modelled, and from where:
   new (unknown during the preview). An update keeps the id, and the mocks already echo what an update
   changes in the other outputs, so the recorded values stand. A `.get` read counts as renewed when
   anything it depends on is replaced (the object it reads was recreated).
+
+Sources as read: pulumi/pulumi v3.259.0 (the newest tag available here; the SDK is pinned at 3.272.0)
+and main at 1b5949891b3c; pulumi-kubernetes main at 94977969d641 (after v4.32.0; v4.34.2 was not
+available); pulumi-docker v5.1.0 and main at 237b7899bb51; pulumi-command v1.2.1.
 
 A create-before-delete replacement undoes its new create when the old delete acts on what the new create
 made or adopted: a `Command` with a `delete` (its create may adopt, e.g. `kind get clusters || kind create`,
@@ -190,8 +196,8 @@ def deleted_first_with(
         if old.urn in condemned or not old.custom or old.read:
             continue
         deps = _expand(condemned, children)
-        if _provider_urn(old) in condemned:
-            requires = True
+        if _provider_urn(old) in condemned or old.deleted_with in condemned:
+            requires = True  # deletedWith: pulumi/pulumi after v3.259.0 (the step generator at 1b59498)
         else:
             unknown = {k for k, urns in old.property_dependencies.items() if deps.intersection(urns)}
             keys = _replace_keys(old, unknown)
