@@ -61,8 +61,10 @@ def test_no_replacement_deletes_what_its_new_create_adopted(stack: str, change: 
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_every_command_with_a_delete_is_replaced_delete_first(stack: str) -> None:
-    """Every such command here adopts or joins on create (`grep -qx || kind create`, `kubelet.conf` checks),
-    so any replacement, not only the version changes above, must run the old delete first."""
+    """Such a command here either adopts or joins on create (`grep -qx || kind create`, `kubelet.conf`
+    checks), removes what a rejoin needs gone (a real host's Node), or costs nothing to delete first (a
+    bootstrap token's revoke): delete-first for all of them covers any replacement, not only the version
+    changes above."""
     commands = [r for r in _baseline(stack) if r.type.startswith("command:") and r.inputs.get("delete")]
     assert commands
     assert {r.name: r.delete_before_replace for r in commands} == dict.fromkeys((r.name for r in commands), True)
