@@ -215,9 +215,6 @@ def hami_values(kubernetes_version: str, image_tag: str, real_gpus: bool = False
     """HAMi inside a Kamaji tenant: simulated GPUs (the mock-GPU agent) or the real device plugin."""
     return {
         "global": {"imageTag": image_tag},
-        # The real plugin runs on nodes labelled gpu=on (the chart's nvidiaNodeSelector), which the
-        # program sets on every worker it joins.
-        "devicePlugin": {"enabled": real_gpus},
         # mock-device-plugin 1.0.1 (the chart's pin) crashes on the 2.10 ConfigMap (mock PR #18);
         # the mock-GPU agent provides what it would.
         "mockDevicePlugin": {"enabled": False},
@@ -242,6 +239,15 @@ def hami_values(kubernetes_version: str, image_tag: str, real_gpus: bool = False
             "admissionWebhook": {"enabled": True, "failurePolicy": "Ignore"},
             "defaultSchedulerPolicy": {"nodeSchedulerPolicy": "binpack", "gpuSchedulerPolicy": "spread"},
         },
+        # The real plugin runs on nodes labelled gpu=on (the chart's nvidiaNodeSelector), which the program
+        # sets on every worker it joins. Its vGPU monitor Service is NodePort upstream; ClusterIP like the
+        # scheduler's, so the metrics stay inside the tenant.
+        "devicePlugin": {"enabled": real_gpus, "service": {"type": "ClusterIP"}},
+        # Metrics: the scheduler Service always has port `monitor` (31993 -> :9395). With this, the chart
+        # also renders ServiceMonitors for it (and the vGPU monitor), but only where the Prometheus
+        # Operator's CRD exists at install time (templates/scheduler/servicemonitor.yaml checks
+        # .Capabilities.APIVersions.Has "monitoring.coreos.com/v1/ServiceMonitor").
+        "prometheus": {"enabled": True},
     }
 
 
