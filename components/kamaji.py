@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from gpu_tenancy import manifests, versions
+from gpu_tenancy import chart_pins, manifests, versions
 
 
 @dataclass
@@ -24,6 +24,13 @@ class Kamaji(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: KamajiArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-tenancy:kamaji:Kamaji", name, None, opts)
+        if chart_pins.moving_build_label(args.chart_version):
+            pulumi.log.warn(
+                chart_pins.unpinned_warning(
+                    "kamaji", args.chart_version, args.image_tag, versions.KAMAJI_CHART_CHECKED_COMMIT
+                ),
+                resource=self,
+            )
         on_cluster = pulumi.ResourceOptions(parent=self, provider=args.provider)
         cert_manager = k8s.helm.v3.Release(
             f"{name}-cert-manager",

@@ -4,8 +4,14 @@ The set fits together (evidence: shared reference `versions.md`):
 - kind v0.32.0 publishes `kindest/node:v1.35.5@sha256:ce97...`; the same image serves the management
   cluster and every tenant worker, so the worker kubelet equals the tenant control plane exactly.
 - Kamaji 26.8.2-edge accepts tenants up to v1.36 (`KubeadmVersion = v1.36.0`) and needs a v1.33+
-  management cluster; its e2e runs the 1.35 line. Its chart is only published as `0.0.0+latest`, so the
-  image tag must be set explicitly.
+  management cluster; its e2e runs the 1.35 line. The image is pinned; the chart is NOT: CLASTIX publishes
+  no chart per edge release, only `0.0.0+latest`, rebuilt from master on every push (clastix/kamaji
+  `.github/workflows/helm.yaml`; `.goreleaser.yaml` ships images only). Its templates and CRDs can
+  therefore drift from the image. What this program sends (values, TenantControlPlane, DataStore) is
+  checked against the chart at KAMAJI_CHART_CHECKED_COMMIT, the commit tagged 26.8.2-edge (tests/
+  test_fidelity.py against ../shared, see its PROVENANCE.md). UNPINNED_CHARTS names it, so policy `charts-pinned`
+  accepts exactly that moving version and nothing else, and every preview and update warns about it.
+  That chart depends on kamaji-etcd `>=0.15.0` (its Chart.lock: 0.15.0).
 - cert-manager v1.21 is the only line that supports and tests Kubernetes 1.33 -> 1.36.
 - MetalLB chart 0.16.1 carries the Kubernetes 1.36 CRD fixes; L2 mode needs neither FRR nor FRR-K8s.
 - HAMi chart 2.10.0 renders the v1 KubeSchedulerConfiguration for minor > 25; its kube-scheduler must
@@ -34,8 +40,12 @@ METALLB_CHART_REPO = "https://metallb.github.io/metallb"
 METALLB_CHART_VERSION = "0.16.1"
 
 KAMAJI_CHART_REPO = "https://clastix.github.io/charts"
-KAMAJI_CHART_VERSION = "0.0.0+latest"
+KAMAJI_CHART_VERSION = "0.0.0+latest"  # a moving build, not a pin: see the docstring
 KAMAJI_IMAGE_TAG = "26.8.2-edge"
+KAMAJI_CHART_CHECKED_COMMIT = "ddbabd87ed0e8d7c319414383e153c46f21733a9"  # clastix/kamaji tag 26.8.2-edge
+
+# Charts deployed at a moving version (chart -> version) because no pinnable one is published.
+UNPINNED_CHARTS = {"kamaji": KAMAJI_CHART_VERSION}
 
 HAMI_CHART_REPO = "https://project-hami.github.io/HAMi/"
 HAMI_CHART_VERSION = "2.10.0"

@@ -80,6 +80,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
+from gpu_tenancy import chart_pins, versions
 from gpu_tenancy.config import image_tag
 
 MANDATORY = EnforcementLevel.MANDATORY
@@ -429,6 +430,8 @@ images_pinned = ResourceValidationPolicy(
 # --------------------------------------------------------------------------- 6 charts-pinned
 
 _RANGE_CHARACTERS = set("^~*<>|= xX")
+# Moving builds deployed knowingly (gpu_tenancy/versions.py UNPINNED_CHARTS); any other one is refused.
+DEFAULT_ACCEPTED_MOVING_BUILDS = sorted(chart_pins.chart_key(c, v) for c, v in versions.UNPINNED_CHARTS.items())
 
 
 def validate_charts_pinned(args: ResourceValidationArgs, report: ReportViolation) -> None:
@@ -443,6 +446,13 @@ def validate_charts_pinned(args: ResourceValidationArgs, report: ReportViolation
         report(f"{_label(res)}: chart {chart!r} has no version; set version= to an exact chart version.", None)
     elif any(ch in _RANGE_CHARACTERS for ch in version) or version.lower() in ("latest", "stable"):
         report(f"{_label(res)}: chart {chart!r} version {version!r} is a range; pin an exact version.", None)
+    elif (label := chart_pins.moving_build_label(version)) and isinstance(chart, str) and chart_pins.chart_key(
+        chart, version
+    ) not in _config(args, "acceptMovingBuilds", DEFAULT_ACCEPTED_MOVING_BUILDS):
+        report(
+            f"{_label(res)}: chart {chart!r} version {version!r} is a moving build ({label!r} is republished "
+            "from a branch), not a pin; pin a released version.", None
+        )
     is_url = isinstance(chart, str) and chart.startswith(("oci://", "https://", "http://"))
     if not is_url and not (isinstance(repo, str) and repo.strip()):
         report(
@@ -453,9 +463,22 @@ def validate_charts_pinned(args: ResourceValidationArgs, report: ReportViolation
 
 charts_pinned = ResourceValidationPolicy(
     name="charts-pinned",
-    description="Every Helm chart names an exact version and its repository (repositoryOpts.repo or an oci:// URL).",
+    description=(
+        "Every Helm chart names an exact version, not a range or a moving build such as 0.0.0+latest, and its "
+        "repository (repositoryOpts.repo or an oci:// URL)."
+    ),
     validate=validate_charts_pinned,
     enforcement_level=MANDATORY,
+    config_schema=PolicyConfigSchema(
+        properties={
+            "acceptMovingBuilds": {
+                "type": "array",
+                "items": {"type": "string"},
+                "default": DEFAULT_ACCEPTED_MOVING_BUILDS,
+                "description": "chart@version moving builds deployed knowingly (no pinnable release exists).",
+            }
+        }
+    ),
 )
 
 

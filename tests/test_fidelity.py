@@ -13,6 +13,7 @@ import pytest
 import yaml
 from pulumi.runtime import MockResourceArgs
 
+from gpu_tenancy import versions
 from tests.harness import dev_config, gpu_config, record_stack, registered_gpus, unwrap
 
 CRD_FILES = {
@@ -24,7 +25,7 @@ CRD_FILES = {
 CHARTS = {
     "cert-manager": "cert-manager/v1.21.1",
     "metallb": "metallb/0.16.1",
-    "kamaji": "kamaji/0.0.0+latest",
+    "kamaji": f"kamaji/{versions.KAMAJI_CHART_VERSION}",
     "hami": "hami/2.10.0",
 }
 SUBCHARTS = {"kamaji-etcd": "kamaji-etcd/0.15.0"}
@@ -149,6 +150,17 @@ def merge(base: Any, override: Any) -> Any:
     if isinstance(base, dict) and isinstance(override, dict):
         return {**base, **{k: merge(base.get(k), v) for k, v in override.items()}}
     return override
+
+
+def test_kamaji_files_checked_here_are_from_the_commit_versions_names(shared: Path) -> None:
+    """The Kamaji chart is a moving build; what pins the check is the commit its files were taken from."""
+    rows = [line.split("|") for line in (shared / "PROVENANCE.md").read_text().splitlines()
+            if line.startswith("| `") and "| clastix/kamaji |" in line]
+    assert {row[1].strip(" `").split("/")[0] for row in rows} == {"charts", "schemas"}
+    for row in rows:
+        tag, commit = row[3].strip(), row[4].strip(" `")
+        assert tag == versions.KAMAJI_IMAGE_TAG and versions.KAMAJI_CHART_CHECKED_COMMIT.startswith(commit), row[1]
+    assert (shared / "charts" / CHARTS["kamaji"]).is_dir()
 
 
 def test_core_objects_validate_against_kubernetes_schemas(resources: list[MockResourceArgs]) -> None:
