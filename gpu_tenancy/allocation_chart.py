@@ -10,10 +10,11 @@ are listed in red under their tenant with the scheduler's reason; the title carr
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group
 from rich.table import Table
@@ -24,7 +25,7 @@ from gpu_tenancy.allocation import AllocationView, GpuView, QuotaUse, TenantView
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["FIGURE_WIDTH_PX", "build_figure", "render_png", "render_table", "workload_totals"]
+__all__ = ["FIGURE_WIDTH_PX", "build_figure", "render_json", "render_png", "render_table", "workload_totals"]
 
 FIGURE_WIDTH_PX = 1200
 _DPI = 100
@@ -58,6 +59,22 @@ def _quota_text(quota: Iterable[QuotaUse]) -> str:
     return " · ".join(
         f"{q.key.rsplit('/', 1)[-1]} {q.used}/{q.limit}{units.get(q.key, '')}" for q in quota
     )
+
+
+# --------------------------------------------------------------------------- JSON
+
+
+def render_json(view: AllocationView) -> dict[str, Any]:
+    """The view as plain data for ``--json``: its fields plus the derived verdict, per-tenant fits and
+    per-GPU label and totals, so a machine reads what the table shows."""
+    document = dataclasses.asdict(view)
+    document["fits"], document["verdict"] = view.fits, view.verdict
+    for tenant, data in zip(view.tenants, document["tenants"], strict=True):
+        data["fits"] = tenant.fits
+        for gpu, gpu_data in zip(tenant.gpus, data["gpus"], strict=True):
+            gpu_data.update(label=gpu.label, memory_allocated=gpu.memory_allocated,
+                            cores_allocated=gpu.cores_allocated, slots_used=gpu.slots_used)
+    return document
 
 
 # --------------------------------------------------------------------------- table

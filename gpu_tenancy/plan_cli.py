@@ -435,7 +435,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             print(_plan_table(view, res, width), end="")
         return code
-    from gpu_tenancy.allocation_chart import render_png, render_table
+    from gpu_tenancy.allocation_chart import render_json, render_png, render_table
 
     if args.png:
         try:
@@ -444,7 +444,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{args.png}: cannot write it ({error.strerror or error})", file=sys.stderr)
             return EXIT_USAGE
     if args.json:
-        print(json.dumps({"fits": view.fits, "verdict": view.verdict, **asdict(view)}, indent=2))
+        print(json.dumps(render_json(view), indent=2))
     else:
         print(render_table(view, width, color=sys.stdout.isatty()), end="")
     if args.png:

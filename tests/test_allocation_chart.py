@@ -10,7 +10,14 @@ from matplotlib.figure import Figure
 from matplotlib.text import Text
 
 from gpu_tenancy.allocation import AllocationView, GpuView, QuotaUse, Slice, TenantView, Unplaced
-from gpu_tenancy.allocation_chart import FIGURE_WIDTH_PX, MAX_UNPLACED_LINES, build_figure, render_png, render_table
+from gpu_tenancy.allocation_chart import (
+    FIGURE_WIDTH_PX,
+    MAX_UNPLACED_LINES,
+    build_figure,
+    render_json,
+    render_png,
+    render_table,
+)
 
 A100 = "NVIDIA-A100-SXM4-80GB"
 
@@ -120,3 +127,14 @@ def test_live_table_names_the_pods_holding_each_slice() -> None:
 def test_table_has_no_escape_codes_unless_asked() -> None:
     assert "\x1b[" not in render_table(view(), 100)
     assert "\x1b[" in render_table(view(), 100, color=True)
+
+
+def test_json_carries_what_the_table_shows() -> None:
+    document = render_json(view())
+    assert document["fits"] is False and document["verdict"] == "1 replica(s) do not fit"
+    a = document["tenants"][0]
+    assert a["fits"] is False and a["unplaced"][0]["reason"] == "1/1 CardInsufficientCore"
+    assert a["gpus"][0]["label"] == "tenant-a-worker / NVIDIA-A100-SXM4-80GB #0"
+    assert (a["gpus"][0]["memory_allocated"], a["gpus"][0]["cores_allocated"], a["gpus"][0]["slots_used"]) == (
+        40960, 80, 4)
+    assert a["quota"][1] == {"key": "limits.nvidia.com/gpumem", "used": 40960, "limit": 61440}
