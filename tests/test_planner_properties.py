@@ -53,3 +53,29 @@ def test_capacity_never_exceeded(
         key = (p.workload, p.replica, p.container, p.device_id)
         assert key not in seen
         seen.add(key)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    cards=st.lists(st.tuples(st.integers(1000, 81920), st.integers(1, 10)), min_size=1, max_size=6),
+    wls=st.lists(st.tuples(st.lists(containers, min_size=1, max_size=3), st.integers(1, 6)), min_size=1, max_size=5),
+    limits=st.tuples(st.one_of(st.none(), st.integers(0, 12)), st.one_of(st.none(), st.integers(1, 100000)),
+                     st.one_of(st.none(), st.integers(1, 400))),
+)
+def test_quota_never_exceeded(
+    cards: list[tuple[int, int]], wls: list[tuple[list[ContainerRequest], int]], limits: tuple[int | None, ...]
+) -> None:
+    """Placed memory and cores stay within gpumem/gpucores; admitted pods' GPUs within the GPU count."""
+    from gpu_tenancy.planner import Quota
+
+    gpu, gpumem, gpucores = limits
+    quota = Quota(gpu=gpu, gpumem=gpumem, gpucores=gpucores)
+    node = Node("n", tuple(Device(f"g{i}", "NVIDIA-X", m, 100, c, index=i) for i, (m, c) in enumerate(cards)))
+    workloads = [Workload(f"w{i}", tuple(cs), replicas=r) for i, (cs, r) in enumerate(wls)]
+    res = plan([node], workloads, quota)
+    assert gpumem is None or sum(p.mem_mib for p in res.placements) <= gpumem
+    assert gpucores is None or sum(p.cores for p in res.placements) <= gpucores
+    pod_gpus = {w.name: sum(c.gpus for c in w.containers) for w in workloads}
+    admitted = sum(pod_gpus[w.name] * w.replicas for w in workloads) - sum(
+        pod_gpus[f.workload] for f in res.failures if not f.admitted)
+    assert gpu is None or admitted <= gpu
