@@ -67,10 +67,7 @@ K8S_COMPONENT_TYPES = frozenset(
         "kubernetes:kustomize:Directory",
     }
 )
-MANAGEMENT = "management"
-# The kind management cluster's identifier changes with the cluster: "kind/<name>/<node image>"
-# (gpu_tenancy/kind.py cluster_identifier); mode real uses "management".
-KIND_MANAGEMENT_PREFIX = "kind/"
+MANAGEMENT = "management"  # the management provider's clusterIdentifier in both modes (gpu_tenancy/kind.py)
 STACK_CONFIG_NAMESPACE = "gpu-tenancy"
 
 GPU = "nvidia.com/gpu"
@@ -351,7 +348,7 @@ def provider_cluster(provider: Provider | None) -> Cluster:
         return Cluster("other", "<none: the default provider>")
     identifier = known_str(provider.props.get("clusterIdentifier"))
     if identifier:
-        if identifier == MANAGEMENT or identifier.startswith(KIND_MANAGEMENT_PREFIX):
+        if identifier == MANAGEMENT:
             return Cluster(MANAGEMENT, None)
         if identifier.startswith("tenant/"):
             return Cluster("tenant", identifier.removeprefix("tenant/"))

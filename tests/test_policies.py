@@ -128,7 +128,7 @@ def test_dev_stack_is_what_the_policies_expect() -> None:
     providers = {r.name: r.inputs.get("clusterIdentifier") for r in resources if r.type == PROVIDER}
     assert providers == {"management": providers["management"], "tenant-a-kubernetes": "tenant/tenant-a",
                          "tenant-b-kubernetes": "tenant/tenant-b"}
-    assert providers["management"].startswith(lib.KIND_MANAGEMENT_PREFIX + "gpu-tenancy-dev/")
+    assert providers["management"] == lib.MANAGEMENT
     tenant = find(resources, TENANT, "tenant-a")
     assert {"tenant", "mode", "gpus", "workloads", "quota"} <= set(tenant.inputs)
     # The engine's stack view of a component is its register_outputs (tested with and without the declaration).
@@ -559,8 +559,7 @@ def test_quantities_networks_and_provider_clusters() -> None:
     assert cluster(lib.Provider(PROVIDER, "x", "u", {"clusterIdentifier": "tenant/t1"})) == lib.Cluster("tenant", "t1")
     assert cluster(lib.Provider(PROVIDER, "t2-kubernetes", "u", {})) == lib.Cluster("tenant", "t2")
     assert cluster(lib.Provider(PROVIDER, "management", "u", {})).kind == "management"
-    kind = {"clusterIdentifier": "kind/gpu-tenancy-dev/kindest/node:v1.35.5@sha256:ce97"}
-    assert cluster(lib.Provider(PROVIDER, "management", "u", kind)).kind == "management"
+    assert cluster(lib.Provider(PROVIDER, "x", "u", {"clusterIdentifier": "management"})).kind == "management"
     assert cluster(None).kind == "other"
 
 
