@@ -1,63 +1,61 @@
-"""A kubeadm bootstrap token inside a tenant, for joining that tenant's GPU hosts (mode real).
+"""A kubeadm bootstrap token for joining one GPU host (mode real) to its tenant, valid for a day.
 
-It has no `expiration`: it lives in the state and must still work when a host is replaced or retried
-later. The kind workers of mode sim do not use it: their join script mints a short-lived token per
-attempt that never reaches the state (gpu_tenancy/worker_join.py).
+A local Command mints it when it is created (gpu_tenancy/join_token.py: kubectl with the tenant's
+admin kubeconfig on stdin, an `expiration` computed at run time, kubeadm's default TTL) and revokes it
+when it is deleted. Its `triggers` must be what replaces the host's join (host address, Kubernetes
+version, tenant CA), so every rejoin gets a fresh token while a second `pulumi up` changes nothing.
+Kamaji's tenant controller-manager runs `tokencleaner`, so an expired token's Secret disappears from the
+tenant on its own; the state holds only the (secret) printed token, never a Secret object to drift.
+
+A join retried more than a day after its token was minted needs a new one:
+`pulumi up --replace '<urn of the *-bootstrap-token-mint command>'`. The kind workers of mode sim mint
+a 15-minute token inside their join script instead (gpu_tenancy/worker_join.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
-import pulumi_kubernetes as k8s
-import pulumi_random as random
+import pulumi_command as command
 
-from gpu_tenancy import manifests
+from gpu_tenancy import join_token, manifests
 
 
 @dataclass
 class BootstrapTokenArgs:
     tenant: str
-    provider: k8s.Provider
+    kubeconfig: pulumi.Input[str]  # the tenant's admin kubeconfig
+    # What replaces the join this token is for: a replaced join gets a new token.
+    triggers: list[Any] = field(default_factory=list)
+    ttl_seconds: int = join_token.KUBEADM_DEFAULT_TTL_SECONDS
 
 
 class BootstrapToken(pulumi.ComponentResource):
-    """`token` is `<id>.<secret>` and secret; `secret` is the bootstrap-token Secret in the tenant."""
+    """`token` is `<id>.<secret>` (secret); `mint` is the Command that created it in the tenant."""
 
     token: pulumi.Output[str]
-    secret: k8s.core.v1.Secret
+    mint: command.local.Command
 
     def __init__(self, name: str, args: BootstrapTokenArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-tenancy:bootstrap_token:BootstrapToken", name, None, opts)
-        # The format kubeadm requires: [a-z0-9]{6}.[a-z0-9]{16}.
-        token_id = random.RandomString(
-            f"{name}-id", length=6, special=False, upper=False, opts=pulumi.ResourceOptions(parent=self)
+        self.mint = command.local.Command(
+            f"{name}-mint",
+            create=join_token.mint_script(args.tenant, args.ttl_seconds),
+            delete=join_token.revoke_script(),
+            interpreter=["/bin/sh", "-c"],
+            stdin=pulumi.Output.secret(args.kubeconfig),  # credentials on stdin, never on a command line
+            triggers=args.triggers,
+            # The printed token is secret in the state and never echoed to the console.
+            logging=command.local.Logging.STDERR,
+            opts=pulumi.ResourceOptions(
+                parent=self, delete_before_replace=True, additional_secret_outputs=["stdout"]
+            ),
         )
-        token_secret = random.RandomString(
-            f"{name}-secret", length=16, special=False, upper=False, opts=pulumi.ResourceOptions(parent=self)
-        )
-        secret_part: pulumi.Output[str] = pulumi.Output.secret(token_secret.result)
-        self.token = pulumi.Output.secret(pulumi.Output.concat(token_id.result, ".", token_secret.result))
-        self.secret = k8s.core.v1.Secret(
-            name,
-            metadata={
-                "name": token_id.result.apply(lambda i: f"bootstrap-token-{i}"),
-                "namespace": "kube-system",
-                "labels": manifests.labels(args.tenant, "worker"),
-            },
-            type="bootstrap.kubernetes.io/token",
-            string_data={
-                "token-id": token_id.result,
-                "token-secret": secret_part,
-                "usage-bootstrap-authentication": "true",
-                "usage-bootstrap-signing": "true",
-                "auth-extra-groups": "system:bootstrappers:kubeadm:default-node-token",
-            },
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider),
-        )
+        self.token = pulumi.Output.secret(self.mint.stdout.apply(lambda out: (out or "").strip()))
         self.tenant = args.tenant
-        self.register_outputs({"secretName": self.secret.metadata.name})
+        self.register_outputs({})
 
     def join_configuration(
         self,

@@ -189,27 +189,37 @@ class Tenant(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         assert args.stack.ssh_private_key is not None  # load_config requires it in mode real
         ssh_key = pulumi.Output.secret(args.stack.ssh_private_key.get_secret_value())
-        bootstrap = BootstrapToken(
-            f"{name}-bootstrap-token", BootstrapTokenArgs(tenant=tenant, provider=control_plane.provider), child
-        )
-        hosts = [
-            HostWorker(
-                f"{name}-{host.name}",
-                HostWorkerArgs(
+        kubernetes_version = args.stack.versions.kubernetes
+        hosts = []
+        for host in args.config.workers:
+            # One token per host, minted again whenever the host's join is replaced: HostWorker replaces it
+            # for a new address or Kubernetes version (prepare) or a new control plane (its CA).
+            bootstrap = BootstrapToken(
+                f"{name}-{host.name}-bootstrap-token",
+                BootstrapTokenArgs(
                     tenant=tenant,
-                    host=host,
-                    ssh_private_key=ssh_key,
-                    kubernetes_version=args.stack.versions.kubernetes,
-                    endpoint=control_plane.endpoint,
-                    ca_cert_hash=control_plane.ca_cert_hash,
                     kubeconfig=control_plane.kubeconfig,
-                    bootstrap=bootstrap,
-                    depends_on=[control_plane, bootstrap.secret],
+                    triggers=[host.address, kubernetes_version, control_plane.ca_cert_hash],
                 ),
                 child,
             )
-            for host in args.config.workers
-        ]
+            hosts.append(
+                HostWorker(
+                    f"{name}-{host.name}",
+                    HostWorkerArgs(
+                        tenant=tenant,
+                        host=host,
+                        ssh_private_key=ssh_key,
+                        kubernetes_version=kubernetes_version,
+                        endpoint=control_plane.endpoint,
+                        ca_cert_hash=control_plane.ca_cert_hash,
+                        kubeconfig=control_plane.kubeconfig,
+                        bootstrap=bootstrap,
+                        depends_on=[control_plane, bootstrap.mint],
+                    ),
+                    child,
+                )
+            )
         network = self._network(name, args, control_plane, pod_cidr, list(hosts))
         hami = self._hami(name, args, control_plane, [network, *hosts])
         check = InventoryCheck(

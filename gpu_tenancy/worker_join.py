@@ -5,14 +5,10 @@ Pure builders, run by the worker's local `Command` with `/bin/sh -c`; tests run 
 (pulumi-command v1.2.1 `local/commandOutputs.go` `run` feeds the same `stdin` to create and delete) and
 keep it in a private temporary file for kubectl; it never reaches a command line or the container.
 
-The bootstrap token is minted by the join script itself, just in time: a random `<id>.<secret>`, a
-`bootstrap.kubernetes.io/token` Secret with an `expiration` TOKEN_TTL_SECONDS ahead, deleted again when
-the script ends. So no token is ever in the Pulumi state or program inputs (the second `pulumi up` stays a
-no-op), every join attempt (a retry, a replaced container) gets a fresh one, and a token that outlives a
-killed script expires: the kube-apiserver's bootstrap authenticator refuses an expired token
-(kubernetes `plugin/pkg/auth/authenticator/token/bootstrap/bootstrap.go`) and Kamaji's controller-manager
-runs `tokencleaner` (`--controllers=*,bootstrapsigner,tokencleaner`, clastix/kamaji 26.8.2-edge
-`internal/builders/controlplane/deployment.go`), which deletes the expired Secret. A token created a
+The bootstrap token is minted by the join script itself, just in time (gpu_tenancy/join_token.py), with
+an `expiration` TOKEN_TTL_SECONDS ahead, and deleted again when the script ends. So no token is ever in
+the Pulumi state or program inputs (the second `pulumi up` stays a no-op), and every join attempt (a
+retry, a replaced container) gets a fresh one. A token created a
 moment before the join is fine: kubeadm's discovery retries until the bootstrapsigner has signed
 cluster-info for the new token id (kubernetes `cmd/kubeadm/app/discovery/token/token.go`, "the JWS
 signature is patched-in a bit later").
@@ -20,10 +16,10 @@ signature is patched-in a bit later").
 
 from __future__ import annotations
 
-import json
 import shlex
+import textwrap
 
-from gpu_tenancy import manifests
+from gpu_tenancy import join_token, manifests
 
 TOKEN_PLACEHOLDER = "@BOOTSTRAP_TOKEN@"
 TOKEN_TTL_SECONDS = 900
@@ -47,42 +43,14 @@ def join_configuration_template(
     return template
 
 
-def _token_secret_printf(tenant: str) -> str:
-    """A `printf` that writes the token Secret (JSON) using $token_id, $token_secret and $expiration."""
-    secret = {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {
-            "name": "bootstrap-token-@ID@",
-            "namespace": "kube-system",
-            "labels": manifests.labels(tenant, "worker"),
-        },
-        "type": "bootstrap.kubernetes.io/token",
-        "stringData": {
-            "description": "gpu-tenancy: joins one worker, deleted after the join",
-            "token-id": "@ID@",
-            "token-secret": "@SECRET@",
-            "expiration": "@EXPIRATION@",
-            "usage-bootstrap-authentication": "true",
-            "usage-bootstrap-signing": "true",
-            "auth-extra-groups": "system:bootstrappers:kubeadm:default-node-token",
-        },
-    }
-    text = json.dumps(secret, sort_keys=True)
-    if "'" in text:
-        raise ValueError("labels must not contain a single quote")
-    for marker, variable in (("@ID@", "token_id"), ("@SECRET@", "token_secret"), ("@EXPIRATION@", "expiration")):
-        text = text.replace(marker, f"'\"${variable}\"'")
-    # printf is a shell builtin: the token secret is on no command line.
-    return f"printf '%s\\n' '{text}'"
-
-
 def join_script(tenant: str) -> str:
     """Create: wait for containerd, reset a half-joined node, mint a token, join; idempotent once joined.
 
     Environment: GPU_TENANCY_WORKER (container = node name), GPU_TENANCY_JOIN_CONFIGURATION (from
     join_configuration_template). Stdin: the tenant's admin kubeconfig.
     """
+    mint = join_token.mint(tenant, TOKEN_TTL_SECONDS, "gpu-tenancy: joins one worker, deleted after the join")
+    revoke = textwrap.indent(join_token.revoke().replace(">/dev/null\n", ">/dev/null 2>&1 || true\n"), "    ")
     half_joined = " || ".join(f"test -e {shlex.quote(path)}" for path in HALF_JOINED)
     return f"""set -eu
 umask 077
@@ -93,9 +61,7 @@ token_id=""
 cleanup() {{
   docker exec "$worker" rm -f {JOIN_FILE} >/dev/null 2>&1 || true
   if [ -n "$token_id" ]; then
-    kubectl --kubeconfig "$kubeconfig" --request-timeout=30s --namespace kube-system \\
-      delete secret "bootstrap-token-$token_id" --ignore-not-found >/dev/null 2>&1 || true
-  fi
+{revoke}  fi
   rm -f "$kubeconfig"
 }}
 trap cleanup EXIT
@@ -128,13 +94,7 @@ case "$template" in
   *{TOKEN_PLACEHOLDER}*) ;;
   *) echo "gpu-tenancy: GPU_TENANCY_JOIN_CONFIGURATION has no token placeholder" >&2; exit 1 ;;
 esac
-token_id="$(LC_ALL=C tr -dc 'a-z0-9' < /dev/urandom | head -c 6)"
-token_secret="$(LC_ALL=C tr -dc 'a-z0-9' < /dev/urandom | head -c 16)"
-expires=$(( $(date -u +%s) + {TOKEN_TTL_SECONDS} ))
-expiration="$(date -u -d "@$expires" +%Y-%m-%dT%H:%M:%SZ 2>/dev/null || date -u -r "$expires" +%Y-%m-%dT%H:%M:%SZ)"
-{_token_secret_printf(tenant)} \\
-  | kubectl --kubeconfig "$kubeconfig" --request-timeout=60s create -f - >/dev/null
-before="${{template%%{TOKEN_PLACEHOLDER}*}}"
+{mint}before="${{template%%{TOKEN_PLACEHOLDER}*}}"
 after="${{template#*{TOKEN_PLACEHOLDER}}}"
 printf '%s%s%s\\n' "$before" "$token_id.$token_secret" "$after" \\
   | docker exec -i "$worker" sh -c 'umask 077; cat > {JOIN_FILE}'

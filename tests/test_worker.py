@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -14,8 +15,9 @@ from harness import gpu_config, record_mocks, record_stack, registered_gpus, unw
 from policy_support import Recorded, record_engine_view
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import rpc
+from replacement_model import replacements
 
-from gpu_tenancy import kind_node, manifests, worker_join
+from gpu_tenancy import join_token, kind_node, manifests, worker_join
 from tests.worker_fakes import FakeHost
 
 KUBECONFIG = "apiVersion: v1\nkind: Config\nusers: [{name: admin, user: {token: tenant-admin-secret}}]\n"
@@ -47,7 +49,15 @@ def assert_no_secret_on_a_command_line(host: FakeHost, *secrets: str) -> None:
 # --------------------------------------------------------------------------- shellcheck
 
 
-@pytest.mark.parametrize("script", [worker_join.join_script("tenant-a"), worker_join.leave_script()])
+@pytest.mark.parametrize(
+    "script",
+    [
+        worker_join.join_script("tenant-a"),
+        worker_join.leave_script(),
+        join_token.mint_script("tenant-a"),
+        join_token.revoke_script(),
+    ],
+)
 def test_scripts_pass_shellcheck(tmp_path: Path, script: str) -> None:
     path = tmp_path / "script.sh"
     path.write_text(script)
@@ -343,3 +353,82 @@ def test_join_removes_its_node_first_when_replaced(registrations: dict[str, Any]
 def test_worker_container_has_kinds_tty() -> None:
     (container, *_) = [r for r in record_stack() if r.typ == "docker:index/container:Container"]
     assert container.inputs["tty"] is True
+
+
+# --------------------------------------------------------------------------- real hosts: a token per join
+
+
+TOKEN = re.compile(r"^[a-z0-9]{6}\.[a-z0-9]{16}$")
+
+
+def test_mint_prints_a_day_long_token_and_revoke_deletes_it(host: FakeHost) -> None:
+    now = datetime.datetime.now(datetime.UTC)
+    minted = host.run(join_token.mint_script("tenant-a"), KUBECONFIG)
+    assert minted.returncode == 0, minted.stderr
+    token = minted.stdout.strip()
+    assert TOKEN.match(token), minted.stdout
+    token_id, token_secret = token.split(".")
+    ((name, secret),) = host.objects("secrets").items()
+    data = secret["stringData"]
+    assert name == f"bootstrap-token-{token_id}" and (data["token-id"], data["token-secret"]) == (token_id, token_secret)
+    assert data["auth-extra-groups"] == join_token.AUTH_EXTRA_GROUPS and secret["type"] == "bootstrap.kubernetes.io/token"
+    expiration = datetime.datetime.strptime(data["expiration"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.UTC)
+    assert abs((expiration - now).total_seconds() - 24 * 3600) < 60
+    assert_no_secret_on_a_command_line(host, token_secret, "tenant-admin-secret")
+    # pulumi-command hands the delete the create's stdout (without its trailing newline).
+    revoked = host.run(join_token.revoke_script(), KUBECONFIG, {"PULUMI_COMMAND_STDOUT": token})
+    assert revoked.returncode == 0, revoked.stderr
+    assert host.objects("secrets") == {}
+    assert_no_secret_on_a_command_line(host, token_secret, "tenant-admin-secret")
+    assert host.run(join_token.revoke_script(), KUBECONFIG, {"PULUMI_COMMAND_STDOUT": token}).returncode == 0
+    assert host.run(join_token.revoke_script(), KUBECONFIG).returncode == 0
+
+
+@pytest.fixture(scope="module")
+def gpu_registrations() -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    monitor = pulumi_mocks.MockMonitor
+    original = monitor.RegisterResource
+
+    def register(self: Any, request: Any) -> Any:
+        seen[request.name] = request
+        return original(self, request)
+
+    monitor.RegisterResource = register  # type: ignore[method-assign]
+    try:
+        record_mocks(gpu_config(), stack="gpu", node_register=registered_gpus(gpu_config()))
+    finally:
+        monitor.RegisterResource = original  # type: ignore[method-assign]
+    return seen
+
+
+@pytest.mark.parametrize(("tenant", "host_name"), [("tenant-a", "gpu-a100-01"), ("tenant-b", "gpu-l4-01")])
+def test_each_real_host_joins_with_its_own_minted_token(
+    gpu_registrations: dict[str, Any], tenant: str, host_name: str
+) -> None:
+    mint = gpu_registrations[f"{tenant}-{host_name}-bootstrap-token-mint"]
+    inputs = unwrap(rpc.deserialize_properties(mint.object))
+    assert inputs["create"] == join_token.mint_script(tenant) and inputs["delete"] == join_token.revoke_script()
+    assert inputs["logging"] == "stderr" and list(mint.additionalSecretOutputs) == ["stdout"]
+    assert mint.deleteBeforeReplace
+    assert yaml.safe_load(inputs["stdin"])["users"][0]["user"]["token"] == f"secret-token-{tenant}"
+    join = gpu_registrations[f"{tenant}-{host_name}-join"]
+    stdin_from = join.propertyDependencies["stdin"].urns
+    assert any(urn.endswith(f"::{tenant}-{host_name}-bootstrap-token-mint") for urn in stdin_from)
+    # No long-lived token anywhere in the program: no Secret objects, no random token parts.
+    assert not [n for n, r in gpu_registrations.items() if r.type in (
+        "kubernetes:core/v1:Secret", "random:index/randomString:RandomString") and not r.importId]
+
+
+def test_a_replaced_real_host_join_gets_a_fresh_token() -> None:
+    config = gpu_config()
+    before = record_engine_view(config, stack="gpu", node_register=registered_gpus(config))
+    config["versions"] = {**(config.get("versions") or {}), "kubernetes": "v1.35.6",
+                          "workerImage": "kindest/node:v1.35.6@sha256:" + "1" * 64}
+    after = record_engine_view(config, stack="gpu", node_register=registered_gpus(config))
+    replaced = {r.name: r.delete_first for r in replacements(before, after).values()}
+    joins = sorted(n for n in replaced if n.endswith("-join"))
+    mints = sorted(n for n in replaced if n.endswith("-bootstrap-token-mint"))
+    assert joins == ["tenant-a-gpu-a100-01-join", "tenant-b-gpu-l4-01-join"]
+    assert mints == [j.removesuffix("-join") + "-bootstrap-token-mint" for j in joins]
+    assert all(replaced[m] for m in mints), "the old token is revoked before the new one is minted"
