@@ -36,7 +36,6 @@ from pydantic import (
     field_validator,
 )
 
-from gpu_tenancy import hami
 from gpu_tenancy.allocation import AllocationView, GpuView, QuotaUse, Slice, TenantView, Unplaced
 from gpu_tenancy.config import NAMESPACE, StackConfig, TenantConfig, WorkloadConfig
 from gpu_tenancy.planner import (
@@ -76,18 +75,21 @@ class _Strict(BaseModel):
 
 
 class RegisteredDevice(_Strict):
-    """One entry of HAMi's ``hami.io/node-nvidia-register`` annotation (pkg/device DeviceInfo's JSON
-    fields), restricted to what the planner models: no MIG templates, pairing scores or custom info."""
+    """One entry of HAMi's ``hami.io/node-nvidia-register`` annotation (pkg/device/devices.go DeviceInfo,
+    read with UnMarshalNodeDevices), restricted to what the planner models: no MIG profiles or custom info.
+
+    Every DeviceInfo field is ``omitempty`` and decoded by plain json.Unmarshal, so an absent key is Go's
+    zero value: no ``health`` means an unhealthy card, no ``count`` no slots, no ``devcore`` no cores."""
 
     id: NonEmpty
-    index: int | None = Field(default=None, ge=0)
-    count: int = Field(default=hami.DEFAULT_SPLIT_COUNT, ge=0)
-    devmem: int = Field(gt=0)
-    devcore: int = Field(default=hami.FULL_DEVICE_CORES, ge=0)
+    index: int = Field(default=0, ge=0)
+    count: int = Field(default=0, ge=0)
+    devmem: int = Field(default=0, ge=0)
+    devcore: int = Field(default=0, ge=0)
     type: NonEmpty
     numa: int = Field(default=0, ge=0)
     mode: str = ""
-    health: bool = True
+    health: bool = False
 
     @field_validator("mode")
     @classmethod
@@ -250,7 +252,7 @@ def load_document(path: str) -> PlanDocument:
 def planner_inputs(document: PlanDocument) -> Inputs:
     """The validated document as gpu_tenancy.planner inputs."""
     nodes = [
-        node_from_register(n.name, [d.model_dump(exclude_none=True) for d in n.devices], n.tenant)
+        node_from_register(n.name, [d.model_dump() for d in n.devices], n.tenant)
         for n in document.nodes
     ]
     workloads = [

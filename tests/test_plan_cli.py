@@ -207,6 +207,19 @@ def test_unmodelled_or_inconsistent_inputs_are_refused(
     assert one_line(err).startswith(f"{path}: {expected}")
 
 
+def test_register_entries_read_as_hami_decodes_them(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """DeviceInfo's fields are all omitempty and json.Unmarshal leaves absent ones at Go's zero value:
+    the device plugin leaves `health` out exactly when the card is unhealthy."""
+    path = edited(tmp_path, lambda d: d["nodes"][0]["devices"][0].pop("health"))
+    code, out, _ = main(capsys, "plan", str(path), "--json")
+    assert code == 1
+    assert {f["reason"] for f in json.loads(out)["failures"] if f["workload"] == "a-infer"} == {"1/1 CardNotHealth"}
+    path = edited(tmp_path, lambda d: d["nodes"][0]["devices"][0].pop("count"))
+    code, out, _ = main(capsys, "plan", str(path), "--json")
+    assert code == 1
+    assert {f["reason"] for f in json.loads(out)["failures"]} == {"1/1 CardTimeSlicingExhausted"}
+
+
 def test_stack_with_more_gpus_than_the_planner_models(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     document = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
     document["config"]["gpu-tenancy:tenants"][1]["gpus"][0]["count"] = 13
