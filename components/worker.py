@@ -66,8 +66,9 @@ class Worker(pulumi.ComponentResource):
                     ),
                 ]
             ),
+            # Absent rather than empty when not needed, exactly like kind's arguments.
             devices=host.apply(
-                lambda flags: [docker.ContainerDeviceArgs(host_path="/dev/fuse")] if flags.mount_fuse else []
+                lambda flags: [docker.ContainerDeviceArgs(host_path="/dev/fuse")] if flags.mount_fuse else None
             ),
             userns_mode=host.apply(lambda flags: "host" if flags.userns_host else None),
             networks_advanced=[docker.ContainerNetworksAdvancedArgs(name=args.network)],

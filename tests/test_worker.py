@@ -432,3 +432,37 @@ def test_a_replaced_real_host_join_gets_a_fresh_token() -> None:
     assert joins == ["tenant-a-gpu-a100-01-join", "tenant-b-gpu-l4-01-join"]
     assert mints == [j.removesuffix("-join") + "-bootstrap-token-mint" for j in joins]
     assert all(replaced[m] for m in mints), "the old token is revoked before the new one is minted"
+
+
+def _containers_on(monkeypatch: pytest.MonkeyPatch, info: str) -> list[dict[str, Any]]:
+    """The worker containers registered when `docker info` (the docker-info command's stdout) says `info`."""
+    import harness
+
+    original = harness.LabMocks.new_resource
+
+    def new_resource(self: harness.LabMocks, args: Any) -> Any:
+        resource_id, outputs = original(self, args)
+        if args.typ == "command:local:Command" and args.name.endswith("-worker-docker-info"):
+            outputs["stdout"] = info
+        return resource_id, outputs
+
+    monkeypatch.setattr(harness.LabMocks, "new_resource", new_resource)
+    containers = [r.inputs for r in record_stack() if r.typ == "docker:index/container:Container"]
+    assert len(containers) == 2
+    return containers
+
+
+def test_worker_container_gets_kinds_host_dependent_flags(monkeypatch: pytest.MonkeyPatch) -> None:
+    for inputs in _containers_on(monkeypatch, docker_info([SECCOMP, "name=userns"], driver="btrfs")):
+        assert inputs["usernsMode"] == "host"
+        assert {"hostPath": "/dev/mapper", "containerPath": "/dev/mapper"} in inputs["volumes"]
+        assert "devices" not in inputs
+    for inputs in _containers_on(monkeypatch, docker_info([SECCOMP, "name=rootless"])):
+        assert inputs["devices"] == [{"hostPath": "/dev/fuse"}]
+        assert "usernsMode" not in inputs and all(v.get("hostPath") != "/dev/mapper" for v in inputs["volumes"])
+    for inputs in _containers_on(monkeypatch, docker_info([SECCOMP])):
+        assert "usernsMode" not in inputs and "devices" not in inputs
+        assert inputs["volumes"] == [
+            {"containerPath": "/var"},
+            {"hostPath": "/lib/modules", "containerPath": "/lib/modules", "readOnly": True},
+        ]
