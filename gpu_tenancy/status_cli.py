@@ -2,11 +2,13 @@
 
     python -m gpu_tenancy.status_cli --stack dev            # table, terminal width
     python -m gpu_tenancy.status_cli --stack dev --json     # for machines
+    python -m gpu_tenancy.status_cli --stack dev --png status.png   # the picture, as `plan_cli report`
     python -m gpu_tenancy.status_cli --objects dump.json    # recorded objects instead of the clusters
 
 Tenants and their kubeconfigs come from the stack outputs (`tenants`, `tenantKubeconfigs`); each tenant
 is read on its own (in parallel), so one unreachable tenant is reported in one line while the others are
-still shown. Exit codes: 0 every tenant read, 1 some tenant (or the stack outputs) could not be read,
+still shown. Table, JSON and picture are gpu_tenancy.allocation_chart's, shared with `plan_cli report`.
+Exit codes: 0 every tenant read, 1 some tenant (or the stack outputs) could not be read,
 2 usage or unreadable --objects file. Pending pods are shown with the scheduler's reason; they are state,
 not an error, and do not change the exit code.
 """
@@ -14,8 +16,6 @@ not an error, and do not change the exit code.
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import io
 import json
 import shutil
 import sys
@@ -26,6 +26,7 @@ from typing import Any
 
 from gpu_tenancy import stack_outputs, status
 from gpu_tenancy.allocation import AllocationView, TenantView
+from gpu_tenancy.allocation_chart import render_json, render_png, render_table
 
 MAX_PARALLEL_READS = 8
 
@@ -61,44 +62,6 @@ def recorded(objects: Mapping[str, Mapping[str, Any]]) -> AllocationView:
     return status.live_view(view_of(name, reader(o)) for name, o in objects.items())
 
 
-def as_json(view: AllocationView) -> dict[str, Any]:
-    document = dataclasses.asdict(view)
-    document["fits"], document["verdict"] = view.fits, view.verdict
-    for tenant, data in zip(view.tenants, document["tenants"], strict=True):
-        data["fits"] = tenant.fits
-        for gpu, gpu_data in zip(tenant.gpus, data["gpus"], strict=True):
-            gpu_data.update(label=gpu.label, memory_allocated=gpu.memory_allocated,
-                            cores_allocated=gpu.cores_allocated, slots_used=gpu.slots_used)
-    return document
-
-
-def render_table(view: AllocationView, width: int) -> str:
-    """Per tenant: one row per GPU (memory, cores, slots, holders), then pending pods and quota."""
-    from rich.console import Console
-    from rich.table import Table
-
-    out = io.StringIO()
-    console = Console(width=width, file=out, color_system=None)
-    console.print(f"GPU allocation (live): {view.verdict}")
-    for tenant in view.tenants:
-        if tenant.error:
-            console.print(f"\n{tenant.tenant}: unreachable: {tenant.error}")
-            continue
-        table = Table(title=tenant.tenant, title_justify="left", expand=False)
-        for column in ("GPU", "memory MiB", "cores %", "slots", "held by (MiB / cores %)"):
-            table.add_column(column, overflow="fold")
-        for gpu in tenant.gpus:
-            holders = ", ".join(f"{s.pod} ({s.memory_mib}/{s.cores})" for s in gpu.slices) or "-"
-            table.add_row(gpu.label, f"{gpu.memory_allocated} / {gpu.memory_mib}",
-                          f"{gpu.cores_allocated} / {gpu.cores}", f"{gpu.slots_used} / {gpu.split_count}", holders)
-        console.print(table)
-        for pending in tenant.unplaced:
-            console.print(f"  pending {pending.pod} ({pending.workload}): {pending.reason}")
-        for quota in tenant.quota:
-            console.print(f"  quota {quota.key}: {quota.used} / {quota.limit}")
-    return out.getvalue()
-
-
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m gpu_tenancy.status_cli",
@@ -110,6 +73,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the view as JSON instead of a table")
     p.add_argument("--objects", type=Path, help="read tenants from a saved JSON file "
                    "(tenant -> nodes, pods, resourcequotas) instead of their clusters")
+    p.add_argument("--png", metavar="PATH", type=Path, help="also draw the allocation to this PNG (1200 px wide)")
     p.add_argument("--width", type=int, help="table width (default: the terminal's)")
     return p
 
@@ -136,10 +100,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     for tenant in view.tenants:
         if tenant.error:
             print(f"status: {tenant.tenant}: {tenant.error}", file=sys.stderr)
+    if args.png is not None:
+        try:
+            render_png(view, args.png)
+        except OSError as error:
+            print(f"status: cannot write {args.png}: {error.strerror or error}", file=sys.stderr)
+            return 2
     if args.json:
-        print(json.dumps(as_json(view), indent=2))
+        print(json.dumps(render_json(view), indent=2))
     else:
-        print(render_table(view, args.width or shutil.get_terminal_size((120, 24)).columns), end="")
+        width = args.width or shutil.get_terminal_size((120, 24)).columns
+        print(render_table(view, width, color=sys.stdout.isatty()), end="")
     return 1 if any(t.error for t in view.tenants) else 0
 
 

@@ -89,10 +89,11 @@ def test_make_status_table_and_exit_code(cluster: dict[str, FakeTenant], capsys:
     assert status_cli.main(["--stack", "dev", "--width", "200"]) == 0
     out, err = capsys.readouterr()
     assert err == ""
-    assert "GPU allocation (live): 1 pending" in out
-    assert "a-infer-6c9f7d8b5-c2vhn (10240/20)" in out
+    # gpu_tenancy.allocation_chart.render_table, shared with plan_cli report
+    assert "Live GPU allocation: 1 pending" in out
+    assert "a-infer-6c9f7d8b5-c2vhn: 10240 MiB, 20%" in out
     assert "pending b-train-7f6b9c4d8-q2w7e (b-train): 0/1 nodes are available: 1 2/2 CardTypeMismatch." in out
-    assert "quota limits.nvidia.com/gpumem: 40960 / 61440" in out
+    assert "gpumem 40960/61440 MiB" in out
     assert "token-" not in out  # kubeconfigs never reach the terminal
 
 
@@ -118,7 +119,7 @@ def test_unreachable_tenant_is_one_line_and_the_others_still_show(
     out, err = capsys.readouterr()
     assert err.splitlines() == [f"status: tenant-b: cannot read {down}: connection refused"]
     assert "a-infer-6c9f7d8b5-c2vhn" in out
-    assert "tenant-b: unreachable: cannot read" in out
+    assert f"tenant-b: cannot read {down}: connection refused" in out
     assert "1 tenant(s) unreachable" in out
 
 
@@ -237,6 +238,14 @@ def test_unreadable_annotation_marks_only_that_tenant(tmp_path: Path, capsys: py
     document = json.loads(out)
     assert document["tenants"][0]["error"].startswith("unreadable HAMi state: node gpu-tenancy-dev-tenant-a-worker")
     assert document["tenants"][1]["error"] is None and len(err.splitlines()) == 1
+
+
+def test_png_is_drawn_with_the_tenants(tmp_path: Path) -> None:
+    dump = tmp_path / "objects.json"
+    dump.write_text(json.dumps(recorded("real")))
+    picture = tmp_path / "status.png"
+    assert status_cli.main(["--objects", str(dump), "--png", str(picture), "--json"]) == 0
+    assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_objects_file_errors_are_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
