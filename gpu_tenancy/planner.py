@@ -283,25 +283,27 @@ def node_from_register(
     """Build a Node from ``hami.io/node-nvidia-register``-shaped device dicts.
 
     Keys: ``id, index, count, devmem, devcore, type, numa, mode, health``; unknown keys
-    (``customInfo``, ``devicepairscore`` ...) are ignored.
+    (``custominfo``, ``migProfiles`` ...) are ignored. HAMi writes every DeviceInfo field ``omitempty`` and
+    reads them back with json.Unmarshal (pkg/device/devices.go UnMarshalNodeDevices), so an absent key
+    is Go's zero value: no ``health`` is an unhealthy card, no ``count`` no slots, no ``devcore`` no cores.
     """
     out = []
     for pos, d in enumerate(devices):
         if "id" not in d or "devmem" not in d:
             raise ValueError(f"node {node_name!r}: device #{pos} needs 'id' and 'devmem'")
-        health = d.get("health", True)
+        health = d.get("health", False)
         if isinstance(health, str):
             health = health.strip().lower() in ("true", "1", "yes")
         out.append(
             Device(
                 id=str(d["id"]),
-                type=str(d.get("type", "NVIDIA")),
+                type=str(d.get("type", "")),
                 devmem=int(d["devmem"]),
-                devcore=int(d.get("devcore", 100)),
-                count=int(d.get("count", 10)),
+                devcore=int(d.get("devcore", 0)),
+                count=int(d.get("count", 0)),
                 numa=int(d.get("numa", 0)),
                 health=bool(health),
-                index=int(d.get("index", pos)),
+                index=int(d.get("index", 0)),
                 mode=str(d.get("mode", "") or ""),
             )
         )

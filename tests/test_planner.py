@@ -93,9 +93,10 @@ def test_quota() -> None:
 def test_tied_devices_keep_registration_order_not_index_order() -> None:
     """gpu_policy.go Less has no index key and sort.Sort (insertion sort up to 12) keeps tied devices
     in the order buildNodeUsage registered them; device.go Fit walks the list from its last element."""
+    card = {"devmem": 81920, "devcore": 100, "count": 10, "type": A100, "health": True}
     registered = node_from_register("n", [
-        {"id": "GPU-second", "index": 1, "devmem": 81920, "type": A100},
-        {"id": "GPU-first", "index": 0, "devmem": 81920, "type": A100},
+        {"id": "GPU-second", "index": 1, **card},
+        {"id": "GPU-first", "index": 0, **card},
     ])
     for policy in ("spread", "binpack"):
         w = Workload("w", (ContainerRequest(gpumem_mib=1000),), gpu_scheduler_policy=policy)  # type: ignore[arg-type]
@@ -164,6 +165,13 @@ def test_percentage_outside_0_to_100_is_refused() -> None:
     for pct in (-1, 101):
         with pytest.raises(ValueError, match="gpumem_percentage must be between 0 and 100"):
             ContainerRequest(gpumem_percentage=pct)
+
+
+def test_register_entries_absent_keys_are_gos_zero_values() -> None:
+    """pkg/device/devices.go: DeviceInfo fields are omitempty, read back with json.Unmarshal."""
+    (device,) = node_from_register("n", [{"id": "g", "devmem": 81920, "type": A100}]).devices
+    assert (device.health, device.count, device.devcore, device.index, device.numa) == (False, 0, 0, 0, 0)
+    assert plan([Node("n", (device,))], [wl(gpumem_mib=10)]).failures[0].reason == "1/1 CardNotHealth"
 
 
 def test_unmodelled_inputs_are_refused() -> None:
