@@ -24,6 +24,11 @@ CHANGES: dict[str, dict[str, str]] = {
     "kubernetes version": {"kubernetes": "v1.35.6", "workerImage": f"kindest/node:v1.35.6@{OTHER_DIGEST}"},
     "hami version": {"hami": "2.10.1", "hamiImageTag": "v2.10.1"},
     "kamaji image tag": {"kamajiImageTag": "26.8.3-edge"},
+    # The other pins, so that no versioned input goes unchecked.
+    "kamaji chart": {"kamajiChart": "0.0.1"},
+    "cert-manager version": {"certManager": "v1.21.2"},
+    "metallb version": {"metallb": "0.16.2"},
+    "kindnetd image": {"kindnetdImage": "docker.io/kindest/kindnetd:v20260601-11111111"},
 }
 STACKS = ("dev", "gpu")
 
