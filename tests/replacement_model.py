@@ -63,6 +63,7 @@ from policy_support import Recorded
 COMMANDS = ("command:local:Command", "command:remote:Command")
 K8S_PROVIDER = "pulumi:providers:kubernetes"
 CONTAINER = "docker:index/container:Container"
+RELEASE = "kubernetes:helm.sh/v3:Release"
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,9 @@ def _replace_keys(resource: Recorded, changed: set[str]) -> list[str]:
 
 
 def _identity(resource: Recorded) -> tuple[Any, Any]:
+    """The object a Kubernetes resource addresses; a Helm release by its release name and namespace."""
+    if resource.type == RELEASE:
+        return resource.inputs.get("name"), resource.inputs.get("namespace")
     metadata = resource.inputs.get("metadata") or {}
     return metadata.get("name"), metadata.get("namespace")
 
@@ -116,8 +120,8 @@ def _provider_deletes_first(resource: Recorded) -> bool:
     """What the provider's own Diff asks for when it replaces `resource`."""
     if resource.type == CONTAINER:
         return True
-    if resource.type.startswith("kubernetes:") and not resource.type.startswith("pulumi:"):
-        return bool(_identity(resource)[0])  # named, not generateName
+    if resource.type.startswith("kubernetes:") and resource.type != RELEASE:
+        return bool(_identity(resource)[0])  # named, not generateName (a Release's Diff is not modelled)
     return False
 
 
