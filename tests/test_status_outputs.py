@@ -25,9 +25,11 @@ def _run_then_finish_stack(run_path: Any) -> Any:
     """
 
     def run(path: str, **kwargs: Any) -> Any:
-        result = run_path(path, **kwargs)
         root = pulumi.runtime.get_root_resource()
         assert isinstance(root, Stack)
+        # set_mocks keeps one root stack per process: start from no exports, as a fresh program does.
+        root.outputs.clear()
+        result = run_path(path, **kwargs)
         root.register_outputs(massage(root.outputs, []))
         return result
 
@@ -80,6 +82,11 @@ def test_kubeconfigs_are_secret_one_per_tenant(outputs: dict[str, Any]) -> None:
         assert "kind: Config" in kubeconfig and f"secret-token-{name}" in kubeconfig
         assert f"server: https://{outputs['tenants'][name]['endpoint']}" in kubeconfig
     assert is_secret(outputs["managementKubeconfig"])
+
+
+def test_only_the_programs_own_exports(outputs: dict[str, Any]) -> None:
+    sim = outputs["mode"] == "sim"
+    assert ("kindClusterName" in outputs) is sim
 
 
 def test_real_management_kubeconfig_output_is_the_secret_config() -> None:
