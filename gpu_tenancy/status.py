@@ -217,7 +217,7 @@ def tenant_view(tenant: str, objects: TenantObjects) -> TenantView:
         if is_counted(pod):
             try:
                 entries = list(_pod_slices(pod))
-            except (ValueError, KeyError) as error:
+            except (ValueError, KeyError, TypeError) as error:
                 what = hami.DEVICES_ALLOCATED_ANNOTATION
                 raise ValueError(f"pod {pod_label(pod)}: unreadable {what}: {error}") from None
             namespace_used = hami_used.setdefault(str(_metadata(pod).get("namespace")), {})
