@@ -40,12 +40,13 @@ def api_client(kubeconfig_yaml: str) -> client.ApiClient:
 
 
 def _reason(error: BaseException) -> str:
-    if isinstance(error, ApiException):
+    if isinstance(error, ApiException) and error.status:
         return f"HTTP {error.status} {error.reason}".strip()
+    # status 0: the client wrapped a transport error (e.g. urllib3's SSLError) without an HTTP answer.
     cause: BaseException = error
     while isinstance(cause, urllib3.exceptions.MaxRetryError) and cause.reason is not None:
         cause = cause.reason
-    text = str(cause)
+    text = str(cause.reason) if isinstance(cause, ApiException) else str(cause)
     for known in ("Connection refused", "timed out", "Name or service not known", "No route to host",
                   "certificate verify failed"):
         if known.lower() in text.lower():

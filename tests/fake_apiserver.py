@@ -31,7 +31,12 @@ The objects it serves are recorded under tests/fixtures/status/<mode>.json as HA
 
 from __future__ import annotations
 
+import base64
+import datetime
+import ipaddress
 import json
+import ssl
+import tempfile
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -40,6 +45,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "status"
 LISTS = {"/api/v1/nodes": ("NodeList", "nodes"), "/api/v1/pods": ("PodList", "pods"),
@@ -57,10 +65,36 @@ def _status(code: int, reason: str, message: str) -> dict[str, Any]:
             "reason": reason, "code": code}
 
 
-class FakeTenant:
-    """One tenant's API server on 127.0.0.1 (HTTP), with its token and recorded objects."""
+def _name(common_name: str) -> x509.Name:
+    return x509.Name([x509.NameAttribute(x509.oid.NameOID.COMMON_NAME, common_name)])
 
-    def __init__(self, name: str, objects: Mapping[str, list[dict[str, Any]]], token: str | None = None) -> None:
+
+def serving_certificate() -> tuple[bytes, bytes, bytes]:
+    """(CA PEM, server certificate PEM, server key PEM) for 127.0.0.1, as kubeadm's CA signs the API server's."""
+    now = datetime.datetime.now(datetime.UTC)
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca = (x509.CertificateBuilder().subject_name(_name("kubernetes")).issuer_name(_name("kubernetes"))
+          .public_key(ca_key.public_key()).serial_number(1).not_valid_before(now - datetime.timedelta(hours=1))
+          .not_valid_after(now + datetime.timedelta(days=1))
+          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+          .sign(ca_key, hashes.SHA256()))
+    server = (x509.CertificateBuilder().subject_name(_name("kube-apiserver")).issuer_name(ca.subject)
+              .public_key(key.public_key()).serial_number(2).not_valid_before(now - datetime.timedelta(hours=1))
+              .not_valid_after(now + datetime.timedelta(days=1))
+              .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                             critical=False)
+              .sign(ca_key, hashes.SHA256()))
+    pem = serialization.Encoding.PEM
+    key_pem = key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    return ca.public_bytes(pem), server.public_bytes(pem), key_pem
+
+
+class FakeTenant:
+    """One tenant's API server on 127.0.0.1 (HTTP, or HTTPS with its own CA), with its token and objects."""
+
+    def __init__(
+        self, name: str, objects: Mapping[str, list[dict[str, Any]]], token: str | None = None, tls: bool = False
+    ) -> None:
         self.name = name
         self.objects = objects
         self.token = token or f"token-{name}"
@@ -94,15 +128,25 @@ class FakeTenant:
                                  "items": items})
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.ca_pem: bytes | None = None
+        if tls:
+            self.ca_pem, cert_pem, key_pem = serving_certificate()
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            with tempfile.TemporaryDirectory() as directory:
+                cert_file, key_file = Path(directory) / "tls.crt", Path(directory) / "tls.key"
+                cert_file.write_bytes(cert_pem)
+                key_file.write_bytes(key_pem)
+                context.load_cert_chain(cert_file, key_file)
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     @property
     def url(self) -> str:
         host, port = self.server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return f"{'https' if self.ca_pem else 'http'}://{host!s}:{port}"
 
-    def kubeconfig(self, token: str | None = None) -> str:
-        return kubeconfig_for(self.name, self.url, token or self.token)
+    def kubeconfig(self, token: str | None = None, ca_pem: bytes | None = None) -> str:
+        return kubeconfig_for(self.name, self.url, token or self.token, ca_pem or self.ca_pem)
 
     def start(self) -> FakeTenant:
         self.thread.start()
@@ -113,10 +157,13 @@ class FakeTenant:
         self.server.server_close()
 
 
-def kubeconfig_for(name: str, server: str, token: str) -> str:
+def kubeconfig_for(name: str, server: str, token: str, ca_pem: bytes | None = None) -> str:
+    cluster: dict[str, str] = {"server": server}
+    if ca_pem is not None:
+        cluster["certificate-authority-data"] = base64.b64encode(ca_pem).decode()
     return yaml.safe_dump({
         "apiVersion": "v1", "kind": "Config", "current-context": name,
-        "clusters": [{"name": name, "cluster": {"server": server}}],
+        "clusters": [{"name": name, "cluster": cluster}],
         "contexts": [{"name": name, "context": {"cluster": name, "user": "admin"}}],
         "users": [{"name": "admin", "user": {"token": token}}],
     })
@@ -131,9 +178,11 @@ def closed_port_url() -> str:
 
 
 @contextmanager
-def fake_cluster(objects: Mapping[str, Mapping[str, list[dict[str, Any]]]]) -> Iterator[dict[str, FakeTenant]]:
+def fake_cluster(
+    objects: Mapping[str, Mapping[str, list[dict[str, Any]]]], tls: bool = False
+) -> Iterator[dict[str, FakeTenant]]:
     """One running FakeTenant per tenant in `objects`."""
-    tenants = {name: FakeTenant(name, tenant_objects).start() for name, tenant_objects in objects.items()}
+    tenants = {name: FakeTenant(name, tenant_objects, tls=tls).start() for name, tenant_objects in objects.items()}
     try:
         yield tenants
     finally:

@@ -263,3 +263,19 @@ def test_make_status_json(cluster: dict[str, FakeTenant], tmp_path: Path) -> Non
                           cwd=REPO, capture_output=True, text=True, timeout=120, env=dict(os.environ))
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["verdict"] == "1 pending"
+
+
+def test_https_with_the_tenants_ca_and_a_wrong_ca(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """As a Kamaji admin kubeconfig: HTTPS, the tenant CA as certificate-authority-data."""
+    objects = recorded("real")
+    with fake_cluster(objects, tls=True) as tenants:
+        other_ca = FakeTenant("other", {}, tls=True).ca_pem
+        install_stack(tmp_path, monkeypatch, {"tenant-a": tenants["tenant-a"].kubeconfig(),
+                                              "tenant-b": tenants["tenant-b"].kubeconfig(ca_pem=other_ca)})
+        assert status_cli.main(["--json"]) == 1
+        url = tenants["tenant-b"].url
+    out, err = capsys.readouterr()
+    assert url.startswith("https://")
+    assert err.strip() == f"status: tenant-b: cannot read {url}: certificate verify failed"
+    assert json.loads(out)["tenants"][0]["gpus"][0]["slots_used"] == 4
