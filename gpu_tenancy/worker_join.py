@@ -103,7 +103,10 @@ docker exec "$worker" kubeadm join --config {JOIN_FILE}
 
 
 def leave_script() -> str:
-    """Delete: stop the kubelet (if the container is still there) and remove the Node from the tenant.
+    """Delete: reset the node (if the container is still there) and remove the Node from the tenant.
+
+    The reset (which stops the kubelet) lets a join replaced in the same container, for a new control
+    plane, join again instead of finding kubelet.conf and stopping there.
 
     Environment: GPU_TENANCY_WORKER (container = node name). Stdin: the tenant's admin kubeconfig.
     A Node that is already gone is fine; any other failure fails the delete.
@@ -117,7 +120,7 @@ trap 'exit 129' HUP
 trap 'exit 130' INT
 trap 'exit 143' TERM
 cat > "$kubeconfig"
-# A stopped kubelet cannot register the Node again.
-docker exec "$worker" systemctl stop kubelet >/dev/null 2>&1 || true
+# A reset node's kubelet is stopped and cannot register the Node again.
+docker exec "$worker" kubeadm reset --force >/dev/null 2>&1 || true
 kubectl --kubeconfig "$kubeconfig" --request-timeout=60s delete node "$worker" --ignore-not-found
 """
