@@ -3,8 +3,11 @@
 It answers the three list calls the reader makes, as kube-apiserver v1.35 does over HTTP(S):
 `GET /api/v1/nodes`, `/api/v1/pods`, `/api/v1/resourcequotas` return a `NodeList`/`PodList`/
 `ResourceQuotaList` (`apiVersion: v1`, `metadata.resourceVersion`, `items` without their own kind, as
-list responses carry them); a request without the kubeconfig's bearer token gets 401 with a `Status`
-body (`Unauthorized`). Anything else is 404 `Status`.
+list responses carry them); a request without the kubeconfig's bearer token or (with `tls=True`) a client
+certificate signed by the tenant CA gets 401 with a `Status` body (`Unauthorized`). Anything else is 404
+`Status`. With `tls=True` it serves HTTPS with a certificate for 127.0.0.1 from its own CA, and
+`admin_conf()` is a kubeconfig shaped like the admin.conf Kamaji stores for a tenant (CA data, client
+certificate and key, no token).
 
 The objects it serves are recorded under tests/fixtures/status/<mode>.json as HAMi v2.10.0 leaves them
 (Project-HAMi/HAMi at tag v2.10.0):
@@ -69,24 +72,42 @@ def _name(common_name: str) -> x509.Name:
     return x509.Name([x509.NameAttribute(x509.oid.NameOID.COMMON_NAME, common_name)])
 
 
-def serving_certificate() -> tuple[bytes, bytes, bytes]:
-    """(CA PEM, server certificate PEM, server key PEM) for 127.0.0.1, as kubeadm's CA signs the API server's."""
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
-    ca = (x509.CertificateBuilder().subject_name(_name("kubernetes")).issuer_name(_name("kubernetes"))
-          .public_key(ca_key.public_key()).serial_number(1).not_valid_before(now - datetime.timedelta(hours=1))
-          .not_valid_after(now + datetime.timedelta(days=1))
-          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-          .sign(ca_key, hashes.SHA256()))
-    server = (x509.CertificateBuilder().subject_name(_name("kube-apiserver")).issuer_name(ca.subject)
-              .public_key(key.public_key()).serial_number(2).not_valid_before(now - datetime.timedelta(hours=1))
-              .not_valid_after(now + datetime.timedelta(days=1))
-              .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                             critical=False)
-              .sign(ca_key, hashes.SHA256()))
-    pem = serialization.Encoding.PEM
-    key_pem = key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    return ca.public_bytes(pem), server.public_bytes(pem), key_pem
+class TenantPki:
+    """A tenant CA issuing the API server's serving certificate and an admin client certificate,
+    as kubeadm's CA does for kube-apiserver and admin.conf (`kubernetes-admin`, `kubeadm:cluster-admins`)."""
+
+    def __init__(self) -> None:
+        self.key = ec.generate_private_key(ec.SECP256R1())
+        self.cert = self._builder(_name("kubernetes"), self.key).add_extension(
+            x509.BasicConstraints(ca=True, path_length=None), critical=True).sign(self.key, hashes.SHA256())
+        self.serial = 1
+
+    def _builder(self, subject: x509.Name, key: ec.EllipticCurvePrivateKey) -> x509.CertificateBuilder:
+        now = datetime.datetime.now(datetime.UTC)
+        issuer = subject if not hasattr(self, "cert") else self.cert.subject
+        return (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer).public_key(key.public_key())
+                .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
+                .not_valid_after(now + datetime.timedelta(days=1)))
+
+    @property
+    def ca_pem(self) -> bytes:
+        return self.cert.public_bytes(serialization.Encoding.PEM)
+
+    def issue(self, subject: x509.Name, server_ip: str | None = None) -> tuple[bytes, bytes]:
+        """(certificate PEM, key PEM): a serving certificate for `server_ip`, else a client certificate."""
+        key = ec.generate_private_key(ec.SECP256R1())
+        builder = self._builder(subject, key)
+        if server_ip is not None:
+            san = x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(server_ip))])
+            builder = builder.add_extension(san, critical=False)
+        cert = builder.sign(self.key, hashes.SHA256())
+        key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                    serialization.NoEncryption())
+        return cert.public_bytes(serialization.Encoding.PEM), key_pem
+
+
+ADMIN = x509.Name([x509.NameAttribute(x509.oid.NameOID.ORGANIZATION_NAME, "kubeadm:cluster-admins"),
+                   x509.NameAttribute(x509.oid.NameOID.COMMON_NAME, "kubernetes-admin")])
 
 
 class FakeTenant:
@@ -116,7 +137,8 @@ class FakeTenant:
             def do_GET(self) -> None:
                 path = self.path.split("?", 1)[0]
                 tenant.requests.append(path)
-                if self.headers.get("Authorization") != f"Bearer {tenant.token}":
+                peer = self.connection.getpeercert() if isinstance(self.connection, ssl.SSLSocket) else None
+                if self.headers.get("Authorization") != f"Bearer {tenant.token}" and not peer:
                     self._send(401, _status(401, "Unauthorized", "Unauthorized"))
                     return
                 if path not in LISTS:
@@ -129,9 +151,16 @@ class FakeTenant:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.ca_pem: bytes | None = None
+        self.client_cert: tuple[bytes, bytes] | None = None
         if tls:
-            self.ca_pem, cert_pem, key_pem = serving_certificate()
+            pki = TenantPki()
+            self.ca_pem = pki.ca_pem
+            self.client_cert = pki.issue(ADMIN)
+            cert_pem, key_pem = pki.issue(_name("kube-apiserver"), server_ip="127.0.0.1")
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            # Client certificates are optional (a token also authenticates), verified against the CA.
+            context.verify_mode = ssl.CERT_OPTIONAL
+            context.load_verify_locations(cadata=self.ca_pem.decode())
             with tempfile.TemporaryDirectory() as directory:
                 cert_file, key_file = Path(directory) / "tls.crt", Path(directory) / "tls.key"
                 cert_file.write_bytes(cert_pem)
@@ -148,6 +177,11 @@ class FakeTenant:
     def kubeconfig(self, token: str | None = None, ca_pem: bytes | None = None) -> str:
         return kubeconfig_for(self.name, self.url, token or self.token, ca_pem or self.ca_pem)
 
+    def admin_conf(self) -> str:
+        """Like Kamaji's admin.conf: CA data and the admin client certificate, no token."""
+        assert self.ca_pem is not None and self.client_cert is not None, "admin_conf needs tls=True"
+        return kubeconfig_for(self.name, self.url, None, self.ca_pem, self.client_cert)
+
     def start(self) -> FakeTenant:
         self.thread.start()
         return self
@@ -157,15 +191,24 @@ class FakeTenant:
         self.server.server_close()
 
 
-def kubeconfig_for(name: str, server: str, token: str, ca_pem: bytes | None = None) -> str:
+def kubeconfig_for(
+    name: str, server: str, token: str | None, ca_pem: bytes | None = None,
+    client_cert: tuple[bytes, bytes] | None = None,
+) -> str:
     cluster: dict[str, str] = {"server": server}
     if ca_pem is not None:
         cluster["certificate-authority-data"] = base64.b64encode(ca_pem).decode()
+    user: dict[str, str] = {}
+    if token is not None:
+        user["token"] = token
+    if client_cert is not None:
+        user["client-certificate-data"] = base64.b64encode(client_cert[0]).decode()
+        user["client-key-data"] = base64.b64encode(client_cert[1]).decode()
     return yaml.safe_dump({
         "apiVersion": "v1", "kind": "Config", "current-context": name,
         "clusters": [{"name": name, "cluster": cluster}],
         "contexts": [{"name": name, "context": {"cluster": name, "user": "admin"}}],
-        "users": [{"name": "admin", "user": {"token": token}}],
+        "users": [{"name": "admin", "user": user}],
     })
 
 

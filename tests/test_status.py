@@ -267,15 +267,15 @@ def test_make_status_json(cluster: dict[str, FakeTenant], tmp_path: Path) -> Non
 
 def test_https_with_the_tenants_ca_and_a_wrong_ca(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    """As a Kamaji admin kubeconfig: HTTPS, the tenant CA as certificate-authority-data."""
+    """As a Kamaji admin.conf: HTTPS, the tenant CA as certificate-authority-data, a client certificate."""
     objects = recorded("real")
     with fake_cluster(objects, tls=True) as tenants:
         other_ca = FakeTenant("other", {}, tls=True).ca_pem
-        install_stack(tmp_path, monkeypatch, {"tenant-a": tenants["tenant-a"].kubeconfig(),
+        install_stack(tmp_path, monkeypatch, {"tenant-a": tenants["tenant-a"].admin_conf(),
                                               "tenant-b": tenants["tenant-b"].kubeconfig(ca_pem=other_ca)})
         assert status_cli.main(["--json"]) == 1
         url = tenants["tenant-b"].url
     out, err = capsys.readouterr()
     assert url.startswith("https://")
     assert err.strip() == f"status: tenant-b: cannot read {url}: certificate verify failed"
-    assert json.loads(out)["tenants"][0]["gpus"][0]["slots_used"] == 4
+    assert json.loads(out)["tenants"][0]["gpus"][0]["slots_used"] == 4  # read with the client certificate
