@@ -553,8 +553,14 @@ def plan(
     nodes: Sequence[Node],
     workloads: Sequence[Workload],
     quota: Quota | Mapping[str, Quota] | None = None,
+    *,
+    exact_device_order: bool = True,
 ) -> PlanResult:
     """Place every replica of ``workloads`` on ``nodes`` as HAMi would.
+
+    A node with more than ``MAX_DEVICES_PER_NODE`` GPUs is refused unless ``exact_device_order`` is
+    False: then tied GPUs are taken in registration order, which HAMi's unstable sort may not keep (the
+    fit verdict is the same for identical GPUs; which card a replica lands on may differ).
 
     Workloads are scheduled in the given order, replica by replica (one replica = one
     pod; all its containers on the same node).  ``quota`` is either one namespace
@@ -566,7 +572,7 @@ def plan(
     if len(set(names)) != len(names):
         raise ValueError("duplicate node names")
     for n in nodes:
-        if len(n.devices) > MAX_DEVICES_PER_NODE:
+        if exact_device_order and len(n.devices) > MAX_DEVICES_PER_NODE:
             raise ValueError(
                 f"node {n.name!r} has {len(n.devices)} GPUs; the planner reproduces HAMi's device order "
                 f"only up to {MAX_DEVICES_PER_NODE} per node (Go's sort.Sort is not stable above that)"

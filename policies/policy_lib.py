@@ -559,7 +559,8 @@ def planner_inputs(
                         gpus=int(c.get("gpus", 1) if c.get("gpus") is not None else 1),
                         gpumem_mib=_optional_int(c.get("gpumemMiB")),
                         gpumem_percentage=_optional_int(c.get("gpumemPercentage")),
-                        gpucores=int(c.get("gpucores") or 0),
+                        # Unset stays unset: HAMi's webhook gives a whole-card request 100 cores.
+                        gpucores=_optional_int(c.get("gpucores")),
                     )
                     for c in w.get("containers") or []
                 ),

@@ -982,7 +982,8 @@ def validate_gpu_plan_fits(args: StackValidationArgs, report: ReportViolation) -
                 declaration["quota"],
                 _split_count(resources, tenant),
             )
-            result = planner.plan(nodes, workloads, quota)
+            # A verdict, not a card-by-card prediction: large nodes are planned with ties in registration order.
+            result = planner.plan(nodes, workloads, quota, exact_device_order=False)
         except ValueError as error:
             report(f"tenant {tenant!r}: its GPU declaration cannot be planned: {error}.", res.urn)
             continue

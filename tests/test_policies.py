@@ -493,6 +493,29 @@ def test_quota_exceeded_is_flagged(stack: list[Recorded], pack_env: None) -> Non
                      "ResourceQuotaNotFit: limits.nvidia.com/gpu 1+1 > 1")
 
 
+def test_unset_gpucores_stay_unset_for_the_planner() -> None:
+    # HAMi's webhook (device.go defaultExclusiveCoreIfNeeded) gives a whole-card request without gpucores
+    # 100 cores, a memory slice 0; reading "unset" as 0 lost the first case.
+    _, workloads, _ = lib.planner_inputs(
+        "t", "t-worker", [{"model": "NVIDIA-L4", "memoryMiB": 24576, "count": 1}],
+        [{"name": "whole", "containers": [{"gpus": 1}]}, {"name": "slice", "containers": [{"gpumemMiB": 1024}]}],
+        {}, 10,
+    )
+    assert [w.containers[0].coresreq for w in workloads] == [100, 0]
+
+
+def test_a_sixteen_gpu_tenant_is_planned(stack: list[Recorded], pack_env: None) -> None:
+    # Above 12 cards HAMi's tie order is not reproduced, but the verdict is: the policy still plans it.
+    declare(stack, "tenant-b", gpus=[{"model": "NVIDIA-L4", "memoryMiB": 24576, "count": 16}], workloads=[
+        {"name": "b-infer", "replicas": 16, "containers": [{"gpus": 1, "gpumemMiB": 24576, "gpucores": 100}]}
+    ], quota={})
+    assert run(tp.gpu_plan_fits, stack) == []
+    declare(stack, "tenant-b", workloads=[
+        {"name": "b-infer", "replicas": 17, "containers": [{"gpus": 1, "gpumemMiB": 24576, "gpucores": 100}]}
+    ])
+    assert_violation(run(tp.gpu_plan_fits, stack), "workload 'b-infer' replica 16")
+
+
 def test_plan_falls_back_to_the_stack_config(stack: list[Recorded], monkeypatch: pytest.MonkeyPatch) -> None:
     config = dev_config()
     config["tenants"][1]["workloads"][0]["useGpuType"] = ["A100"]  # tenant-b only has L4s
