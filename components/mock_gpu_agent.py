@@ -128,7 +128,9 @@ class MockGpuAgent(pulumi.ComponentResource):
         inventory_sha = hashlib.sha256(inventory_json.encode()).hexdigest()[:16]
         self.daemon_set = k8s.apps.v1.DaemonSet(
             f"{name}-daemonset",
-            metadata=metadata,
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=name, namespace=NAMESPACE, labels=labels, annotations=dict(manifests.BACKGROUND_DELETION)
+            ),
             spec=k8s.apps.v1.DaemonSetSpecArgs(
                 selector=k8s.meta.v1.LabelSelectorArgs(match_labels=labels),
                 template=k8s.core.v1.PodTemplateSpecArgs(

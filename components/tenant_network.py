@@ -35,10 +35,7 @@ class TenantNetwork(pulumi.ComponentResource):
             return metadata
 
         def daemon_set_meta(component: str) -> dict[str, object]:
-            # pulumi-kubernetes deletes in the foreground by default and waits until the object is gone
-            # (provider/pkg/await/await.go Deletion, metadata.DeletionPropagation); a node whose kubelet is
-            # already dead never finalises its pods, so the wait would hang until the delete timeout.
-            return {**meta(component, component), "annotations": {"pulumi.com/deletionPropagationPolicy": "background"}}
+            return {**meta(component, component), "annotations": dict(manifests.BACKGROUND_DELETION)}
 
         kindnet_sa = k8s.core.v1.ServiceAccount(f"{name}-kindnet", metadata=meta("kindnet", "kindnet"), opts=in_tenant)
         kindnet_role = k8s.rbac.v1.ClusterRole(

@@ -26,6 +26,12 @@ def to_yaml(document: Any) -> str:
     return yaml.dump(document, Dumper=_YAML_DUMPER, sort_keys=False)
 
 
+# pulumi-kubernetes deletes in the foreground by default and waits until the object is gone
+# (provider/pkg/await/await.go Deletion, metadata.DeletionPropagation); pods on a node whose kubelet is
+# already dead are never finalised, so a DaemonSet on the node would hold `destroy` until its timeout.
+BACKGROUND_DELETION = {"pulumi.com/deletionPropagationPolicy": "background"}
+
+
 def labels(tenant: str, component: str) -> dict[str, str]:
     return {TENANT_LABEL: tenant, COMPONENT_LABEL: component}
 

@@ -295,11 +295,9 @@ def test_everything_running_on_the_worker_is_deleted_before_it(engine_view: list
 def test_node_daemonsets_are_deleted_in_the_background(engine_view: list[Recorded]) -> None:
     """pulumi-kubernetes await.go Deletion: foreground (the default) waits for pods a dead kubelet never
     finalises; `pulumi.com/deletionPropagationPolicy: background` returns once the DaemonSet is gone."""
-    daemon_sets = [
-        r for r in engine_view
-        if r.type == "kubernetes:apps/v1:DaemonSet" and r.name.endswith(("-network-kindnet", "-network-kube-proxy"))
-    ]
-    assert len(daemon_sets) == 4
+    # Every DaemonSet the program puts on a worker: kindnet, kube-proxy and the mock-GPU agent.
+    daemon_sets = [r for r in engine_view if r.type == "kubernetes:apps/v1:DaemonSet"]
+    assert len(daemon_sets) == 6
     for daemon_set in daemon_sets:
         annotations = daemon_set.inputs["metadata"]["annotations"]
         assert annotations["pulumi.com/deletionPropagationPolicy"] == "background", daemon_set.name
