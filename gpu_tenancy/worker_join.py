@@ -111,16 +111,12 @@ def leave_script() -> str:
     Environment: GPU_TENANCY_WORKER (container = node name). Stdin: the tenant's admin kubeconfig.
     A Node that is already gone is fine; any other failure fails the delete.
     """
-    return """set -eu
-umask 077
-worker="$GPU_TENANCY_WORKER"
-kubeconfig="$(mktemp)"
-trap 'rm -f "$kubeconfig"' EXIT
-trap 'exit 129' HUP
-trap 'exit 130' INT
-trap 'exit 143' TERM
-cat > "$kubeconfig"
+    return (
+        "set -eu\n"
+        + join_token.read_kubeconfig()
+        + """worker="$GPU_TENANCY_WORKER"
 # A reset node's kubelet is stopped and cannot register the Node again.
 docker exec "$worker" kubeadm reset --force >/dev/null 2>&1 || true
 kubectl --kubeconfig "$kubeconfig" --request-timeout=60s delete node "$worker" --ignore-not-found
 """
+    )

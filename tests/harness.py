@@ -60,6 +60,16 @@ def gpu_config() -> dict[str, Any]:
     return {**stack_config("gpu"), **TEST_SECRETS}
 
 
+def nodeport_gpu_config() -> dict[str, Any]:
+    """The gpu stack with NodePort control planes and no MetalLB: the other real-mode TCP shape."""
+    config = gpu_config()
+    config["metallb"] = {"enabled": False}
+    config["controlPlane"] = {"serviceType": "NodePort"}
+    for index, tenant in enumerate(config["tenants"]):
+        tenant["controlPlaneAddress"] = f"10.20.0.{2 + index}"
+    return config
+
+
 def registered_gpus(config: dict[str, Any]) -> dict[str, str]:
     """Node name -> the register annotation HAMi's device plugin would write for the declared gpus."""
     annotations: dict[str, str] = {}

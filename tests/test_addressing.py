@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from gpu_tenancy import addressing
 from gpu_tenancy.config import DNS1123_LABEL, ConfigError, load_config
-from tests.harness import by_type, dev_config, gpu_config, record_stack, registered_gpus
+from tests.harness import by_type, dev_config, gpu_config, nodeport_gpu_config, record_stack, registered_gpus
 
 TCP = "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane"
 KIND_RESERVED = [ipaddress.ip_network("10.244.0.0/16"), ipaddress.ip_network("10.96.0.0/16")]
@@ -69,11 +69,7 @@ def test_removing_or_reordering_a_tenant_changes_nothing_of_another() -> None:
 
 
 def test_removing_a_tenant_keeps_the_others_node_ports() -> None:
-    config = gpu_config()
-    config["metallb"] = {"enabled": False}
-    config["controlPlane"] = {"serviceType": "NodePort"}
-    for index, tenant in enumerate(config["tenants"]):
-        tenant["controlPlaneAddress"] = f"10.20.0.{2 + index}"
+    config = nodeport_gpu_config()
     before = _tcp_profiles(record_stack(config, stack="gpu", node_register=registered_gpus(config)))
     config["tenants"] = config["tenants"][1:]
     after = _tcp_profiles(record_stack(config, stack="gpu", node_register=registered_gpus(config)))

@@ -23,6 +23,7 @@ from harness import (
     created,
     dev_config,
     gpu_config,
+    nodeport_gpu_config,
     record_mocks,
     registered_gpus,
 )
@@ -39,15 +40,6 @@ NODE = "kubernetes:core/v1:Node"
 PROVIDER = "pulumi:providers:kubernetes"
 MANAGEMENT_REF = f"urn:pulumi:t::{PROJECT}::{PROVIDER}::management::management-id"
 
-
-def nodeport_gpu_config() -> dict[str, Any]:
-    """The gpu stack with NodePort control planes and no MetalLB (tests/test_fidelity.py's variant)."""
-    config = gpu_config()
-    config["metallb"] = {"enabled": False}
-    config["controlPlane"] = {"serviceType": "NodePort"}
-    for index, tenant in enumerate(config["tenants"]):
-        tenant["controlPlaneAddress"] = f"10.20.0.{2 + index}"
-    return config
 
 
 STACKS = {"dev": dev_config, "gpu": gpu_config, "gpu-nodeport": nodeport_gpu_config}

@@ -14,7 +14,7 @@ import yaml
 from pulumi.runtime import MockResourceArgs
 
 from gpu_tenancy import versions
-from tests.harness import dev_config, gpu_config, record_stack, registered_gpus, unwrap
+from tests.harness import dev_config, gpu_config, nodeport_gpu_config, record_stack, registered_gpus, unwrap
 
 CRD_FILES = {
     ("kamaji.clastix.io", "TenantControlPlane"): "kamaji.clastix.io_tenantcontrolplanes.yaml",
@@ -33,15 +33,6 @@ SUBCHARTS = {"kamaji-etcd": "kamaji-etcd/0.15.0"}
 FREE_FORM = {"resources"}
 CORE_PREFIXES = ("kubernetes:core/v1:", "kubernetes:apps/v1:", "kubernetes:rbac.authorization.k8s.io/v1:")
 
-
-def nodeport_gpu_config() -> dict[str, Any]:
-    """The gpu stack with NodePort control planes and no MetalLB: the other real-mode TCP shape."""
-    config = gpu_config()
-    config["metallb"] = {"enabled": False}
-    config["controlPlane"] = {"serviceType": "NodePort"}
-    for index, tenant in enumerate(config["tenants"]):
-        tenant["controlPlaneAddress"] = f"10.20.0.{2 + index}"
-    return config
 
 
 STACKS = {"dev": dev_config, "gpu": gpu_config, "gpu-nodeport": nodeport_gpu_config}

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
-from harness import TEST_SECRETS, dev_config, gpu_config, is_secret, registered_gpus, unwrap
+from harness import TEST_SECRETS, dev_config, gpu_config, is_secret, nodeport_gpu_config, registered_gpus, unwrap
 from policy_support import Recorded, record_engine_view
 
 from components import metallb
@@ -68,11 +68,7 @@ def test_pool_and_advertisement_wait_for_the_webhook_gate(stack: str) -> None:
 
 
 def test_no_gate_without_metallb() -> None:
-    config = gpu_config()
-    config["metallb"] = {"enabled": False}
-    config["controlPlane"] = {"serviceType": "NodePort"}
-    for index, tenant in enumerate(config["tenants"]):
-        tenant["controlPlaneAddress"] = f"10.20.0.{2 + index}"
+    config = nodeport_gpu_config()
     resources = record_engine_view(config, stack="gpu", node_register=registered_gpus(config))
     assert not [r for r in resources if r.name == "metallb-webhook-ready"]
 
