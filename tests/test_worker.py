@@ -313,9 +313,9 @@ def test_real_hosts_come_before_the_tenant_network() -> None:
         assert own and all(j.urn in _closure(recorded, daemon_set.urn) for j in own), daemon_set.name
 
 
-@pytest.fixture(scope="module")
-def registrations() -> dict[str, Any]:
-    """name -> the RegisterResource request, for options mocks' new_resource does not see."""
+def _registrations(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    """name -> the RegisterResource request of a program run (record_mocks' arguments), for the options
+    (deleteBeforeReplace, additionalSecretOutputs, importId) the mocks' new_resource does not see."""
     seen: dict[str, Any] = {}
     monitor = pulumi_mocks.MockMonitor
     original = monitor.RegisterResource
@@ -326,10 +326,15 @@ def registrations() -> dict[str, Any]:
 
     monitor.RegisterResource = register  # type: ignore[method-assign]
     try:
-        record_mocks()
+        record_mocks(*args, **kwargs)
     finally:
         monitor.RegisterResource = original  # type: ignore[method-assign]
     return seen
+
+
+@pytest.fixture(scope="module")
+def registrations() -> dict[str, Any]:
+    return _registrations()
 
 
 @pytest.mark.parametrize("tenant", ["tenant-a", "tenant-b"])
@@ -384,20 +389,7 @@ def test_mint_prints_a_day_long_token_and_revoke_deletes_it(host: FakeHost) -> N
 
 @pytest.fixture(scope="module")
 def gpu_registrations() -> dict[str, Any]:
-    seen: dict[str, Any] = {}
-    monitor = pulumi_mocks.MockMonitor
-    original = monitor.RegisterResource
-
-    def register(self: Any, request: Any) -> Any:
-        seen[request.name] = request
-        return original(self, request)
-
-    monitor.RegisterResource = register  # type: ignore[method-assign]
-    try:
-        record_mocks(gpu_config(), stack="gpu", node_register=registered_gpus(gpu_config()))
-    finally:
-        monitor.RegisterResource = original  # type: ignore[method-assign]
-    return seen
+    return _registrations(gpu_config(), stack="gpu", node_register=registered_gpus(gpu_config()))
 
 
 @pytest.mark.parametrize(("tenant", "host_name"), [("tenant-a", "gpu-a100-01"), ("tenant-b", "gpu-l4-01")])
