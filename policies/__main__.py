@@ -1,7 +1,7 @@
 """Entry point the Pulumi engine runs (`python __main__.py <engine-address>`, cwd = policies/).
 
 Keep it thin: constructing PolicyPack starts the analyzer gRPC server and blocks forever, so the
-policies live in tenant_policies.py where tests import them.
+policies live in the group modules that tenant_policies.py collects, where tests import them.
 """
 
 import sys

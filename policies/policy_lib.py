@@ -1,7 +1,7 @@
 """Pure helpers for the gpu-tenancy policy pack: reading engine property maps safely, telling
 tenants, providers and platform components apart, images, CIDRs and the planner inputs.
 
-Nothing here imports pulumi_policy's server or blocks; `tenant_policies` wires these into policies.
+Nothing here imports pulumi_policy's server or blocks; the policy group modules wire these into policies.
 
 Property maps arrive from the engine wrapped in pulumi_policy's unknown-checking proxy: touching a value
 that is unknown during preview raises ``UnknownValueError``. `plain` converts such a map once into plain

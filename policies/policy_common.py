@@ -1,0 +1,22 @@
+"""Helpers shared by the policy groups: enforcement levels, per-stack config lookup, resource labels."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from policy_lib import Res
+from pulumi_policy import EnforcementLevel
+
+MANDATORY = EnforcementLevel.MANDATORY
+ADVISORY = EnforcementLevel.ADVISORY
+
+
+def policy_config(args: Any, key: str, default: Any) -> Any:
+    config = args.get_config() or {}
+    value = config.get(key) if isinstance(config, Mapping) else None
+    return default if value is None else value
+
+
+def describe(res: Res) -> str:
+    return f"{res.type} {res.name!r}"
