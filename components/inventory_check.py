@@ -55,12 +55,15 @@ class InventoryCheck(pulumi.ComponentResource):
                 logging=command.local.Logging.STDERR,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on),
             )
-            # The id waits for the wait command, so it stays unknown while the host is still to be joined:
-            # the engine then skips the read instead of failing it with "resource ... does not exist" (a
-            # read with a known id runs during previews; pulumi/pulumi#16395).
+            # The id waits for the wait command's stdout, so it stays unknown while the host is still to be
+            # joined: the engine then skips the read instead of failing it with "resource ... does not exist"
+            # (a read with a known id runs during previews; pulumi/pulumi#16395). Not the command's id:
+            # pulumi-command returns a real id from a create preview (v1.2.1 local/commandController.go
+            # Create: NewUniqueHex before its preview return), so an id-based key would be known. stdout is
+            # secret (the stdin is); the node name is not.
             read = k8s.core.v1.Node.get(
                 f"{name}-{node}",
-                pulumi.Output.all(registered.id, node).apply(lambda v: str(v[1])),
+                pulumi.Output.unsecret(pulumi.Output.all(registered.stdout, node).apply(lambda v: str(v[1]))),
                 opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[registered]),
             )
             annotations[node] = read.metadata.apply(lambda m: (m.annotations or {}) if m else {})

@@ -13,7 +13,8 @@ import datetime
 import hashlib
 import json
 import runpy
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from pulumi.output import Unknown
 from pulumi.runtime import MockCallArgs, MockResourceArgs, Mocks
+from pulumi.runtime import mocks as pulumi_mocks
+from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.rpc import UNKNOWN
 
 from gpu_tenancy import hami
@@ -207,6 +210,7 @@ class LabMocks(Mocks):
         self.live: dict[tuple[str, str], dict[str, Any]] = {}
         self.unconfigured_providers: set[tuple[str, str]] = set()
         self.provider_reads: list[MockResourceArgs] = []
+        self.pending: set[tuple[str, str]] = set()  # custom resources a preview would create
 
     def planned_only(self, args: MockResourceArgs) -> bool:
         """A preview that would create this resource: it does not exist yet, its outputs are not known."""
@@ -221,6 +225,8 @@ class LabMocks(Mocks):
         if args.resource_id:
             return None, self._read(args)
         pending = self.planned_only(args)
+        if pending and args.custom:
+            self.pending.add((args.typ, args.name))
         outputs = dict(args.inputs)
         if args.typ.startswith("pulumi:providers:") and _contains_unknown(args.inputs):
             self.unconfigured_providers.add((args.typ, args.name))
@@ -235,7 +241,12 @@ class LabMocks(Mocks):
             outputs["repoDigest"] = UNKNOWN if pending else "sha256:4567"
         if not pending:
             self._exists(args, outputs)
-        resource_id = UNKNOWN if pending and args.custom else f"{args.name}-id"
+        # pulumi-command answers a create preview with a real id (v1.2.1 provider/pkg/provider/local/
+        # commandController.go Create: resource.NewUniqueHex before `if preview`; pulumi-go-provider v1.3.0
+        # infer/resource.go passes it through on DryRun) and the engine keeps it (step.go CreateStep.Apply),
+        # so a command's id is known even while it is only planned. Other providers return none.
+        id_known_in_preview = args.typ in ("command:local:Command", "command:remote:Command")
+        resource_id = UNKNOWN if pending and args.custom and not id_known_in_preview else f"{args.name}-id"
         return (None if resource_id is UNKNOWN else resource_id), outputs
 
     def _exists(self, args: MockResourceArgs, outputs: dict[str, Any]) -> None:
@@ -309,11 +320,55 @@ def _provider_key(reference: str | None) -> tuple[str, str] | None:
     return qualified_type.rsplit("$", 1)[-1], name
 
 
+def _urn_type_and_name(urn: str) -> tuple[str, str]:
+    """(type, name) of `urn:pulumi:<stack>::<project>::<parent types>$<type>::<name>`."""
+    _, _, qualified_type, name = urn.split("::", 3)
+    return qualified_type.rsplit("$", 1)[-1], name
+
+
+@contextmanager
+def _engine_invoke_gate(mocks: LabMocks) -> Iterator[None]:
+    """The engine's gate for invokes with dependencies, which the SDK's mock monitor leaves out.
+
+    pulumi/pulumi `pkg/resource/deploy/source_eval.go` `resmon.Invoke`: when the request names `dependsOn`
+    and any of those resources has not been created yet (`resourcetracker.Tracker.HasUnresolved`), the
+    answer is `unknown` and the provider is not called. The engine advertises this as
+    RESOURCE_MONITOR_FEATURE_INVOKE_DEPENDS_ON, so the SDK sends the expanded dependencies instead of
+    checking ids client-side (`pulumi/runtime/invoke.py`); the SDK's check would be wrong here, since a
+    planned pulumi-command resource already has a known id.
+    """
+    monitor = pulumi_mocks.MockMonitor
+    original_info, original_invoke = monitor.GetDeploymentInfo, monitor.Invoke
+
+    def info(self: Any, request: Any) -> Any:
+        deployment = original_info(self, request)
+        deployment.supportedFeatures.append(resource_pb2.RESOURCE_MONITOR_FEATURE_INVOKE_DEPENDS_ON)
+        return deployment
+
+    def invoke(self: Any, request: Any) -> Any:
+        if any(_urn_type_and_name(urn) in mocks.pending for urn in request.dependsOn):
+            return resource_pb2.ResourceInvokeResponse(unknown=True)
+        return original_invoke(self, request)
+
+    monitor.GetDeploymentInfo = info  # type: ignore[method-assign]
+    monitor.Invoke = invoke  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        monitor.GetDeploymentInfo = original_info  # type: ignore[method-assign]
+        monitor.Invoke = original_invoke  # type: ignore[method-assign]
+
+
 def _run(
     mocks: LabMocks, config: dict[str, Any], preview: bool, stack: str, secrets: tuple[str, ...] = tuple(TEST_SECRETS)
 ) -> None:
     """Evaluate the program; keys in `secrets` are stored as `pulumi config set --secret` would."""
     mocks.preview = mocks.preview or preview
+    with _engine_invoke_gate(mocks):
+        _evaluate(mocks, config, preview, stack, secrets)
+
+
+def _evaluate(mocks: LabMocks, config: dict[str, Any], preview: bool, stack: str, secrets: tuple[str, ...]) -> None:
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=preview)
     pulumi.runtime.set_all_config(
         {f"{PROJECT}:{k}": v if isinstance(v, str) else json.dumps(v) for k, v in config.items()},

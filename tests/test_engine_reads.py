@@ -93,6 +93,22 @@ def test_a_read_whose_id_is_unknown_is_skipped_with_empty_outputs() -> None:
     assert mocks.provider_reads == []
 
 
+def test_a_planned_command_has_a_known_id_and_unknown_stdout_in_preview() -> None:
+    # pulumi-command v1.2.1 local/commandController.go Create returns NewUniqueHex before `if preview`.
+    mocks = LabMocks(preview=True, existing=set())
+    command = MockResourceArgs("command:local:Command", "wait", {"create": "true"}, "", None, True)
+    resource_id, outputs = mocks.new_resource(command)
+    assert resource_id and outputs["stdout"] is UNKNOWN
+
+
+def test_an_invoke_that_depends_on_a_planned_resource_is_unknown_and_never_sent() -> None:
+    # pulumi/pulumi source_eval.go resmon.Invoke: dependsOn with an uncreated resource answers unknown.
+    fresh = record_mocks(unknowns=True)
+    assert "docker:index/getNetwork:getNetwork" not in [c.token for c in fresh.calls]
+    deployed = record_mocks()
+    assert "docker:index/getNetwork:getNetwork" in [c.token for c in deployed.calls]
+
+
 @pytest.mark.parametrize("preview", [True, False], ids=["preview", "up"])
 def test_a_read_of_an_object_that_does_not_exist_fails_as_the_engine_does(preview: bool) -> None:
     mocks = LabMocks(preview=preview, existing=set())
