@@ -55,7 +55,8 @@ if config.mode == "sim":
         "management", KindClusterArgs(cluster_name=cluster_name, node_image=config.versions.kind_node_image)
     )
     management_kubeconfig = cluster.kubeconfig
-    # Unknown while the cluster is replaced, so the provider and everything on it are replaced with it.
+    # Depends on the cluster: when the engine replaces the cluster it treats this as changing (dependent
+    # replacement), so the provider and everything on it are replaced with it.
     management_identifier: pulumi.Input[str] = cluster.cluster_identifier
     management_ready.append(cluster)
     pulumi.export("kindClusterName", cluster.cluster_name)
@@ -81,7 +82,7 @@ if config.metallb_enabled:
             chart_version=config.versions.metallb,
             depends_on=management_ready,
             network=config.kind_network if config.mode == "sim" else None,
-            addresses_needed=len(config.tenants) + config.metallb.headroom,
+            addresses_needed=config.metallb.pool_size,
             addresses=config.metallb.addresses,
         ),
     )

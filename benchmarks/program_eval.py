@@ -28,7 +28,7 @@ def config_for(tenants: int) -> dict[str, object]:
              "podCidr": f"10.{i // 2}.{(i % 2) * 128}.0/24", "serviceCidr": f"10.{128 + i // 2}.{(i % 2) * 128}.0/24"}
             for i in range(tenants)
         ],
-        "metallb": {"headroom": 8},
+        "metallb": {"poolSize": 128},
     }
 
 

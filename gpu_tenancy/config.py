@@ -258,8 +258,22 @@ class MetalLBConfig(_Model):
     """sim: always on, pool derived from the kind network. real: optional, pool given explicitly."""
 
     enabled: bool | None = None
-    headroom: int = Field(default=8, ge=0, le=1000)
+    # A fixed size, not tenants + spare: a pool that shrank when a tenant was removed would drop its lowest
+    # addresses, which MetalLB hands out first (internal/allocator/allocator.go), i.e. the oldest
+    # tenant's, and so re-address it. Raising it only adds addresses below the existing ones.
+    pool_size: int = Field(default=16, ge=1, le=1024, alias="poolSize")
+    headroom: int | None = None  # replaced by poolSize; refused with a hint below
     addresses: list[str] = Field(default_factory=list)
+
+    @field_validator("headroom")
+    @classmethod
+    def _headroom_replaced(cls, value: int | None) -> int | None:
+        if value is not None:
+            raise ValueError(
+                "is replaced by metallb.poolSize (a fixed pool size, so removing a tenant re-addresses no "
+                "other); set poolSize to at least your old tenants + headroom"
+            )
+        return value
 
     @field_validator("addresses")
     @classmethod
@@ -399,6 +413,14 @@ def mode_errors(config: StackConfig, raw: Mapping[str, Any]) -> list[tuple[str, 
             errors.append(("metallb.enabled", "sim needs MetalLB for the control planes' LoadBalancer services"))
         if config.metallb.addresses:
             errors.append(("metallb.addresses", "sim derives the pool from the kind network; remove it"))
+        if len(config.tenants) > config.metallb.pool_size:
+            errors.append(
+                (
+                    "metallb.poolSize",
+                    f"{config.metallb.pool_size} addresses for {len(config.tenants)} tenants' control planes; "
+                    "raise it (existing addresses stay)",
+                )
+            )
         if "controlPlane" in raw:
             errors.append(("controlPlane", "is only for mode 'real' (sim exposes control planes through MetalLB)"))
         return errors

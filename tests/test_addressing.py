@@ -68,6 +68,19 @@ def test_removing_or_reordering_a_tenant_changes_nothing_of_another() -> None:
     assert _tcp_profiles(record_stack(reordered)) == before
 
 
+def test_removing_a_tenant_keeps_the_metallb_pool() -> None:
+    # MetalLB hands out the lowest free address first (metallb internal/allocator/allocator.go), so the
+    # first tenant holds the pool's lowest one; a pool that shrank from below would take it away.
+    def pool(config: dict[str, Any]) -> list[str]:
+        (resource,) = by_type(record_stack(config), "kubernetes:metallb.io/v1beta1:IPAddressPool")
+        return resource.inputs["spec"]["addresses"]
+
+    full = dev_config()
+    fewer = copy.deepcopy(full)
+    fewer["tenants"] = fewer["tenants"][1:]
+    assert pool(fewer) == pool(full)
+
+
 def test_removing_a_tenant_keeps_the_others_node_ports() -> None:
     config = nodeport_gpu_config()
     before = _tcp_profiles(record_stack(config, stack="gpu", node_register=registered_gpus(config)))
