@@ -43,6 +43,7 @@ class BootstrapToken(pulumi.ComponentResource):
         self.mint = command.local.Command(
             f"{name}-mint",
             create=join_token.mint_script(args.tenant, args.ttl_seconds),
+            update=join_token.keep_script(),
             delete=join_token.revoke_script(),
             interpreter=["/bin/sh", "-c"],
             stdin=pulumi.Output.secret(args.kubeconfig),  # credentials on stdin, never on a command line

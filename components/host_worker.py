@@ -60,7 +60,8 @@ class HostWorker(pulumi.ComponentResource):
             delete=hostprep.remove_node_script(),
             stdin=pulumi.Output.secret(args.kubeconfig),  # credentials on stdin, never on a command line
             environment={"GPU_TENANCY_NODE": host.name},
-            triggers=[prepare.id, args.ca_cert_hash],  # re-prepared, or a new control plane (its CA)
+            # Re-prepared, a new control plane (its CA) or a moved API endpoint: the host joins again.
+            triggers=[prepare.id, args.ca_cert_hash, args.endpoint],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[prepare], delete_before_replace=True),
         )
         # A real host passes every kubeadm preflight check.

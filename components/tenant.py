@@ -199,7 +199,7 @@ class Tenant(pulumi.ComponentResource):
                 BootstrapTokenArgs(
                     tenant=tenant,
                     kubeconfig=control_plane.kubeconfig,
-                    triggers=[host.address, kubernetes_version, control_plane.ca_cert_hash],
+                    triggers=[host.address, kubernetes_version, control_plane.ca_cert_hash, control_plane.endpoint],
                 ),
                 child,
             )

@@ -104,7 +104,9 @@ class Worker(pulumi.ComponentResource):
                 "CONTROL_PLANE_ENDPOINT": args.endpoint,
             },
             # A new container, or a new control plane (its CA), rejoins.
-            triggers=[self.container.id, args.ca_cert_hash],
+            # A new container, a new control plane (its CA) or a moved API endpoint: the kubelet must join
+            # again (kubelet.conf names the old server, and the join script keeps a joined node as it is).
+            triggers=[self.container.id, args.ca_cert_hash, args.endpoint],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.container], delete_before_replace=True),
         )
         self.node_name = self.join.id.apply(lambda _: args.container_name)

@@ -93,6 +93,21 @@ def mint_script(tenant: str, ttl_seconds: int = KUBEADM_DEFAULT_TTL_SECONDS) -> 
     )
 
 
+def keep_script() -> str:
+    """That Command's update: prints the token it already minted, so a changed kubeconfig on stdin (Kamaji
+    rotating the admin credentials) mints no second token that nothing would revoke. pulumi-command runs
+    `create` on an update unless `update` is set (v1.2.1 provider/pkg/provider/local/commandController.go
+    `Update`) and passes the previous stdout in PULUMI_COMMAND_STDOUT (`run`, addPreviousOutputInEnv)."""
+    return (
+        "set -eu\n"
+        'if [ -z "${PULUMI_COMMAND_STDOUT:-}" ]; then\n'
+        '  echo "gpu-tenancy: no token minted before; replace this command to mint one" >&2\n'
+        "  exit 1\n"
+        "fi\n"
+        'printf \'%s\\n\' "$PULUMI_COMMAND_STDOUT"\n'
+    )
+
+
 def revoke_script() -> str:
     """That Command's delete: revokes the token it printed (pulumi-command passes the previous stdout in
     PULUMI_COMMAND_STDOUT: pulumi-command v1.2.1 provider/pkg/provider/local/commandOutputs.go `run`)."""

@@ -54,7 +54,8 @@ def kubeconfig_command(cluster_name: str) -> str:
 # The management provider's `clusterIdentifier`. pulumi-kubernetes replaces its provider, and with it
 # every resource on it, when the identifier changes, and never while it stays the same
 # (`provider/pkg/provider/provider.go` `DiffConfig`). components/kind_cluster.py derives it from the
-# cluster command, so while the engine replaces the cluster (delete first) it is unknown, which counts as
+# cluster command, so while the engine replaces the cluster (delete first) it substitutes an unknown for it
+# (step_generator.go calculateDependentReplacements), which counts as
 # changed: the provider and everything on it are deleted first with the old cluster and created again on
 # the new one. The text itself stays what every existing stack has: a new text would replace all of it
 # once more, create-before-delete against the very same cluster, the old deletes removing the new objects.

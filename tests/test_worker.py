@@ -56,6 +56,7 @@ def assert_no_secret_on_a_command_line(host: FakeHost, *secrets: str) -> None:
         worker_join.leave_script(),
         join_token.mint_script("tenant-a"),
         join_token.revoke_script(),
+        join_token.keep_script(),
     ],
 )
 def test_scripts_pass_shellcheck(tmp_path: Path, script: str) -> None:
@@ -351,6 +352,16 @@ def test_join_removes_its_node_first_when_replaced(registrations: dict[str, Any]
     assert template["discovery"]["bootstrapToken"]["token"] == worker_join.TOKEN_PLACEHOLDER
     assert template["nodeRegistration"]["name"] == env["GPU_TENANCY_WORKER"]
     assert yaml.safe_load(inputs["stdin"])["users"][0]["user"]["token"] == f"secret-token-{tenant}"
+    # A moved API endpoint (MetalLB gave the control plane another address) makes the kubelet join again:
+    # pulumi-command re-runs `create` on a plain update, and the join script keeps a joined node as it is.
+    assert env["CONTROL_PLANE_ENDPOINT"] in inputs["triggers"]
+
+
+def test_a_real_hosts_join_follows_its_endpoint(gpu_registrations: dict[str, Any]) -> None:
+    for name, request in gpu_registrations.items():
+        if request.type == "command:local:Command" and name.endswith("-node"):
+            inputs = unwrap(rpc.deserialize_properties(request.object))
+            assert any(str(t).endswith(":6443") for t in inputs["triggers"]), name
 
 
 def test_worker_container_has_kinds_tty() -> None:
@@ -387,6 +398,14 @@ def test_mint_prints_a_day_long_token_and_revoke_deletes_it(host: FakeHost) -> N
     assert host.run(join_token.revoke_script(), KUBECONFIG).returncode == 0
 
 
+def test_an_update_keeps_the_minted_token_and_mints_none(host: FakeHost) -> None:
+    token = host.run(join_token.mint_script("tenant-a"), KUBECONFIG).stdout.strip()
+    kept = host.run(join_token.keep_script(), "rotated-kubeconfig", {"PULUMI_COMMAND_STDOUT": token})
+    assert kept.returncode == 0 and kept.stdout.strip() == token
+    assert len(host.objects("secrets")) == 1
+    assert host.run(join_token.keep_script(), KUBECONFIG).returncode == 1
+
+
 @pytest.fixture(scope="module")
 def gpu_registrations() -> dict[str, Any]:
     return _registrations(gpu_config(), stack="gpu", node_register=registered_gpus(gpu_config()))
@@ -399,6 +418,7 @@ def test_each_real_host_joins_with_its_own_minted_token(
     mint = gpu_registrations[f"{tenant}-{host_name}-bootstrap-token-mint"]
     inputs = unwrap(rpc.deserialize_properties(mint.object))
     assert inputs["create"] == join_token.mint_script(tenant) and inputs["delete"] == join_token.revoke_script()
+    assert inputs["update"] == join_token.keep_script()
     assert inputs["logging"] == "stderr" and list(mint.additionalSecretOutputs) == ["stdout"]
     assert mint.deleteBeforeReplace
     assert yaml.safe_load(inputs["stdin"])["users"][0]["user"]["token"] == f"secret-token-{tenant}"
