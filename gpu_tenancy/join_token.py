@@ -18,6 +18,8 @@ import json
 
 from gpu_tenancy import manifests
 
+MINT_ATTEMPTS = 60
+MINT_RETRY_SECONDS = 2
 # kubeadm's own default for `kubeadm token create` (cmd/kubeadm/app/constants DefaultTokenDuration).
 KUBEADM_DEFAULT_TTL_SECONDS = 24 * 3600
 AUTH_EXTRA_GROUPS = "system:bootstrappers:kubeadm:default-node-token"
@@ -58,8 +60,21 @@ def mint(tenant: str, ttl_seconds: int, description: str) -> str:
 token_secret="$(LC_ALL=C tr -dc 'a-z0-9' < /dev/urandom | head -c 16)"
 expires=$(( $(date -u +%s) + {int(ttl_seconds)} ))
 expiration="$(date -u -d "@$expires" +%Y-%m-%dT%H:%M:%SZ 2>/dev/null || date -u -r "$expires" +%Y-%m-%dT%H:%M:%SZ)"
-{_secret_printf(tenant, description)} \\
-  | kubectl --kubeconfig "$kubeconfig" --request-timeout=60s create -f - >/dev/null
+# Retried: the admin kubeconfig's group gets its rights only when Kamaji's tenant-side controllers have run
+# (controllers/soot/manager.go, kubeadm_phases.go PhaseClusterAdminRBAC), which the TCP's Ready does not
+# wait for; Kamaji's own e2e retries the same (e2e/worker_kubeadm_join_test.go). A create that went
+# through but whose answer was lost comes back AlreadyExists, which is success.
+attempt=0
+until output=$({_secret_printf(tenant, description)} \\
+    | kubectl --kubeconfig "$kubeconfig" --request-timeout=60s create -f - 2>&1); do
+  case $output in *AlreadyExists*) break ;; esac
+  attempt=$((attempt + 1))
+  if [ "$attempt" -ge {MINT_ATTEMPTS} ]; then
+    echo "gpu-tenancy: could not create the bootstrap token in the tenant: $output" >&2
+    exit 1
+  fi
+  sleep {MINT_RETRY_SECONDS}
+done
 """
 
 

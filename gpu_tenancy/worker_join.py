@@ -88,7 +88,9 @@ if docker exec "$worker" sh -c {shlex.quote(half_joined)}; then
   echo "gpu-tenancy: $worker holds a half-finished join; kubeadm reset first" >&2
   docker exec "$worker" kubeadm reset --force
 fi
-docker exec "$worker" sh -c 'modprobe br_netfilter 2>/dev/null || true; swapoff -a || true'
+# Swap stays on: /proc/swaps is the host's, so turning it off here would turn off the host's swap; the kubelet runs with
+# failSwapOn false and kubeadm's Swap preflight is ignored, as kind does.
+docker exec "$worker" sh -c 'modprobe br_netfilter 2>/dev/null || true'
 
 case "$template" in
   *{TOKEN_PLACEHOLDER}*) ;;

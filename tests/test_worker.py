@@ -125,6 +125,27 @@ def test_every_join_attempt_gets_its_own_token(host: FakeHost) -> None:
     assert first != second
 
 
+def test_the_token_is_retried_while_the_tenant_still_refuses_its_admin(host: FakeHost) -> None:
+    host.behave(forbidden_creates=3)
+    result = join(host)
+    assert result.returncode == 0, result.stderr
+    assert len(host.joins()) == 1
+    assert [c for c in host.calls() if c[0] == "sleep"]
+
+
+def test_a_tenant_that_never_grants_the_token_fails_the_join_loudly(host: FakeHost) -> None:
+    host.behave(forbidden_creates=1000)
+    result = join(host)
+    assert result.returncode == 1
+    assert "could not create the bootstrap token in the tenant" in result.stderr and "Forbidden" in result.stderr
+    assert host.joins() == []
+
+
+def test_the_join_leaves_the_hosts_swap_alone(host: FakeHost) -> None:
+    # /proc/swaps in a privileged node container is the host's: swapoff -a would turn the host's swap off.
+    assert "swapoff" not in worker_join.join_script("tenant-a")
+
+
 def test_a_joined_node_is_left_as_it_is(host: FakeHost) -> None:
     assert join(host).returncode == 0
     assert join(host).returncode == 0

@@ -17,7 +17,10 @@ no secret reached a command line. What each fake follows upstream:
   (`cmd/kubeadm/app/cmd/phases/join/kubelet.go` writes both before waiting for the TLS bootstrap).
 * `kubectl --kubeconfig F ... create -f -` / `delete secret|node NAME [--ignore-not-found]`
   (kubectl `create`/`delete`): objects live as JSON files; deleting a missing object without
-  --ignore-not-found fails with `Error from server (NotFound)` and exit 1, as kubectl does.
+  --ignore-not-found fails with `Error from server (NotFound)` and exit 1, as kubectl does. With
+  `forbidden_creates=N` the first N creates are refused with `Error from server (Forbidden)`: a fresh
+  tenant's admin group gets its rights only once Kamaji's tenant-side controllers have run
+  (clastix/kamaji 26.8.2-edge controllers/soot/manager.go; e2e/worker_kubeadm_join_test.go retries).
 * `sleep` returns at once (logged), so a wait loop that runs out is tested without waiting.
 """
 
@@ -118,6 +121,7 @@ _KUBECTL = r'''
 import json, os, sys
 from pathlib import Path
 state = Path(os.environ["FAKE_STATE"])
+behaviour = json.loads((state / "behaviour.json").read_text())
 with open(state / "calls.jsonl", "a") as log:
     log.write(json.dumps(["kubectl", *sys.argv[1:]]) + "\n")
 args = sys.argv[1:]
@@ -140,6 +144,13 @@ with open(state / "kubeconfigs.jsonl", "a") as log:
 api = state / "api"
 if words == ["create"] and options.get("-f") == "-":
     obj = json.loads(sys.stdin.read())
+    counter = state / "creates"
+    creates = int(counter.read_text()) + 1 if counter.exists() else 1
+    counter.write_text(str(creates))
+    if creates <= behaviour.get("forbidden_creates", 0):
+        sys.stderr.write('Error from server (Forbidden): secrets is forbidden: User "kubernetes-admin" cannot '
+                         'create resource "secrets" in API group "" in the namespace "kube-system"\n')
+        sys.exit(1)
     kind = obj["kind"].lower() + "s"
     folder = api / kind
     folder.mkdir(parents=True, exist_ok=True)
