@@ -13,7 +13,7 @@ import pulumi_command as command
 import pulumi_docker as docker
 import pulumi_kubernetes as k8s
 
-from gpu_tenancy import manifests
+from gpu_tenancy import image_load, manifests
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 AGENT_SOURCES = [
@@ -84,13 +84,9 @@ class MockGpuAgent(pulumi.ComponentResource):
         )
         self.image_load = command.local.Command(
             f"{name}-image-load",
-            create=pulumi.Output.concat(
-                "docker save ",
-                image_name,
-                " | docker exec -i ",
-                args.worker_container,
-                " ctr --namespace k8s.io images import -",
-            ),
+            create=image_load.load_script(),
+            interpreter=["/bin/sh", "-c"],
+            environment={"IMAGE": image_name, "NODE_CONTAINER": args.worker_container},
             triggers=[self.image.id, *([args.worker_id] if args.worker_id is not None else [])],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.image, *args.depends_on]),
         )

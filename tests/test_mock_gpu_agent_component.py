@@ -5,6 +5,8 @@ from typing import Any
 import pulumi
 import pytest
 
+from gpu_tenancy import image_load
+
 K8S_TYPES = {
     "kubernetes:core/v1:ServiceAccount",
     "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole",
@@ -99,8 +101,9 @@ def test_component_wires_provider_rbac_and_labels(mocks: RecordingMocks) -> Any:
         image = next(r for r in mocks.resources if r.typ == "docker:index/image:Image")
         assert image.inputs["skipPush"] is True
         load = next(r for r in mocks.resources if r.typ == "command:local:Command")
-        assert "ctr --namespace k8s.io images import -" in load.inputs["create"]
-        assert "tenant-a-worker" in load.inputs["create"] and "push" not in load.inputs["create"]
+        assert load.inputs["create"] == image_load.load_script()
+        assert load.inputs["environment"]["NODE_CONTAINER"] == "tenant-a-worker"
+        assert load.inputs["environment"]["IMAGE"] == image.inputs["imageName"]
         assert load.inputs["triggers"] == ["tenant-a-gpu-image-id", "worker-container-id"]
 
     return pulumi.Output.all(provider.urn, agent.daemon_set.id).apply(lambda values: check(values[0]))
