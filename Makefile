@@ -17,6 +17,11 @@ PREREQUISITES := $(if $(filter real,$(MODE)),kubectl pulumi,docker kind kubectl 
 AUTO_APPROVE := $(if $(filter sim,$(MODE)),--yes,$(if $(filter 1,$(CONFIRM)),--yes))
 # Targets that reach a stack: the prerequisite check runs before the venv is built for them.
 DEPLOY_GOALS := up preview destroy
+# kind and the docker CLI follow the current Docker context; pulumi-docker only DOCKER_HOST (else the
+# default socket). Pin both to the same daemon unless DOCKER_HOST is set already.
+ifeq ($(MODE)$(if $(filter $(DEPLOY_GOALS),$(MAKECMDGOALS)),deploy),simdeploy)
+export DOCKER_HOST ?= $(shell docker context inspect --format '{{.Endpoints.docker.Host}}' 2>/dev/null)
+endif
 
 .DEFAULT_GOAL := help
 .PHONY: help venv preflight up preview destroy test lint typecheck unit e2e bench promotion-diff

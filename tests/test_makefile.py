@@ -69,10 +69,13 @@ def run_make(
             link.symlink_to(target)
     for tool in tools:
         # FAKE_FAIL="stack select" makes `pulumi stack select ...` fail the way the CLI does.
+        # `docker context inspect` answers $FAKE_CONTEXT_HOST; pulumi records the DOCKER_HOST it was given.
         _stub(
             bin_dir / tool,
             f'echo "{tool} $*" >> "{log}"\n'
-            f'case "{tool} $*" in "{tool} $FAKE_FAIL"*) echo "error: {tool} $FAKE_FAIL failed in the stub" >&2; exit 255;; esac',
+            f'case "{tool} $*" in "{tool} $FAKE_FAIL"*) echo "error: {tool} $FAKE_FAIL failed in the stub" >&2; exit 255;; esac\n'
+            f'case "{tool} $*" in "docker context inspect"*) echo "${{FAKE_CONTEXT_HOST:-}}";; '
+            f'"pulumi up"*) echo "pulumi-env DOCKER_HOST=${{DOCKER_HOST:-}}" >> "{log}";; esac',
         )
     python = tmp_path / "python"
     # `$(PYTHON) -m venv <dir>`: record it and leave a pip that records its own argv.
@@ -185,3 +188,16 @@ def test_test_targets_need_no_deploy_tools(tmp_path: Path) -> None:
     assert run.returncode == 0, run.output
     assert run.of("python") and run.of("pip"), run.calls
 
+
+def test_a_sim_deploy_pins_pulumi_docker_to_the_current_docker_context(tmp_path: Path) -> None:
+    # kind and the docker CLI follow the current context; pulumi-docker reads only DOCKER_HOST.
+    run = run_make(tmp_path, "up", FAKE_CONTEXT_HOST="unix:///run/user/1000/docker.sock", PULUMI_CONFIG_PASSPHRASE="x")
+    assert run.returncode == 0, run.output
+    assert "pulumi-env DOCKER_HOST=unix:///run/user/1000/docker.sock" in run.calls
+
+
+def test_an_explicit_docker_host_wins(tmp_path: Path) -> None:
+    run = run_make(tmp_path, "up", FAKE_CONTEXT_HOST="unix:///elsewhere.sock", DOCKER_HOST="tcp://10.0.0.5:2375",
+                   PULUMI_CONFIG_PASSPHRASE="x")
+    assert run.returncode == 0, run.output
+    assert "pulumi-env DOCKER_HOST=tcp://10.0.0.5:2375" in run.calls
