@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -59,6 +60,10 @@ def tenant_objects(name: str, gpus: int, pods: int) -> dict[str, list[dict[str, 
 
 
 def main(argv: list[str]) -> None:
+    # The fake API servers listen on loopback in this process; a proxy from the environment (which the
+    # kubernetes client honours, like kubectl) must not be asked for them.
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        os.environ.pop(name, None)
     tenants, gpus, pods = (int(a) for a in (argv + ["100", "8", "1000"][len(argv):]))
     objects = {f"tenant-{t:03d}": tenant_objects(f"tenant-{t:03d}", gpus, pods) for t in range(tenants)}
 

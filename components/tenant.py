@@ -160,6 +160,8 @@ class Tenant(pulumi.ComponentResource):
                 ca_cert_hash=control_plane.ca_cert_hash,
                 kubeconfig=control_plane.kubeconfig,
                 depends_on=[control_plane],
+                pod_cidr=pod_cidr,
+                service_cidr=args.stack.cidrs(args.config)[1],
             ),
             child,
         )

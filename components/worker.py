@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pulumi
@@ -22,6 +24,10 @@ class WorkerArgs:
     # The tenant's admin kubeconfig: the join mints its bootstrap token with it, the delete removes the Node.
     kubeconfig: pulumi.Input[str]
     depends_on: list[pulumi.Resource]
+    pod_cidr: str = ""
+    service_cidr: str = ""
+    # The host environment kind would read the proxy settings from (os.environ by default).
+    environ: Mapping[str, str] | None = None
 
 
 class Worker(pulumi.ComponentResource):
@@ -42,6 +48,7 @@ class Worker(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
         host = docker_info.stdout.apply(kind_node.host_flags)
+        proxy = self._proxy_env(args)
         # The flags kind itself uses for node containers (kind pkg/cluster/internal/providers/docker/provision.go
         # runArgsForNode and commonArgs).
         self.container = docker.Container(
@@ -76,6 +83,7 @@ class Worker(pulumi.ComponentResource):
             max_retry_count=1,
             init=False,
             cgroupns_mode="private",
+            envs=proxy,
             labels=[
                 docker.ContainerLabelArgs(label=manifests.TENANT_LABEL, value=tenant),
                 docker.ContainerLabelArgs(label=manifests.COMPONENT_LABEL, value="worker"),
@@ -111,3 +119,27 @@ class Worker(pulumi.ComponentResource):
         )
         self.node_name = self.join.id.apply(lambda _: args.container_name)
         self.register_outputs({"containerName": args.container_name, "nodeName": self.node_name})
+
+    def _proxy_env(self, args: WorkerArgs) -> pulumi.Output[list[str]] | None:
+        """HTTP(S)_PROXY/NO_PROXY as kind gives its nodes (gpu_tenancy/kind_node.proxy_env); none without a proxy."""
+        environ = os.environ if args.environ is None else args.environ
+        if not kind_node.proxy_env(environ, args.service_cidr, args.pod_cidr, [], []):
+            return None
+        network = docker.get_network_output(
+            name=args.network, opts=pulumi.InvokeOutputOptions(parent=self, depends_on=args.depends_on)
+        )
+        return network.ipam_configs.apply(
+            lambda configs: [
+                f"{key}={value}"
+                for key, value in sorted(
+                    kind_node.proxy_env(
+                        environ,
+                        args.service_cidr,
+                        args.pod_cidr,
+                        [c.subnet for c in configs or [] if c.subnet],
+                        [args.container_name],
+                    ).items()
+                )
+            ]
+        )
+

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 # One `docker info` call printing the three facts kind reads, as one JSON object.
@@ -59,3 +60,32 @@ def host_flags(docker_info: str) -> KindHostFlags:
         driver in ("btrfs", "zfs", "devicemapper") or backing in ("btrfs", "zfs", "xfs")
     )
     return KindHostFlags(userns_host=userns, mount_dev_mapper=dev_mapper, mount_fuse=rootless)
+
+
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
+# What kind adds to NO_PROXY for in-cluster names (best effort on the default CoreDNS spec).
+CLUSTER_DNS_SUFFIXES = (".svc", ".svc.cluster", ".svc.cluster.local")
+
+
+def proxy_env(
+    environ: Mapping[str, str], service_cidr: str, pod_cidr: str, subnets: Sequence[str], node_names: Sequence[str]
+) -> dict[str, str]:
+    """The proxy variables kind passes to a node container, from the host's environment.
+
+    kind v0.32.0 `pkg/cluster/internal/providers/common/proxy.go` `getProxyEnvs` (upper- or lower-case
+    HTTP_PROXY/HTTPS_PROXY/NO_PROXY, both spellings passed, NO_PROXY extended by the cluster's service and
+    pod subnets) and `providers/docker/provision.go` `getProxyEnv` (then the Docker network's subnets
+    first, the node names and the in-cluster DNS suffixes). Nothing when no proxy is set.
+    """
+    envs: dict[str, str] = {}
+    for name in PROXY_VARIABLES:
+        value = environ.get(name) or environ.get(name.lower()) or ""
+        if value:
+            envs[name] = envs[name.lower()] = value
+    if not envs:
+        return {}
+    no_proxy = envs.get("NO_PROXY", "")
+    no_proxy = (no_proxy + "," if no_proxy else "") + f"{service_cidr},{pod_cidr}"
+    joined = ",".join([*subnets, no_proxy, *node_names, *CLUSTER_DNS_SUFFIXES])
+    envs["NO_PROXY"] = envs["no_proxy"] = joined
+    return envs

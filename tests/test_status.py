@@ -37,6 +37,9 @@ def install_stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kubeconfigs: 
     }
     pulumi_stub.install(tmp_path / "bin", {"dev": outputs})
     monkeypatch.setenv("PATH", pulumi_stub.path_with(tmp_path / "bin"))
+    # The fake API servers listen on loopback: a proxy in the test environment must not be asked for them.
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture(params=["sim", "real"])

@@ -497,3 +497,41 @@ def test_worker_container_gets_kinds_host_dependent_flags(monkeypatch: pytest.Mo
             {"containerPath": "/var"},
             {"hostPath": "/lib/modules", "containerPath": "/lib/modules", "readOnly": True},
         ]
+
+
+def test_proxy_env_follows_kind() -> None:
+    # kind common/proxy.go getProxyEnvs + docker/provision.go getProxyEnv.
+    env = kind_node.proxy_env(
+        {"https_proxy": "http://proxy:3128", "NO_PROXY": "corp.example"},
+        "10.96.0.0/16", "10.244.0.0/16", ["172.18.0.0/16", "fc00:f853:ccd:e793::/64"], ["lab-worker"],
+    )
+    expected_no_proxy = (
+        "172.18.0.0/16,fc00:f853:ccd:e793::/64,corp.example,10.96.0.0/16,10.244.0.0/16,lab-worker,"
+        ".svc,.svc.cluster,.svc.cluster.local"
+    )
+    assert env == {
+        "HTTPS_PROXY": "http://proxy:3128", "https_proxy": "http://proxy:3128",
+        "NO_PROXY": expected_no_proxy, "no_proxy": expected_no_proxy,
+    }
+    assert kind_node.proxy_env({"PATH": "/bin"}, "a", "b", ["c"], ["d"]) == {}
+
+
+def test_worker_container_gets_the_hosts_proxy_as_kind_nodes_do(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy:3128")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    containers = [r for r in record_stack() if r.typ == "docker:index/container:Container"]
+    assert len(containers) == 2
+    for container in containers:
+        envs = dict(e.split("=", 1) for e in container.inputs["envs"])
+        assert envs["HTTP_PROXY"] == envs["http_proxy"] == "http://proxy:3128"
+        no_proxy = envs["NO_PROXY"].split(",")
+        assert no_proxy[0] == "fc00:f853:ccd:e793::/64" and "172.18.0.0/16" in no_proxy
+        assert container.inputs["name"] in no_proxy and ".svc.cluster.local" in no_proxy
+
+
+def test_worker_container_has_no_proxy_env_without_a_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    containers = [r for r in record_stack() if r.typ == "docker:index/container:Container"]
+    assert containers and all("envs" not in c.inputs for c in containers)
