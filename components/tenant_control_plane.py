@@ -60,8 +60,9 @@ def secret_id(metadata: dict[str, Any], status: dict[str, Any] | None) -> str:
     name = ((status or {}).get("kubeconfig") or {}).get("admin", {}).get("secretName")
     if not name:
         raise pulumi.RunError(
-            f"TenantControlPlane {metadata['namespace']}/{metadata['name']} is Ready but its "
-            "status.kubeconfig.admin.secretName is empty (check the kamaji controller logs)"
+            f"TenantControlPlane {metadata['namespace']}/{metadata['name']} exists but Kamaji has not written "
+            "status.kubeconfig.admin.secretName (check the kamaji controller logs: "
+            "kubectl -n kamaji-system logs deploy/kamaji)"
         )
     return f"{metadata['namespace']}/{name}"
 

@@ -156,7 +156,7 @@ def test_the_admin_secret_id_is_what_kamaji_wrote_into_the_status() -> None:
     metadata = {"name": "tenant-a", "namespace": "tenant-a"}
     status = {"kubeconfig": {"admin": {"secretName": "tenant-a-admin-kubeconfig"}}}
     assert secret_id(metadata, status) == "tenant-a/tenant-a-admin-kubeconfig"
-    with pytest.raises(pulumi.RunError, match=r"tenant-a/tenant-a is Ready but its status.kubeconfig.admin.secretName"):
+    with pytest.raises(pulumi.RunError, match=r"tenant-a/tenant-a exists but Kamaji has not written status.kubeconfig.admin.secretName"):
         secret_id(metadata, {"kubeconfig": {}})
 
 
