@@ -79,7 +79,7 @@ class Tenant(pulumi.ComponentResource):
             child,
         )
         if args.stack.mode == "sim":
-            self.nodes, gpu_ready = self._simulated_node(name, args, control_plane, pod_cidr)
+            self.nodes, gpu_ready = self._simulated_node(name, args, control_plane, pod_cidr, service_cidr)
         else:
             self.nodes, gpu_ready = self._gpu_hosts(name, args, control_plane, pod_cidr)
         if workloads.has_workloads(args.config):
@@ -143,7 +143,7 @@ class Tenant(pulumi.ComponentResource):
         )
 
     def _simulated_node(
-        self, name: str, args: TenantArgs, control_plane: TenantControlPlane, pod_cidr: str
+        self, name: str, args: TenantArgs, control_plane: TenantControlPlane, pod_cidr: str, service_cidr: str
     ) -> tuple[list[str], list[pulumi.Resource]]:
         """sim: one kindest/node container, HAMi without device plugin, the mock-GPU agent."""
         tenant = args.config.name
@@ -161,7 +161,7 @@ class Tenant(pulumi.ComponentResource):
                 kubeconfig=control_plane.kubeconfig,
                 depends_on=[control_plane],
                 pod_cidr=pod_cidr,
-                service_cidr=args.stack.cidrs(args.config)[1],
+                service_cidr=service_cidr,
             ),
             child,
         )

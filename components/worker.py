@@ -123,7 +123,7 @@ class Worker(pulumi.ComponentResource):
     def _proxy_env(self, args: WorkerArgs) -> pulumi.Output[list[str]] | None:
         """HTTP(S)_PROXY/NO_PROXY as kind gives its nodes (gpu_tenancy/kind_node.proxy_env); none without a proxy."""
         environ = os.environ if args.environ is None else args.environ
-        if not kind_node.proxy_env(environ, args.service_cidr, args.pod_cidr, [], []):
+        if not kind_node.has_proxy(environ):
             return None
         network = docker.get_network_output(
             name=args.network, opts=pulumi.InvokeOutputOptions(parent=self, depends_on=args.depends_on)

@@ -67,6 +67,11 @@ PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
 CLUSTER_DNS_SUFFIXES = (".svc", ".svc.cluster", ".svc.cluster.local")
 
 
+def has_proxy(environ: Mapping[str, str]) -> bool:
+    """Whether kind would pass proxy settings at all: any of PROXY_VARIABLES set, in either case."""
+    return any(environ.get(name) or environ.get(name.lower()) for name in PROXY_VARIABLES)
+
+
 def proxy_env(
     environ: Mapping[str, str], service_cidr: str, pod_cidr: str, subnets: Sequence[str], node_names: Sequence[str]
 ) -> dict[str, str]:
