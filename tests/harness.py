@@ -13,7 +13,7 @@ import datetime
 import hashlib
 import json
 import runpy
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -305,25 +305,37 @@ class LabMocks(Mocks):
     def call(self, args: MockCallArgs) -> dict[str, Any]:  # type: ignore[override]  # Mocks.call accepts a plain dict too
         self.calls.append(args)
         if args.token == "docker:index/getNetwork:getNetwork":
-            if self.unknowns:
-                return {"name": UNKNOWN, "id": UNKNOWN, "driver": UNKNOWN, "ipamConfigs": UNKNOWN}
+            # Reached only once the network's creators exist: the engine's gate answers earlier invokes.
             return {"name": args.args["name"], "id": "net-1", "driver": "bridge", "ipamConfigs": self.ipam}
         raise NotImplementedError(f"mock not implemented for invoke {args.token}")
-
-
-def _provider_key(reference: str | None) -> tuple[str, str] | None:
-    """(type, name) of the provider in a reference "<provider urn>::<provider id>"."""
-    if not reference:
-        return None
-    urn = reference.rsplit("::", 1)[0]
-    qualified_type, name = urn.rsplit("::", 2)[-2:]
-    return qualified_type.rsplit("$", 1)[-1], name
 
 
 def _urn_type_and_name(urn: str) -> tuple[str, str]:
     """(type, name) of `urn:pulumi:<stack>::<project>::<parent types>$<type>::<name>`."""
     _, _, qualified_type, name = urn.split("::", 3)
     return qualified_type.rsplit("$", 1)[-1], name
+
+
+def _provider_key(reference: str | None) -> tuple[str, str] | None:
+    """(type, name) of the provider in a reference "<provider urn>::<provider id>"."""
+    return _urn_type_and_name(reference.rsplit("::", 1)[0]) if reference else None
+
+
+@contextmanager
+def wrapped_monitor(**wrappers: Callable[[Callable[[Any, Any], Any], Any, Any], Any]) -> Iterator[None]:
+    """Wrap the SDK mock monitor's RPC methods for the duration: `Name=fn(original, monitor, request)`."""
+    monitor = pulumi_mocks.MockMonitor
+    originals = {name: getattr(monitor, name) for name in wrappers}
+    for name, wrapper in wrappers.items():
+        def method(self: Any, request: Any, _wrapper: Any = wrapper, _original: Any = originals[name]) -> Any:
+            return _wrapper(_original, self, request)
+
+        setattr(monitor, name, method)
+    try:
+        yield
+    finally:
+        for name, original in originals.items():
+            setattr(monitor, name, original)
 
 
 @contextmanager
@@ -337,26 +349,19 @@ def _engine_invoke_gate(mocks: LabMocks) -> Iterator[None]:
     checking ids client-side (`pulumi/runtime/invoke.py`); the SDK's check would be wrong here, since a
     planned pulumi-command resource already has a known id.
     """
-    monitor = pulumi_mocks.MockMonitor
-    original_info, original_invoke = monitor.GetDeploymentInfo, monitor.Invoke
 
-    def info(self: Any, request: Any) -> Any:
-        deployment = original_info(self, request)
+    def info(original: Any, monitor: Any, request: Any) -> Any:
+        deployment = original(monitor, request)
         deployment.supportedFeatures.append(resource_pb2.RESOURCE_MONITOR_FEATURE_INVOKE_DEPENDS_ON)
         return deployment
 
-    def invoke(self: Any, request: Any) -> Any:
+    def invoke(original: Any, monitor: Any, request: Any) -> Any:
         if any(_urn_type_and_name(urn) in mocks.pending for urn in request.dependsOn):
             return resource_pb2.ResourceInvokeResponse(unknown=True)
-        return original_invoke(self, request)
+        return original(monitor, request)
 
-    monitor.GetDeploymentInfo = info  # type: ignore[method-assign]
-    monitor.Invoke = invoke  # type: ignore[method-assign]
-    try:
+    with wrapped_monitor(GetDeploymentInfo=info, Invoke=invoke):
         yield
-    finally:
-        monitor.GetDeploymentInfo = original_info  # type: ignore[method-assign]
-        monitor.Invoke = original_invoke  # type: ignore[method-assign]
 
 
 def _run(

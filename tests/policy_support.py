@@ -22,9 +22,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from harness import gpu_config, record_mocks, registered_gpus
+from harness import gpu_config, record_mocks, registered_gpus, wrapped_monitor
 from pulumi.output import Unknown
-from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import rpc
 from pulumi_policy import (
     PolicyProviderResource,
@@ -94,15 +93,8 @@ def _properties(struct: Any) -> dict[str, Any]:
 
 @contextmanager
 def _capturing_monitor(into: dict[str, Recorded]) -> Iterator[None]:
-    monitor = pulumi_mocks.MockMonitor
-    original_register, original_read, original_outputs = (
-        monitor.RegisterResource,
-        monitor.ReadResource,
-        monitor.RegisterResourceOutputs,
-    )
-
-    def register(self: Any, request: Any) -> Any:
-        response = original_register(self, request)
+    def register(original: Any, self: Any, request: Any) -> Any:
+        response = original(self, request)
         urn = self.make_urn(request.parent, request.type, request.name)
         registration = self.resources.get(urn)
         into[urn] = Recorded(
@@ -125,8 +117,8 @@ def _capturing_monitor(into: dict[str, Recorded]) -> Iterator[None]:
         )
         return response
 
-    def read(self: Any, request: Any) -> Any:
-        response = original_read(self, request)
+    def read(original: Any, self: Any, request: Any) -> Any:
+        response = original(self, request)
         urn = self.make_urn(request.parent, request.type, request.name)
         registration = self.resources.get(urn)
         # The engine keeps what the read step yielded as the outputs: the provider's live object, or `{}`
@@ -146,7 +138,7 @@ def _capturing_monitor(into: dict[str, Recorded]) -> Iterator[None]:
         )
         return response
 
-    def register_outputs(self: Any, request: Any) -> Any:
+    def register_outputs(original: Any, self: Any, request: Any) -> Any:
         outputs = _properties(request.outputs) if request.outputs else {}
         if request.urn in into:
             into[request.urn].registered_outputs = outputs
@@ -155,17 +147,10 @@ def _capturing_monitor(into: dict[str, Recorded]) -> Iterator[None]:
                 request.urn, "pulumi:pulumi:Stack", request.urn.rsplit("::", 1)[-1], False, "", "", {}, {},
                 registered_outputs=outputs,
             )
-        return original_outputs(self, request)
+        return original(self, request)
 
-    monitor.RegisterResource = register  # type: ignore[method-assign]
-    monitor.ReadResource = read  # type: ignore[method-assign]
-    monitor.RegisterResourceOutputs = register_outputs  # type: ignore[method-assign]
-    try:
+    with wrapped_monitor(RegisterResource=register, ReadResource=read, RegisterResourceOutputs=register_outputs):
         yield
-    finally:
-        monitor.RegisterResource = original_register  # type: ignore[method-assign]
-        monitor.ReadResource = original_read  # type: ignore[method-assign]
-        monitor.RegisterResourceOutputs = original_outputs  # type: ignore[method-assign]
 
 
 def record_engine_view(config: dict[str, Any] | None = None, **options: Any) -> list[Recorded]:

@@ -11,9 +11,8 @@ from typing import Any
 
 import pytest
 import yaml
-from harness import gpu_config, record_mocks, record_stack, registered_gpus, unwrap
+from harness import gpu_config, record_mocks, record_stack, registered_gpus, unwrap, wrapped_monitor
 from policy_support import Recorded, record_engine_view
-from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import rpc
 from replacement_model import replacements
 
@@ -339,18 +338,13 @@ def _registrations(*args: Any, **kwargs: Any) -> dict[str, Any]:
     """name -> the RegisterResource request of a program run (record_mocks' arguments), for the options
     (deleteBeforeReplace, additionalSecretOutputs, importId) the mocks' new_resource does not see."""
     seen: dict[str, Any] = {}
-    monitor = pulumi_mocks.MockMonitor
-    original = monitor.RegisterResource
 
-    def register(self: Any, request: Any) -> Any:
+    def register(original: Any, monitor: Any, request: Any) -> Any:
         seen[request.name] = request
-        return original(self, request)
+        return original(monitor, request)
 
-    monitor.RegisterResource = register  # type: ignore[method-assign]
-    try:
+    with wrapped_monitor(RegisterResource=register):
         record_mocks(*args, **kwargs)
-    finally:
-        monitor.RegisterResource = original  # type: ignore[method-assign]
     return seen
 
 
