@@ -9,15 +9,14 @@ import pulumi
 import pulumi_command as command
 import pulumi_kubernetes as k8s
 
-from gpu_tenancy import hami, inventory
+from gpu_tenancy import hami, inventory, shell
 from gpu_tenancy.config import GpuConfig
 
 # Polls until the device plugin has registered the node's GPUs (kubectl is a documented prerequisite).
-WAIT_SCRIPT = """set -eu
-kubeconfig=$(mktemp)
-trap 'rm -f "$kubeconfig"' EXIT
-cat > "$kubeconfig"
-for _ in $(seq 1 120); do
+WAIT_SCRIPT = (
+    "set -eu\n"
+    + shell.STDIN_KUBECONFIG
+    + """for _ in $(seq 1 120); do
   value=$(kubectl --kubeconfig "$kubeconfig" get node "$NODE" \\
     -o jsonpath='{.metadata.annotations.hami\\.io/node-nvidia-register}' 2>/dev/null || true)
   [ -n "$value" ] && exit 0
@@ -26,6 +25,7 @@ done
 echo "gpu-tenancy: node $NODE registered no GPUs with HAMi in 10 minutes (check hami-device-plugin logs)" >&2
 exit 1
 """
+)
 
 
 @dataclass

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import re
 
+from gpu_tenancy import shell
+
 MANIFEST_ENV = "MANIFEST"
 FIELD_MANAGER = "gpu-tenancy-admission-gate"
 DENIED = "denied the request"
@@ -42,10 +44,7 @@ if ! command -v kubectl >/dev/null 2>&1; then
   echo "gpu-tenancy: kubectl not found on PATH (see README: Prerequisites)" >&2
   exit 1
 fi
-kubeconfig=$(mktemp)
-trap 'rm -f "$kubeconfig"' EXIT
-cat > "$kubeconfig"
-deadline=$(( $(date +%s) + {timeout_seconds} ))
+{shell.STDIN_KUBECONFIG}deadline=$(( $(date +%s) + {timeout_seconds} ))
 while :; do
   if output=$(printf '%s\\n' "${MANIFEST_ENV}" | kubectl --kubeconfig "$kubeconfig" apply --server-side \\
       --force-conflicts --dry-run=server --field-manager={FIELD_MANAGER} -f - 2>&1); then

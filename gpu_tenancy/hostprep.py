@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import shlex
 
-from gpu_tenancy import versions
+from gpu_tenancy import shell, versions
 from gpu_tenancy.config import KUBERNETES_VERSION
 
 JOIN_FILE = "/run/gpu-tenancy-join.yaml"
@@ -113,10 +113,9 @@ def remove_node_script() -> str:
     host's Node stays Ready until the node lifecycle controller's grace period runs out, so a rejoin right
     after a reset needs the Node gone. A Node that is already gone is fine.
     """
-    return """set -eu
-umask 077
-kubeconfig="$(mktemp)"
-trap 'rm -f "$kubeconfig"' EXIT
-cat > "$kubeconfig"
-kubectl --kubeconfig "$kubeconfig" --request-timeout=60s delete node "$GPU_TENANCY_NODE" --ignore-not-found
-"""
+    return (
+        "set -eu\n"
+        + shell.STDIN_KUBECONFIG
+        + 'kubectl --kubeconfig "$kubeconfig" --request-timeout=60s \\\n'
+        + '  delete node "$GPU_TENANCY_NODE" --ignore-not-found\n'
+    )

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 
-from gpu_tenancy import manifests
+from gpu_tenancy import manifests, shell
 
 MINT_ATTEMPTS = 60
 MINT_RETRY_SECONDS = 2
@@ -86,23 +86,11 @@ def revoke() -> str:
     )
 
 
-def read_kubeconfig() -> str:
-    """Prologue: stdin (the tenant's admin kubeconfig) into a private temporary file, removed on exit."""
-    return """umask 077
-kubeconfig="$(mktemp)"
-trap 'rm -f "$kubeconfig"' EXIT
-trap 'exit 129' HUP
-trap 'exit 130' INT
-trap 'exit 143' TERM
-cat > "$kubeconfig"
-"""
-
-
 def mint_script(tenant: str, ttl_seconds: int = KUBEADM_DEFAULT_TTL_SECONDS) -> str:
     """A Command's create: mints a token and prints `<id>.<secret>` (keep the output secret, unlogged)."""
     return (
         "set -eu\n"
-        + read_kubeconfig()
+        + shell.STDIN_KUBECONFIG
         + mint(tenant, ttl_seconds, "gpu-tenancy: joins a GPU host of this tenant")
         + 'printf \'%s.%s\\n\' "$token_id" "$token_secret"\n'
     )
@@ -128,7 +116,7 @@ def revoke_script() -> str:
     PULUMI_COMMAND_STDOUT: pulumi-command v1.2.1 provider/pkg/provider/local/commandOutputs.go `run`)."""
     return (
         "set -eu\n"
-        + read_kubeconfig()
+        + shell.STDIN_KUBECONFIG
         + 'token="${PULUMI_COMMAND_STDOUT:-}"\n'
         + 'token_id="${token%%.*}"\n'
         + 'if [ -z "$token_id" ]; then exit 0; fi\n'

@@ -19,7 +19,7 @@ from __future__ import annotations
 import shlex
 import textwrap
 
-from gpu_tenancy import join_token, manifests
+from gpu_tenancy import join_token, manifests, shell
 
 TOKEN_PLACEHOLDER = "@BOOTSTRAP_TOKEN@"
 TOKEN_TTL_SECONDS = 900
@@ -115,7 +115,7 @@ def leave_script() -> str:
     """
     return (
         "set -eu\n"
-        + join_token.read_kubeconfig()
+        + shell.STDIN_KUBECONFIG
         + """worker="$GPU_TENANCY_WORKER"
 # A reset node's kubelet is stopped and cannot register the Node again.
 docker exec "$worker" kubeadm reset --force >/dev/null 2>&1 || true
