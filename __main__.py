@@ -1,8 +1,9 @@
 """gpu-tenancy: multi-tenant GPU sharing as code.
 
-management cluster (sim: kind on this Docker host; real: an existing cluster) -> MetalLB (sim: pool
+management cluster (sim, sim-nvml: kind on this Docker host; real: an existing cluster) -> MetalLB (sim: pool
 from the kind network's IPv4 subnet; real: optional, pool from config) -> cert-manager and Kamaji ->
-per tenant: TenantControlPlane, CNI, GPU node(s), HAMi, workloads and quota.
+per tenant: TenantControlPlane, CNI, GPU node(s) (sim: mock-GPU agent; sim-nvml: NVIDIA's mock NVML under HAMi's
+device plugin; real: GPU hosts), HAMi, workloads and quota.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pulumi_kubernetes as k8s
 from components.kamaji import Kamaji, KamajiArgs
 from components.kind_cluster import KindCluster, KindClusterArgs
 from components.metallb import MetalLB, MetalLBArgs
+from components.nvml_mock_image import NvmlMockImage, NvmlMockImageArgs
 from components.tenant import Tenant, TenantArgs
 from gpu_tenancy.config import NAMESPACE, SECRET_KEYS, ConfigError, StackConfig, load_config
 
@@ -50,7 +52,7 @@ cluster_name = config.cluster_name(pulumi.get_stack())
 
 # The management cluster: kind on this Docker host (sim), or an existing cluster (real).
 management_ready: list[pulumi.Resource] = []
-if config.mode == "sim":
+if config.simulated:
     cluster = KindCluster(
         "management", KindClusterArgs(cluster_name=cluster_name, node_image=config.versions.kind_node_image)
     )
@@ -81,7 +83,7 @@ if config.metallb_enabled:
             kubeconfig=management_kubeconfig,
             chart_version=config.versions.metallb,
             depends_on=management_ready,
-            network=config.kind_network if config.mode == "sim" else None,
+            network=config.kind_network if config.simulated else None,
             addresses_needed=config.metallb.pool_size,
             addresses=config.metallb.addresses,
         ),
@@ -101,6 +103,9 @@ kamaji = Kamaji(
 )
 tenants_ready.append(kamaji.datastore)
 
+# sim-nvml: NVIDIA's mock NVML image, built once on this Docker host for every tenant's worker.
+nvml_mock_image = NvmlMockImage("nvml-mock-image", NvmlMockImageArgs()) if config.mode == "sim-nvml" else None
+
 # One tenant each: independent of one another, so the engine builds them in parallel.
 tenants = {
     tenant.name: Tenant(
@@ -111,6 +116,7 @@ tenants = {
             cluster_name=cluster_name,
             management_provider=management,
             depends_on=tenants_ready,
+            nvml_mock_image=nvml_mock_image,
         ),
     )
     for tenant in config.tenants

@@ -1,4 +1,5 @@
-"""HAMi inside a tenant: with its NVIDIA device plugin (mode real) or for simulated GPUs."""
+"""HAMi inside a tenant: its device plugin on the real driver (real) or on NVIDIA's mock NVML (sim-nvml),
+or none, for the mock-GPU agent (sim)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from gpu_tenancy import manifests, versions
+from gpu_tenancy import manifests, nvml_mock, versions
 
 
 @dataclass
@@ -18,7 +19,9 @@ class HamiArgs:
     image_tag: str
     kubernetes_version: str
     depends_on: list[pulumi.Resource]
-    real_gpus: bool = False
+    device_layer: manifests.DeviceLayer = "mock-agent"
+    # sim-nvml: the mock's configuration digest, so a change of devices restarts the plugin.
+    device_config_digest: str | None = None
 
 
 class Hami(pulumi.ComponentResource):
@@ -35,7 +38,13 @@ class Hami(pulumi.ComponentResource):
             version=args.chart_version,
             repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=versions.HAMI_CHART_REPO),
             namespace="kube-system",
-            values=manifests.hami_values(args.kubernetes_version, args.image_tag, real_gpus=args.real_gpus),
+            values=manifests.hami_values(
+                args.kubernetes_version,
+                args.image_tag,
+                device_layer=args.device_layer,
+                device_config_digest=args.device_config_digest,
+                driver_root=nvml_mock.DRIVER_ROOT if args.device_layer == "nvml-mock" else None,
+            ),
             timeout=900,
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on),
         )

@@ -1,8 +1,9 @@
 """One tenant: control plane, networking, its GPU node(s), HAMi and its workloads.
 
 The tenant layer (namespace, control plane, network, HAMi scheduler, workloads, quota) is the same in
-both modes; only the device layer differs: sim runs a kindest/node container with the mock-GPU agent,
-real joins the listed GPU hosts over SSH and runs HAMi's device plugin.
+every mode; only the device layer differs: sim runs a kindest/node container with the mock-GPU agent,
+sim-nvml the same container with NVIDIA's mock NVML under HAMi's own device plugin, real joins the listed
+GPU hosts over SSH and runs HAMi's device plugin on their driver.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from components.hami import Hami, HamiArgs
 from components.host_worker import HostWorker, HostWorkerArgs
 from components.inventory_check import InventoryCheck, InventoryCheckArgs
 from components.mock_gpu_agent import MockGpuAgent, MockGpuAgentArgs
+from components.mock_nvml import MockNvml, MockNvmlArgs
+from components.nvml_mock_image import NvmlMockImage
 from components.tenant_control_plane import TenantControlPlane, TenantControlPlaneArgs
 from components.tenant_network import TenantNetwork, TenantNetworkArgs
 from components.worker import Worker, WorkerArgs
@@ -32,6 +35,8 @@ class TenantArgs:
     cluster_name: str
     management_provider: k8s.Provider
     depends_on: list[pulumi.Resource]
+    # sim-nvml: the stack's one build of NVIDIA's mock NVML image.
+    nvml_mock_image: NvmlMockImage | None = None
 
 
 class Tenant(pulumi.ComponentResource):
@@ -70,7 +75,7 @@ class Tenant(pulumi.ComponentResource):
                 pod_cidr=pod_cidr,
                 service_cidr=service_cidr,
                 depends_on=args.depends_on,
-                node_runtime="kind" if args.stack.mode == "sim" else "host",
+                node_runtime="kind" if args.stack.simulated else "host",
                 service_type=args.stack.control_plane.service_type,
                 address=args.config.control_plane_address,
                 port=api_port,
@@ -78,7 +83,7 @@ class Tenant(pulumi.ComponentResource):
             ),
             child,
         )
-        if args.stack.mode == "sim":
+        if args.stack.simulated:
             self.nodes, gpu_ready = self._simulated_node(name, args, control_plane, pod_cidr, service_cidr)
         else:
             self.nodes, gpu_ready = self._gpu_hosts(name, args, control_plane, pod_cidr)
@@ -125,7 +130,12 @@ class Tenant(pulumi.ComponentResource):
         )
 
     def _hami(
-        self, name: str, args: TenantArgs, control_plane: TenantControlPlane, after: list[pulumi.Resource]
+        self,
+        name: str,
+        args: TenantArgs,
+        control_plane: TenantControlPlane,
+        after: list[pulumi.Resource],
+        mock_nvml: MockNvml | None = None,
     ) -> Hami:
         versions = args.stack.versions
         return Hami(
@@ -137,7 +147,8 @@ class Tenant(pulumi.ComponentResource):
                 image_tag=versions.hami_image_tag,
                 kubernetes_version=versions.kubernetes,
                 depends_on=after,
-                real_gpus=args.stack.mode == "real",
+                device_layer=args.stack.device_layer,
+                device_config_digest=mock_nvml.config_digest if mock_nvml else None,
             ),
             pulumi.ResourceOptions(parent=self),
         )
@@ -166,6 +177,8 @@ class Tenant(pulumi.ComponentResource):
             child,
         )
         network = self._network(name, args, control_plane, pod_cidr, [worker.join])
+        if args.stack.mode == "sim-nvml":
+            return [container], self._mock_nvml_devices(name, args, control_plane, worker, container, network)
         hami = self._hami(name, args, control_plane, [network, worker])
         gpu_agent = MockGpuAgent(
             f"{name}-mock-gpu-agent",
@@ -182,6 +195,50 @@ class Tenant(pulumi.ComponentResource):
             child,
         )
         return [container], [hami, gpu_agent]
+
+    def _mock_nvml_devices(
+        self,
+        name: str,
+        args: TenantArgs,
+        control_plane: TenantControlPlane,
+        worker: Worker,
+        container: str,
+        network: TenantNetwork,
+    ) -> list[pulumi.Resource]:
+        """sim-nvml: NVIDIA's mock NVML on the worker, HAMi with its own device plugin, inventory checked."""
+        assert args.nvml_mock_image is not None  # built once per stack in __main__
+        child = pulumi.ResourceOptions(parent=self)
+        mock = MockNvml(
+            f"{name}-mock-nvml",
+            MockNvmlArgs(
+                tenant=args.config.name,
+                gpus=list(args.config.gpus),
+                provider=control_plane.provider,
+                image_name=args.nvml_mock_image.image_name,
+                image_build=args.nvml_mock_image.build,
+                worker_container=container,
+                node_name=worker.node_name,
+                worker_id=worker.container.id,
+                depends_on=[worker.join, network],
+            ),
+            child,
+        )
+        # The plugin starts only once the mock's driver root is laid out (the DaemonSet's readiness).
+        hami = self._hami(name, args, control_plane, [network, worker, mock.daemon_set], mock)
+        check = InventoryCheck(
+            f"{name}-inventory",
+            InventoryCheckArgs(
+                tenant=args.config.name,
+                declared=list(args.config.gpus),
+                node_names=[container],
+                provider=control_plane.provider,
+                kubeconfig=control_plane.kubeconfig,
+                on_mismatch="error",
+                depends_on=[hami],
+            ),
+            child,
+        )
+        return [hami, check]
 
     def _gpu_hosts(
         self, name: str, args: TenantArgs, control_plane: TenantControlPlane, pod_cidr: str

@@ -24,10 +24,13 @@ from pydantic import (
     model_validator,
 )
 
-from gpu_tenancy import addressing, versions
-from gpu_tenancy.manifests import KONNECTIVITY_PORT, TCP_PORT
+from gpu_tenancy import addressing, nvml_mock, versions
+from gpu_tenancy.manifests import KONNECTIVITY_PORT, TCP_PORT, DeviceLayer
 
 NAMESPACE = "gpu-tenancy"
+# Modes on a kind cluster of this Docker host, and who registers GPUs with HAMi in each mode.
+SIMULATED_MODES = ("sim", "sim-nvml")
+DEVICE_LAYERS: dict[str, DeviceLayer] = {"sim": "mock-agent", "sim-nvml": "nvml-mock", "real": "nvidia"}
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 # Keys that hold credentials: they must be stored encrypted (`pulumi config set --secret`).
@@ -304,7 +307,7 @@ class ControlPlaneConfig(_Model):
 
 
 class StackConfig(_Model):
-    mode: Literal["sim", "real"]
+    mode: Literal["sim", "sim-nvml", "real"]
     tenants: list[TenantConfig] = Field(min_length=1)
     versions: VersionsConfig = Field(default_factory=VersionsConfig)
     kind: KindConfig | None = None
@@ -337,8 +340,18 @@ class StackConfig(_Model):
         return self.kind.network if self.kind else KindConfig().network
 
     @property
+    def simulated(self) -> bool:
+        """sim and sim-nvml: a kind management cluster and kind worker containers on this Docker host."""
+        return self.mode in SIMULATED_MODES
+
+    @property
+    def device_layer(self) -> DeviceLayer:
+        """Who registers the tenants' GPUs with HAMi (manifests.DeviceLayer)."""
+        return DEVICE_LAYERS[self.mode]
+
+    @property
     def metallb_enabled(self) -> bool:
-        return self.mode == "sim" or bool(self.metallb.enabled)
+        return self.simulated or bool(self.metallb.enabled)
 
     def control_plane_ports(self, tenant: TenantConfig) -> tuple[int, int]:
         """API server and Konnectivity ports of a tenant's control plane."""
@@ -392,10 +405,14 @@ def _first_error_line(error: ValidationError) -> str:
 def mode_errors(config: StackConfig, raw: Mapping[str, Any]) -> list[tuple[str, str]]:
     """Settings that belong to the other mode, or that the chosen mode needs: (key, problem)."""
     errors: list[tuple[str, str]] = []
-    if config.mode == "sim":
+    if config.simulated:
         for key in ("managementKubeconfig", "sshPrivateKey", "inventoryMismatch"):
             if key in raw:
-                errors.append((key, "is only for mode 'real' (sim builds its own kind cluster and workers)"))
+                errors.append(
+                    (key, f"is only for mode 'real' ({config.mode} builds its own kind cluster and workers)")
+                )
+        if config.mode == "sim-nvml":
+            errors += _nvml_mock_errors(config)
         for index, tenant in enumerate(config.tenants):
             if tenant.workers:
                 errors.append(
@@ -425,7 +442,9 @@ def mode_errors(config: StackConfig, raw: Mapping[str, Any]) -> list[tuple[str, 
             errors.append(("controlPlane", "is only for mode 'real' (sim exposes control planes through MetalLB)"))
         return errors
     if "kind" in raw:
-        errors.append(("kind", "is only for mode 'sim' (real uses the cluster in managementKubeconfig)"))
+        errors.append(
+            ("kind", "is only for modes 'sim' and 'sim-nvml' (real uses the cluster in managementKubeconfig)")
+        )
     if config.management_kubeconfig is None:
         errors.append(("managementKubeconfig", "is required in mode 'real' (pulumi config set --secret ...)"))
     if config.ssh_private_key is None:
@@ -453,6 +472,33 @@ def mode_errors(config: StackConfig, raw: Mapping[str, Any]) -> list[tuple[str, 
                     (
                         f"tenants[{tenant_index}].workers[{worker_index}].address",
                         f"host {host.address} is already a worker of tenant {first}",
+                    )
+                )
+    return errors
+
+
+def _nvml_mock_errors(config: StackConfig) -> list[tuple[str, str]]:
+    """sim-nvml puts each tenant's GPUs on one worker, served by NVIDIA's mock NVML."""
+    errors: list[tuple[str, str]] = []
+    for index, tenant in enumerate(config.tenants):
+        total = sum(gpu.count for gpu in tenant.gpus)
+        if total > nvml_mock.MAX_GPUS_PER_NODE:
+            errors.append(
+                (
+                    f"tenants[{index}].gpus",
+                    f"{total} GPUs on tenant {tenant.name}'s one worker; the mock NVML serves at most "
+                    f"{nvml_mock.MAX_GPUS_PER_NODE} per node (k8s-test-infra engine/device.go MaxDevices)",
+                )
+            )
+        for gpu_index, gpu in enumerate(tenant.gpus):
+            # HAMi registers NVML's name as the type, prefixed 'NVIDIA-' unless it starts with 'NVIDIA'
+            # (register.go getAPIDevices): the declared model would not be what HAMi reports.
+            if not gpu.model.startswith(("NVIDIA-", "NVIDIA ")):
+                errors.append(
+                    (
+                        f"tenants[{index}].gpus[{gpu_index}].model",
+                        f"{gpu.model!r}: in mode 'sim-nvml' write it as NVML names cards, e.g. 'NVIDIA-L4' "
+                        "or 'NVIDIA L4'",
                     )
                 )
     return errors

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
@@ -217,8 +217,46 @@ def admin_kubeconfig_secret_name(tenant: str) -> str:
     return f"{tenant}-admin-kubeconfig"
 
 
-def hami_values(kubernetes_version: str, image_tag: str, real_gpus: bool = False) -> dict[str, Any]:
-    """HAMi inside a Kamaji tenant: simulated GPUs (the mock-GPU agent) or the real device plugin."""
+def _under_hostvar(path: str) -> str:
+    assert path.startswith("/var/"), path
+    return "/hostvar/" + path.removeprefix("/var/")
+
+
+# Who registers a tenant's GPUs with HAMi: the mock-GPU agent (sim), HAMi's device plugin on NVIDIA's
+# mock NVML (sim-nvml), or HAMi's device plugin on the real driver (real).
+DeviceLayer = Literal["mock-agent", "nvml-mock", "nvidia"]
+
+
+def hami_values(
+    kubernetes_version: str,
+    image_tag: str,
+    device_layer: DeviceLayer = "mock-agent",
+    device_config_digest: str | None = None,
+    driver_root: str | None = None,
+) -> dict[str, Any]:
+    """HAMi inside a Kamaji tenant, for the tenant's device layer.
+
+    `nvml-mock`: the device plugin loads NVML twice, through go-nvml with the library path resolved under
+    the container's /driver-root (cmd/device-plugin/nvidia/main.go) and through the package-level
+    `nvml.Init`, a plain dlopen (plugin/register.go, the vGPU monitor): `nvidiaDriverRoot` mounts the mock's
+    driver root for the first, LD_LIBRARY_PATH serves the second (the monitor sees the host's /var at
+    /hostvar). `passDeviceSpecsEnabled` hands pods the mock's /dev/nvidia<i> (under the driver root, the
+    default dev root) as runc has no NVIDIA hook to do it. `device_config_digest` restarts the plugin when
+    the mock's devices change: it registers them once per process (the library caches its configuration).
+    """
+    device_plugin: dict[str, Any] = {"enabled": device_layer != "mock-agent", "service": {"type": "ClusterIP"}}
+    if device_layer == "nvml-mock":
+        assert driver_root is not None and device_config_digest is not None
+        device_plugin |= {
+            "nvidiaDriverRoot": driver_root,
+            "passDeviceSpecsEnabled": True,
+            "extraEnvs": [{"name": "LD_LIBRARY_PATH", "value": "/driver-root/usr/lib64"}],
+            "podAnnotations": {"gpu-tenancy.io/nvml-mock-config": device_config_digest},
+            # The monitor container sees the host's /var at /hostvar (the chart's `hostvar` volume).
+            "monitor": {
+                "extraEnvs": [{"name": "LD_LIBRARY_PATH", "value": _under_hostvar(driver_root) + "/usr/lib64"}]
+            },
+        }
     return {
         "global": {"imageTag": image_tag},
         # mock-device-plugin 1.0.1 (the chart's pin) crashes on the 2.10 ConfigMap (mock PR #18);
@@ -237,18 +275,23 @@ def hami_values(kubernetes_version: str, image_tag: str, real_gpus: bool = False
             # No device plugin releases node locks in sim; the mock-GPU agent does, within seconds. A
             # 30 s lock timeout bounds the stall if the agent is down, yet stays long enough for the
             # e2e check (ten pods Running in 60 s) to notice. The chart's nodeLockExpire is ignored
-            # (HAMi #2790); the flag is what counts. Real mode keeps HAMi's default (5m).
-            **({} if real_gpus else {"extender": {"extraArgs": ["-v=4", "--node-lock-timeout=30s"]}}),
+            # (HAMi #2790); the flag is what counts. Where HAMi's device plugin runs it keeps HAMi's
+            # default (5m).
+            **(
+                {"extender": {"extraArgs": ["-v=4", "--node-lock-timeout=30s"]}}
+                if device_layer == "mock-agent"
+                else {}
+            ),
             # Service-referenced webhook (no customURL): the tenant API server reaches it through
             # Konnectivity's `cluster` egress. ClusterIP keeps it off node ports.
             "service": {"type": "ClusterIP"},
             "admissionWebhook": {"enabled": True, "failurePolicy": "Ignore"},
             "defaultSchedulerPolicy": {"nodeSchedulerPolicy": "binpack", "gpuSchedulerPolicy": "spread"},
         },
-        # The real plugin runs on nodes labelled gpu=on (the chart's nvidiaNodeSelector), which the program
+        # The plugin runs on nodes labelled gpu=on (the chart's nvidiaNodeSelector), which the program
         # sets on every worker it joins. Its vGPU monitor Service is NodePort upstream; ClusterIP like the
         # scheduler's, so the metrics stay inside the tenant.
-        "devicePlugin": {"enabled": real_gpus, "service": {"type": "ClusterIP"}},
+        "devicePlugin": device_plugin,
         # Metrics: the scheduler Service always has port `monitor` (31993 -> :9395). With this, the chart
         # also renders ServiceMonitors for it (and the vGPU monitor), but only where the Prometheus
         # Operator's CRD exists at install time (templates/scheduler/servicemonitor.yaml checks

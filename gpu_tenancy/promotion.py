@@ -6,7 +6,8 @@ Resources are sorted into three layers:
 - tenant: each tenant's namespace, control plane, network, HAMi scheduler, workloads and quota.
   Promotion must leave this layer identical;
 - device: how GPUs reach a tenant (node containers or SSH-joined hosts, bootstrap tokens, the
-  mock-GPU agent, HAMi's device plugin, kubelet settings for the node runtime, inventory checks).
+  mock-GPU agent or NVIDIA's mock NVML, HAMi's device plugin, kubelet settings for the node runtime,
+  inventory checks).
 
 Inputs are plain records (type, name, inputs), so the same code reads mock-recorded resources in
 tests and could read a preview's JSON.
@@ -38,11 +39,13 @@ _DEVICE_TYPES = {
     "gpu-tenancy:worker:Worker",
     "gpu-tenancy:host_worker:HostWorker",
     "gpu-tenancy:mock_gpu_agent:MockGpuAgent",
+    "gpu-tenancy:mock_nvml:MockNvml",
+    "gpu-tenancy:nvml_mock_image:NvmlMockImage",
     "gpu-tenancy:inventory_check:InventoryCheck",
     "gpu-tenancy:bootstrap_token:BootstrapToken",
     "kubernetes:core/v1:Node",
 }
-_DEVICE_COMPONENTS = {"mock-gpu-agent", "worker"}
+_DEVICE_COMPONENTS = {"mock-gpu-agent", "nvml-mock", "worker"}
 # Fields of tenant-layer resources that describe the device layer: (type, path).
 _DEVICE_FIELDS = (
     ("gpu-tenancy:tenant:Tenant", ("mode",)),

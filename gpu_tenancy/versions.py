@@ -17,6 +17,11 @@ The set fits together (evidence: shared reference `versions.md`):
 - HAMi chart 2.10.0 renders the v1 KubeSchedulerConfiguration for minor > 25; its kube-scheduler must
   match the tenant version and come from registry.k8s.io.
 - kindnetd v20260528-9350166c is pre-loaded in the v0.32.0 node images (no pull in the tenant).
+- mode sim-nvml: NVIDIA's mock NVML from NVIDIA/k8s-test-infra v0.3.0 (NVML_MOCK_COMMIT), built on the
+  Docker host from its `deployments/nvml-mock/Dockerfile` (golang 1.26.5-bookworm builder, debian
+  bookworm-slim runtime; no image is published). Read at that commit: its library implements every NVML
+  call HAMi v2.10.0's device plugin makes (README "The mock NVML"), reports the driver version of its
+  Makefile's LIB_VERSION (550.163.01), and serves at most 8 GPUs per node (engine/device.go MaxDevices).
 - mode real: hosts get kubelet/kubeadm of exactly the tenant version from pkgs.k8s.io, and NVIDIA
   container toolkit 1.19 (configures containerd 2.x, which Debian/Ubuntu hosts of 2026 ship) as the
   default runtime for HAMi's device plugin. Not exercised on real GPUs by this project's CI.
@@ -50,6 +55,12 @@ UNPINNED_CHARTS = {"kamaji": KAMAJI_CHART_VERSION}
 HAMI_CHART_REPO = "https://project-hami.github.io/HAMi/"
 HAMI_CHART_VERSION = "2.10.0"
 HAMI_IMAGE_TAG = "v2.10.0"
+
+# NVIDIA's mock NVML (mode sim-nvml): built from this commit on the Docker host, never pushed.
+NVML_MOCK_REPOSITORY = "https://github.com/NVIDIA/k8s-test-infra.git"
+NVML_MOCK_COMMIT = "204019fb69e4d49285625a6829ff0e5b143bba3b"  # tag v0.3.0
+NVML_MOCK_DOCKERFILE = "deployments/nvml-mock/Dockerfile"
+NVML_MOCK_DRIVER_VERSION = "550.163.01"  # pkg/gpu/mocknvml/Makefile LIB_VERSION at that commit
 
 NVIDIA_CONTAINER_TOOLKIT_VERSION = "1.19.0-1"  # apt version on the worker hosts (mode real)
 

@@ -29,7 +29,7 @@ from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.rpc import UNKNOWN
 
-from gpu_tenancy import hami
+from gpu_tenancy import hami, manifests, nvml_mock
 
 REPO = Path(__file__).resolve().parents[1]
 PROJECT = "gpu-tenancy"
@@ -49,6 +49,11 @@ def stack_config(stack: str) -> dict[str, Any]:
 def dev_config() -> dict[str, Any]:
     """The dev stack's config, keyed without the namespace."""
     return stack_config("dev")
+
+
+def nvml_config() -> dict[str, Any]:
+    """The dev-nvml stack (mode sim-nvml: HAMi's device plugin on NVIDIA's mock NVML)."""
+    return stack_config("dev-nvml")
 
 
 # What `pulumi config set --secret` would hold for the gpu stack's credentials in these tests.
@@ -138,6 +143,12 @@ def _contains_unknown(value: Any) -> bool:
     return False
 
 
+def _component(state: dict[str, Any]) -> str | None:
+    metadata = state.get("metadata")
+    labels = metadata.get("labels") if isinstance(metadata, dict) else None
+    return labels.get(manifests.COMPONENT_LABEL) if isinstance(labels, dict) else None
+
+
 def _kubernetes_id(metadata: Any) -> str | None:
     """pulumi-kubernetes' id for an object: "<namespace>/<name>", or "<name>" when cluster-scoped."""
     if not isinstance(metadata, dict) or not isinstance(metadata.get("name"), str):
@@ -188,7 +199,8 @@ class LabMocks(Mocks):
     (clastix/kamaji 26.8.2-edge internal/resources/kubeconfig.go `KubeconfigResource.Define` /
     `UpdateTenantControlPlaneStatus`, controllers/resources.go `getKubeconfigResources`); `kubeadm join`
     registers a Node named `nodeRegistration.name` with the `node-labels` of its JoinConfiguration, and
-    HAMi's device plugin annotates it (`node_register`).
+    HAMi's device plugin annotates it (`node_register`). In mode sim-nvml HAMi's device plugin registers
+    what the mock NVML configuration on the tenant's node reports (`_hami_registers_mock_nvml`).
     """
 
     def __init__(
@@ -257,8 +269,15 @@ class LabMocks(Mocks):
                 self.live[(args.typ, object_id)] = outputs
         if args.typ == "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane":
             self._kamaji_reconciles(outputs)
+        elif args.typ == "kubernetes:core/v1:ConfigMap" and _component(outputs) == nvml_mock.COMPONENT:
+            self._hami_registers_mock_nvml(outputs)
         elif args.typ in ("command:local:Command", "command:remote:Command"):
-            join = _join_configuration(args.inputs.get("stdin"))
+            # A GPU host's join reads its JoinConfiguration on stdin; a kind worker's join gets the template
+            # in GPU_TENANCY_JOIN_CONFIGURATION (gpu_tenancy/worker_join.py join_script).
+            environment = unwrap(args.inputs.get("environment")) or {}
+            join = _join_configuration(args.inputs.get("stdin")) or _join_configuration(
+                environment.get("GPU_TENANCY_JOIN_CONFIGURATION") if isinstance(environment, dict) else None
+            )
             if join is not None:
                 self._node_registers(join)
 
@@ -288,6 +307,36 @@ class LabMocks(Mocks):
             "kind": "Node",
             "metadata": {"name": node, "labels": labels, "annotations": annotations},
         }
+
+    def _hami_registers_mock_nvml(self, config_map: dict[str, Any]) -> None:
+        """HAMi v2.10.0's device plugin on the mock NVML of a tenant's node, as it registers the devices
+        (pkg/device-plugin/nvidiadevice/nvinternal/plugin/register.go `getAPIDevices`): NVML's name as the
+        type ("NVIDIA-" prefixed unless it starts with "NVIDIA"), `MemoryInfo.Total / 1024 / 1024` MiB,
+        the chart's deviceSplitCount 10, devcore 100 (deviceCoreScaling 1), healthy, hami-core mode; the mock
+        answers with its configuration (k8s-test-infra engine/config.go, `minor_number`, `uuid`, `memory`)."""
+        tenant = config_map["metadata"]["labels"][manifests.TENANT_LABEL]
+        config = yaml.safe_load(config_map["data"]["config.yaml"])
+        devices = []
+        for device in config["devices"]:
+            name = str(device["name"])
+            devices.append(
+                {
+                    "id": device["uuid"],
+                    "index": device["index"],
+                    "count": hami.DEFAULT_SPLIT_COUNT,
+                    "devmem": int(device["memory"]["total_bytes"]) // 1024 // 1024,
+                    "devcore": hami.FULL_DEVICE_CORES,
+                    "type": name if name.startswith("NVIDIA") else f"NVIDIA-{name}",
+                    "numa": 0,
+                    "mode": "hami-core",
+                    "health": True,
+                }
+            )
+        for (typ, node), state in self.live.items():
+            metadata = state["metadata"]
+            if typ == "kubernetes:core/v1:Node" and metadata["labels"].get(manifests.TENANT_LABEL) == tenant:
+                registered = self.node_register.get(node, hami.register_annotation(devices))
+                metadata["annotations"][hami.NODE_REGISTER_ANNOTATION] = registered
 
     def _read(self, args: MockResourceArgs) -> dict[str, Any]:
         """A `.get`: what the engine's read step yields (see the class docstring)."""

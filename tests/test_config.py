@@ -60,7 +60,7 @@ MODE_CONFIGS: list[tuple[str, dict[str, Any], str]] = [
     ("worker hosts in sim", with_tenants({"name": "a", "gpus": [A100], "workers": [HOST]}), "gpu-tenancy:tenants[0].workers: worker hosts are only for mode 'real'"),
     ("kubeconfig in sim", with_tenants({"name": "a", "gpus": [A100]}, managementKubeconfig="x"), "gpu-tenancy:managementKubeconfig: is only for mode 'real'"),
     ("metallb off in sim", with_tenants({"name": "a", "gpus": [A100]}, metallb={"enabled": False}), "gpu-tenancy:metallb.enabled: sim needs MetalLB"),
-    ("kind in real", real({"name": "a", "gpus": [A100], "workers": [HOST]}, kind={"network": "kind"}), "gpu-tenancy:kind: is only for mode 'sim'"),
+    ("kind in real", real({"name": "a", "gpus": [A100], "workers": [HOST]}, kind={"network": "kind"}), "gpu-tenancy:kind: is only for modes 'sim' and 'sim-nvml'"),
     ("real without ssh key", {**real({"name": "a", "gpus": [A100], "workers": [HOST]}), "sshPrivateKey": None}, "gpu-tenancy:sshPrivateKey: is required in mode 'real'"),
     ("real tenant without hosts", real({"name": "a", "gpus": [A100]}), "gpu-tenancy:tenants[0].workers: mode 'real' needs at least one worker host"),
     ("host shared by tenants", real({"name": "a", "gpus": [A100], "workers": [HOST]}, {"name": "b", "gpus": [A100], "workers": [{**HOST, "name": "gpu-02"}]}), "gpu-tenancy:tenants[1].workers[0].address: host 10.20.0.11 is already a worker of tenant a"),

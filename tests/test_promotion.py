@@ -1,11 +1,16 @@
-"""Promotion from the dev (sim) stack to the gpu (real) stack: only the device layer may differ."""
+"""Promotion between the three modes (dev: sim, dev-nvml: sim-nvml, gpu: real): only the device layer
+(and the platform under it) may differ; the tenant layer is identical across all three."""
 
 from __future__ import annotations
 
 import pytest
 
 from gpu_tenancy.promotion import DEVICE, PLATFORM, TENANT, Record, format_diff, layer_of, promotion_diff
-from tests.harness import dev_config, gpu_config, record_stack, registered_gpus, unwrap
+from tests.harness import dev_config, gpu_config, nvml_config, record_stack, registered_gpus, unwrap
+
+STACKS = {"dev": dev_config, "dev-nvml": nvml_config, "gpu": gpu_config}
+# Every promotion path a user can take: sim -> real, sim -> sim-nvml, sim-nvml -> real.
+PROMOTIONS = [("dev", "gpu"), ("dev", "dev-nvml"), ("dev-nvml", "gpu")]
 
 
 def _records(config: dict[str, object], stack: str) -> list[Record]:
@@ -14,15 +19,52 @@ def _records(config: dict[str, object], stack: str) -> list[Record]:
 
 
 @pytest.fixture(scope="module")
-def diff_text() -> tuple[object, str]:
-    diff = promotion_diff(_records(dev_config(), "dev"), _records(gpu_config(), "gpu"))
+def records() -> dict[str, list[Record]]:
+    return {stack: _records(config(), stack) for stack, config in STACKS.items()}
+
+
+@pytest.fixture(scope="module")
+def diff_text(records: dict[str, list[Record]]) -> tuple[object, str]:
+    diff = promotion_diff(records["dev"], records["gpu"])
     return diff, format_diff(diff)
 
 
-def test_promotion_keeps_the_tenant_layer_identical(diff_text: tuple[object, str]) -> None:
-    diff, text = diff_text
-    print(f"\nPromotion dev -> gpu:\n{text}")  # `make promotion-diff` shows this list
-    assert diff.tenant == [], text  # type: ignore[attr-defined]
+@pytest.mark.parametrize(("source", "target"), PROMOTIONS, ids=[f"{s}->{t}" for s, t in PROMOTIONS])
+def test_promotion_keeps_the_tenant_layer_identical(records: dict[str, list[Record]], source: str, target: str) -> None:
+    diff = promotion_diff(records[source], records[target])
+    text = format_diff(diff)
+    print(f"\nPromotion {source} -> {target}:\n{text}")  # `make promotion-diff` shows these lists
+    assert diff.tenant == [], text
+
+
+def test_sim_to_sim_nvml_swaps_the_agent_for_hamis_device_plugin(records: dict[str, list[Record]]) -> None:
+    diff = promotion_diff(records["dev"], records["dev-nvml"])
+    device = "\n".join(diff.device)
+    for expected in (
+        "MockGpuAgent tenant-a-mock-gpu-agent: removed",
+        "MockNvml tenant-b-mock-nvml: added",
+        "NvmlMockImage nvml-mock-image: added",
+        "Release tenant-a-hami-chart: values.devicePlugin.enabled: False -> True",
+        "Release tenant-b-hami-chart: values.devicePlugin.nvidiaDriverRoot: (absent) -> '/var/lib/nvml-mock/driver'",
+        "InventoryCheck tenant-a-inventory: added",
+    ):
+        assert expected in device, device
+    # The same kind of worker in both simulated modes: no host joins, no bootstrap tokens.
+    assert not any("HostWorker" in line or "BootstrapToken" in line for line in diff.device), device
+
+
+def test_sim_nvml_to_real_changes_only_what_is_under_hamis_device_plugin(records: dict[str, list[Record]]) -> None:
+    diff = promotion_diff(records["dev-nvml"], records["gpu"])
+    device = "\n".join(diff.device)
+    for expected in (
+        "MockNvml tenant-a-mock-nvml: removed",
+        "HostWorker tenant-a-gpu-a100-01: added",
+        "Release tenant-a-hami-chart: values.devicePlugin.nvidiaDriverRoot: '/var/lib/nvml-mock/driver' -> (absent)",
+    ):
+        assert expected in device, device
+    # HAMi's device plugin runs in both: enabled stays as it is, and so does the scheduler's lock timeout.
+    assert "values.devicePlugin.enabled" not in device, device
+    assert "values.scheduler.extender" not in device, device
 
 
 def test_promotion_changes_workers_and_devices_only(diff_text: tuple[object, str]) -> None:

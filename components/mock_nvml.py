@@ -1,0 +1,105 @@
+"""NVIDIA's mock NVML on a tenant's worker (mode sim-nvml), for HAMi's own device plugin to find.
+
+The image (components/nvml_mock_image.py) is loaded into the worker's containerd; a DaemonSet, the one
+upstream's chart renders (gpu_tenancy/nvml_mock.daemon_set_spec), runs upstream's setup script, which lays
+out the mock driver root with the tenant's declared GPUs. Nothing of HAMi is replaced.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_command as command
+import pulumi_kubernetes as k8s
+
+from gpu_tenancy import image_load, manifests, nvml_mock
+
+NAMESPACE = "kube-system"
+
+
+@dataclass
+class MockNvmlArgs:
+    tenant: str
+    gpus: list[Any]  # GpuConfig
+    provider: k8s.Provider
+    image_name: pulumi.Input[str]
+    image_build: pulumi.Resource
+    worker_container: pulumi.Input[str]
+    node_name: pulumi.Input[str]
+    # The worker container's id: a replaced worker (same name, empty containerd) gets the image again.
+    worker_id: pulumi.Input[str]
+    depends_on: list[pulumi.Resource] = field(default_factory=list)
+
+
+class MockNvml(pulumi.ComponentResource):
+    daemon_set: k8s.apps.v1.DaemonSet
+    config_digest: str
+
+    def __init__(self, name: str, args: MockNvmlArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpu-tenancy:mock_nvml:MockNvml", name, {"tenant": args.tenant}, opts)
+        config = nvml_mock.mock_config(args.tenant, args.gpus)
+        config_text = nvml_mock.config_yaml(config)
+        self.config_digest = nvml_mock.config_sha(config_text)
+        labels = manifests.labels(args.tenant, nvml_mock.COMPONENT)
+        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on)
+
+        self.image_load = command.local.Command(
+            f"{name}-image-load",
+            create=image_load.load_script(),
+            interpreter=["/bin/sh", "-c"],
+            environment={"IMAGE": args.image_name, "NODE_CONTAINER": args.worker_container},
+            triggers=[args.image_name, args.worker_id],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[args.image_build, *args.depends_on]),
+        )
+        metadata = k8s.meta.v1.ObjectMetaArgs(name=name, namespace=NAMESPACE, labels=labels)
+        cluster_metadata = k8s.meta.v1.ObjectMetaArgs(name=name, labels=labels)
+        service_account = k8s.core.v1.ServiceAccount(f"{name}-sa", metadata=metadata, opts=k8s_opts)
+        role = k8s.rbac.v1.ClusterRole(
+            f"{name}-role",
+            metadata=cluster_metadata,
+            rules=pulumi.Output.from_input(args.node_name).apply(nvml_mock.rbac_rules),
+            opts=k8s_opts,
+        )
+        binding = k8s.rbac.v1.ClusterRoleBinding(
+            f"{name}-binding",
+            metadata=cluster_metadata,
+            role_ref=k8s.rbac.v1.RoleRefArgs(
+                api_group="rbac.authorization.k8s.io", kind="ClusterRole", name=role.metadata.name
+            ),
+            subjects=[
+                k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name=service_account.metadata.name, namespace=NAMESPACE)
+            ],
+            opts=k8s_opts,
+        )
+        config_map = k8s.core.v1.ConfigMap(
+            f"{name}-config", metadata=metadata, data={"config.yaml": config_text}, opts=k8s_opts
+        )
+        spec = pulumi.Output.all(
+            args.image_name, config_map.metadata.name, service_account.metadata.name
+        ).apply(
+            lambda v: nvml_mock.daemon_set_spec(
+                args.tenant, str(v[0]), str(v[1]), str(v[2]), len(config["devices"]), self.config_digest
+            )
+        )
+        self.daemon_set = k8s.apps.v1.DaemonSet(
+            f"{name}-daemonset",
+            # Background deletion: a node whose kubelet already died cannot hold `destroy` (manifests).
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=name, namespace=NAMESPACE, labels=labels, annotations=dict(manifests.BACKGROUND_DELETION)
+            ),
+            spec=spec,
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                provider=args.provider,
+                depends_on=[self.image_load, binding, *args.depends_on],
+            ),
+        )
+        self.register_outputs(
+            {
+                "daemonSetName": self.daemon_set.metadata.name,
+                "configDigest": self.config_digest,
+                "gpus": len(config["devices"]),
+            }
+        )

@@ -1,0 +1,50 @@
+"""NVIDIA's mock NVML image (mode sim-nvml), built once per stack on this Docker host from a pinned commit.
+
+No image is published upstream (NVIDIA/k8s-test-infra builds `deployments/nvml-mock/Dockerfile` in its own
+CI), so the program builds it from the git URL at versions.NVML_MOCK_COMMIT and never pushes it; each
+tenant's MockNvml loads it into its worker's containerd as the mock-GPU agent's image is loaded in sim.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_command as command
+
+from gpu_tenancy import nvml_mock, versions
+
+
+@dataclass
+class NvmlMockImageArgs:
+    commit: str = versions.NVML_MOCK_COMMIT
+    depends_on: list[pulumi.Resource] = field(default_factory=list)
+
+
+class NvmlMockImage(pulumi.ComponentResource):
+    image_name: pulumi.Output[str]
+    build: command.local.Command
+
+    def __init__(self, name: str, args: NvmlMockImageArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpu-tenancy:nvml_mock_image:NvmlMockImage", name, {"commit": args.commit}, opts)
+        image = nvml_mock.image_name(args.commit)
+        # A new commit is a new tag: the new image is built before the old one is removed.
+        # `docker build` writes its progress to stderr; only that is logged, nothing kept in state.
+        self.build = command.local.Command(
+            f"{name}-build",
+            create=nvml_mock.build_script(),
+            delete=nvml_mock.remove_script(),
+            interpreter=["/bin/sh", "-c"],
+            environment={
+                "IMAGE": image,
+                "CONTEXT": f"{versions.NVML_MOCK_REPOSITORY}#{args.commit}",
+                "DOCKERFILE": versions.NVML_MOCK_DOCKERFILE,
+            },
+            # Replaced (not updated) for another commit, so the old tag's delete removes the old image.
+            triggers=[image],
+            logging=command.local.Logging.STDERR,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on),
+        )
+        # Known only once built, so everything that loads it waits for the build.
+        self.image_name = self.build.id.apply(lambda _: image)
+        self.register_outputs({"imageName": self.image_name})

@@ -1,0 +1,239 @@
+"""NVIDIA's mock NVML on a tenant's worker (mode sim-nvml): its configuration and DaemonSet, as pure data.
+
+Upstream: NVIDIA/k8s-test-infra at versions.NVML_MOCK_COMMIT (tag v0.3.0), read there:
+- `pkg/gpu/mocknvml/engine/config_types.go` `YAMLConfig`: the configuration this module writes (JSON field
+  names through sigs.k8s.io/yaml, unknown keys ignored). `engine/config.go` `LoadConfig` takes the device
+  count from `system.num_devices`, which `deployments/nvml-mock/scripts/setup.sh` step 6 inserts with
+  `sed '/^system:/a  num_devices: N'`: so the configuration must have a top-level `system:` line and must
+  not carry `num_devices` itself (it would be a duplicate key). `GetDeviceMinorNumber` returns the
+  device's `minor_number`, 0 when absent, so every device states it (= its index: /dev/nvidia<index>).
+  A device without `uuid` keeps the random UUID of go-nvml's dgxa100 mock it is built on
+  (`engine/device.go` `NewConfigurableDevice`), different in every process: every device gets a stable one.
+- `engine/device.go` `MaxDevices = 8`: one node serves at most eight GPUs.
+- `deployments/nvml-mock/helm/nvml-mock/templates/daemonset.yaml`: the DaemonSet the chart renders, which
+  `daemon_set_spec` follows with the chart's InfiniBand, IMEX, fabric-manager, topology, NRI and
+  allocation-watcher features off (none of them is used by HAMi). The chart is not published, so the
+  program does not install it; what it renders is the contract.
+- `scripts/setup.sh`: lays out DRIVER_ROOT on the node (`usr/lib64/libnvidia-ml.so.1`, `usr/bin/nvidia-smi`,
+  `dev/nvidia<i>`, `config/config.yaml`); the library finds `config/config.yaml` next to itself through
+  /proc/self/maps (`engine/config.go` `discoverConfigPath`). `scripts/cleanup.sh` (preStop) empties
+  /var/lib/nvml-mock again.
+HAMi v2.10.0 registers NVML's `GetName` as the device type, prefixed "NVIDIA-" unless it starts with
+"NVIDIA", and `MemoryInfo.Total / 1024 / 1024` as its memory (`pkg/device-plugin/nvidiadevice/nvinternal/
+plugin/register.go` `getAPIDevices`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from gpu_tenancy import hami, manifests, versions
+
+HOST_ROOT = "/var/lib/nvml-mock"
+DRIVER_ROOT = f"{HOST_ROOT}/driver"
+MAX_GPUS_PER_NODE = 8  # engine/device.go MaxDevices
+COMPONENT = "nvml-mock"
+CONFIG_PATH_IN_POD = "/etc/nvml-mock/config.yaml"
+IMAGE_REPOSITORY = "gpu-tenancy/nvml-mock"
+CONFIG_VERSION = "1.0"  # the `version` every upstream profile states; validateYAMLConfig requires one
+
+# CUDA compute capability and architecture of the cards a tenant is likely to declare (NVIDIA's published
+# tables). A model not listed keeps what the mock's dgxa100 base device reports (8.0, Ampere): HAMi does
+# not schedule on either.
+_KNOWN_CARDS: tuple[tuple[str, tuple[int, int], str], ...] = (
+    ("B200", (10, 0), "blackwell"),
+    ("H200", (9, 0), "hopper"),
+    ("H100", (9, 0), "hopper"),
+    ("L40S", (8, 9), "ada"),
+    ("L40", (8, 9), "ada"),
+    ("L4", (8, 9), "ada"),
+    ("A100", (8, 0), "ampere"),
+    ("A30", (8, 0), "ampere"),
+    ("A10", (8, 6), "ampere"),
+    ("A10G", (8, 6), "ampere"),
+    ("T4", (7, 5), "turing"),
+    ("V100", (7, 0), "volta"),
+)
+
+MIB = 1024 * 1024
+
+
+def nvml_name(model: str) -> str:
+    """What NVML reports for a declared model: 'NVIDIA-A100-SXM4-80GB' -> 'NVIDIA A100-SXM4-80GB'.
+
+    Real drivers name cards 'NVIDIA <product>' (nvmlDeviceGetName); the declaration's 'NVIDIA-' form is how
+    HAMi writes names that lack the prefix. Either way HAMi keeps a name that starts with 'NVIDIA'.
+    """
+    if model.startswith("NVIDIA-"):
+        return "NVIDIA " + model.removeprefix("NVIDIA-")
+    return model
+
+
+def device_uuid(tenant: str, index: int) -> str:
+    """A stable NVML UUID ('GPU-' + 8-4-4-4-12 hex) for device `index` of `tenant`'s node: the same id the
+    mock-GPU agent registers in mode sim, so a device keeps its id across the simulated modes."""
+    return hami.device_id(tenant, index)
+
+
+def _card_facts(model: str) -> dict[str, Any]:
+    tokens = set(re.split(r"[^A-Z0-9]+", model.upper()))
+    for family, (major, minor), architecture in _KNOWN_CARDS:
+        if family in tokens:
+            return {"architecture": architecture, "compute_capability": {"major": major, "minor": minor}}
+    return {}
+
+
+def mock_config(tenant: str, gpus: Sequence[Any]) -> dict[str, Any]:
+    """The mock's `YAMLConfig` for one node with a tenant's declared `gpus` (GpuConfig: model, memory_mib,
+    count), devices in declaration order."""
+    devices: list[dict[str, Any]] = []
+    for gpu in gpus:
+        for _ in range(gpu.count):
+            index = len(devices)
+            total = gpu.memory_mib * MIB
+            devices.append(
+                {
+                    # `index` first: setup.sh counts the profile's devices by lines matching "- index:".
+                    "index": index,
+                    "uuid": device_uuid(tenant, index),
+                    "minor_number": index,
+                    "name": nvml_name(gpu.model),
+                    "brand": "nvidia",
+                    **_card_facts(gpu.model),
+                    # An idle card: all of it free (FreeBytes defaults to 0, which no real idle card reports).
+                    "memory": {"total_bytes": total, "free_bytes": total, "used_bytes": 0},
+                }
+            )
+    if len(devices) > MAX_GPUS_PER_NODE:
+        raise ValueError(f"{len(devices)} GPUs on one node; the mock NVML serves at most {MAX_GPUS_PER_NODE}")
+    return {
+        "version": CONFIG_VERSION,
+        "system": {
+            "driver_version": versions.NVML_MOCK_DRIVER_VERSION,
+            "nvml_version": f"12.{versions.NVML_MOCK_DRIVER_VERSION}",
+            "cuda_version": "12.4",
+            "cuda_version_major": 12,
+            "cuda_version_minor": 4,
+        },
+        "device_defaults": {},
+        "devices": devices,
+    }
+
+
+def config_yaml(config: dict[str, Any]) -> str:
+    return manifests.to_yaml(config)
+
+
+def config_sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def image_name(commit: str = versions.NVML_MOCK_COMMIT) -> str:
+    """The locally built image: named after the upstream commit it is built from, never pushed."""
+    return f"{IMAGE_REPOSITORY}:{commit[:12]}"
+
+
+def build_script() -> str:
+    """`sh`: build $IMAGE from upstream's Dockerfile at $CONTEXT (git URL#commit) unless it exists already.
+
+    A git context is fetched by BuildKit (Docker's default builder since 23.0), which also sets the
+    TARGETARCH the Dockerfile needs; the legacy builder cannot build it.
+    """
+    return """set -eu
+if docker image inspect "$IMAGE" >/dev/null 2>&1; then
+  echo "gpu-tenancy: $IMAGE is already built"
+  exit 0
+fi
+echo "gpu-tenancy: building $IMAGE from $CONTEXT (first time only; several minutes)" >&2
+DOCKER_BUILDKIT=1 docker build --tag "$IMAGE" --file "$DOCKERFILE" "$CONTEXT"
+"""
+
+
+def remove_script() -> str:
+    """`sh`: remove $IMAGE from the Docker host; an image already gone is fine."""
+    return """set -eu
+docker image rm "$IMAGE" >/dev/null 2>&1 || true
+"""
+
+
+def rbac_rules(node_name: str) -> list[dict[str, Any]]:
+    """setup.sh and cleanup.sh run `kubectl label node $NODE_NAME nvidia.com/gpu.present...` (get + patch,
+    as the chart's rbac.yaml grants), restricted here to the one node."""
+    return [{"apiGroups": [""], "resources": ["nodes"], "resourceNames": [node_name], "verbs": ["get", "patch"]}]
+
+
+def _host_path(name: str, path: str) -> dict[str, Any]:
+    return {"name": name, "hostPath": {"path": path, "type": "DirectoryOrCreate"}}
+
+
+def daemon_set_spec(
+    tenant: str, image: str, config_map: str, service_account: str, gpu_count: int, config_digest: str
+) -> dict[str, Any]:
+    """The chart's DaemonSet (daemonset.yaml at v0.3.0) for one tenant's worker."""
+    labels = manifests.labels(tenant, COMPONENT)
+    env = [
+        {"name": "GPU_COUNT", "value": str(gpu_count)},
+        {"name": "DRIVER_VERSION", "value": versions.NVML_MOCK_DRIVER_VERSION},
+        {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+        # No Node Feature Discovery in a tenant: no feature file for it.
+        {"name": "MOCK_NFD_PCI_LABEL", "value": "off"},
+        {"name": "MOCK_NVML_CONFIG", "value": CONFIG_PATH_IN_POD},
+        {"name": "MOCK_NVML_OVERRIDES", "value": f"/host{DRIVER_ROOT}/config/overrides.yaml"},
+        # InfiniBand mocking off (setup.sh step 9): no IB tools, shims or daemon are needed for GPUs.
+        {"name": "MOCK_IB", "value": "off"},
+    ]
+    return {
+        "selector": {"matchLabels": labels},
+        "updateStrategy": {"type": "RollingUpdate"},
+        "template": {
+            "metadata": {"labels": labels, "annotations": {"checksum/config": config_digest}},
+            "spec": {
+                "serviceAccountName": service_account,
+                "terminationGracePeriodSeconds": 30,
+                "nodeSelector": {manifests.GPU_NODE_LABEL: "true"},
+                "tolerations": [{"operator": "Exists"}],
+                "containers": [
+                    {
+                        "name": COMPONENT,
+                        "image": image,
+                        # Loaded into the node's containerd by the program; there is nothing to pull.
+                        "imagePullPolicy": "Never",
+                        "command": ["/scripts/entrypoint.sh"],
+                        "env": env,
+                        # Privileged as upstream: setup.sh mknods /dev/nvidia* and writes the host's driver root.
+                        "securityContext": {"privileged": True},
+                        "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "128Mi"}},
+                        # Ready once setup.sh has written the configuration the library reads (its step 6
+                        # adds num_devices, which the program's configuration never carries). HAMi's device
+                        # plugin waits for this: started earlier, it finds no library and panics.
+                        "readinessProbe": {
+                            "exec": {"command": ["grep", "-q", "num_devices:", f"{DRIVER_ROOT}/config/config.yaml"]},
+                            "periodSeconds": 2,
+                        },
+                        "lifecycle": {"preStop": {"exec": {"command": ["/scripts/cleanup.sh"]}}},
+                        "volumeMounts": [
+                            {"name": "host-nvml-mock", "mountPath": f"/host{HOST_ROOT}"},
+                            {"name": "host-nvml-mock", "mountPath": HOST_ROOT},
+                            {"name": "gpu-config", "mountPath": "/etc/nvml-mock"},
+                            {"name": "host-cdi", "mountPath": "/host/var/run/cdi"},
+                            {"name": "host-run-nvidia", "mountPath": "/host/run/nvidia"},
+                            {
+                                "name": "host-nfd-features",
+                                "mountPath": "/host/etc/kubernetes/node-feature-discovery/features.d",
+                            },
+                        ],
+                    }
+                ],
+                "volumes": [
+                    _host_path("host-nvml-mock", HOST_ROOT),
+                    {"name": "gpu-config", "configMap": {"name": config_map}},
+                    _host_path("host-cdi", "/var/run/cdi"),
+                    _host_path("host-run-nvidia", "/run/nvidia"),
+                    _host_path("host-nfd-features", "/etc/kubernetes/node-feature-discovery/features.d"),
+                ],
+            },
+        },
+    }

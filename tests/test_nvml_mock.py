@@ -1,0 +1,292 @@
+"""The mock NVML configuration generated from a tenant's `gpus`, checked against NVIDIA/k8s-test-infra v0.3.0.
+
+- Shape: every key and value against the Go types the mock decodes it into (`engine/config_types.go`),
+  recorded in tests/fixtures/nvml_mock/config_types.json by tests/go_structs.py; the recording is re-derived
+  from the upstream file when a copy of it is at hand (GPU_TENANCY_NVML_MOCK_SOURCE or the tool mirror).
+- Semantics: `engine/config.go` `validateYAMLConfig` and `GetDeviceMinorNumber`/`GetDeviceUUID`, and what
+  `deployments/nvml-mock/scripts/setup.sh` does to the file (its `sed` and `grep` lines, run here with the
+  same expressions through the real tools).
+- Result: what HAMi v2.10.0 then registers (register.go `getAPIDevices`) is the declaration.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gpu_tenancy import hami, nvml_mock, versions
+from gpu_tenancy.config import GpuConfig, load_config
+from tests.go_structs import struct_fields
+from tests.harness import nvml_config
+
+FIXTURE = Path(__file__).parent / "fixtures" / "nvml_mock" / "config_types.json"
+MIRROR = Path("/work/.mirror/NVIDIA+k8s-test-infra/repo")
+UPSTREAM_FILE = "pkg/gpu/mocknvml/engine/config_types.go"
+GO_INTS = {"int": (-(2**63), 2**63 - 1), "uint32": (0, 2**32 - 1), "uint64": (0, 2**64 - 1), "uint": (0, 2**64 - 1)}
+
+
+def _structs() -> dict[str, dict[str, str]]:
+    return json.loads(FIXTURE.read_text())["structs"]
+
+
+def _fields(structs: dict[str, dict[str, str]], name: str) -> dict[str, str]:
+    """A struct's JSON fields with embedded structs' fields promoted (encoding/json typeFields)."""
+    fields = dict(structs[name])
+    embedded = fields.pop("...", None)
+    if embedded:
+        fields = {**_fields(structs, embedded), **fields}
+    return fields
+
+
+def _check(value: Any, go_type: str, structs: dict[str, dict[str, str]], path: str) -> list[str]:
+    """Problems decoding `value` into `go_type` as encoding/json would, plus unknown keys (which the mock
+    would silently ignore: a misspelt key is a setting that never takes effect)."""
+    go_type = go_type.removeprefix("*")
+    if go_type.startswith("[]"):
+        if not isinstance(value, list):
+            return [f"{path}: {value!r} is not a list ({go_type})"]
+        return [p for i, item in enumerate(value) for p in _check(item, go_type[2:], structs, f"{path}[{i}]")]
+    if go_type == "string":
+        return [] if isinstance(value, str) else [f"{path}: {value!r} is not a string"]
+    if go_type in GO_INTS:
+        low, high = GO_INTS[go_type]
+        ok = isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+        return [] if ok else [f"{path}: {value!r} does not fit {go_type}"]
+    if go_type == "bool":
+        return [] if isinstance(value, bool) else [f"{path}: {value!r} is not a bool"]
+    if go_type == "float64":
+        return [] if isinstance(value, (int, float)) and not isinstance(value, bool) else [f"{path}: not a number"]
+    if go_type in structs:
+        if not isinstance(value, dict):
+            return [f"{path}: {value!r} is not an object ({go_type})"]
+        fields = _fields(structs, go_type)
+        problems = [f"{path}.{key}: not a field of {go_type}" for key in value if key not in fields]
+        for key, item in value.items():
+            if key in fields:
+                problems += _check(item, fields[key], structs, f"{path}.{key}")
+        return problems
+    return [f"{path}: type {go_type} is not modelled by this check"]
+
+
+def _gpus(*groups: tuple[str, int, int]) -> list[GpuConfig]:
+    return [GpuConfig(model=model, memoryMiB=memory, count=count) for model, memory, count in groups]
+
+
+CASES = {
+    "one A100": _gpus(("NVIDIA-A100-SXM4-80GB", 81920, 1)),
+    "two L4": _gpus(("NVIDIA-L4", 24576, 2)),
+    "mixed, eight": _gpus(("NVIDIA H100 80GB HBM3", 81559, 4), ("NVIDIA-T4", 15360, 3), ("NVIDIA-Unlisted-X", 1024, 1)),
+}
+
+
+def test_the_recorded_types_are_upstreams() -> None:
+    """The fixture is what tests/go_structs.py reads from config_types.go at the pinned commit."""
+    recorded = json.loads(FIXTURE.read_text())
+    assert recorded["commit"] == versions.NVML_MOCK_COMMIT
+    source_path = os.environ.get("GPU_TENANCY_NVML_MOCK_SOURCE")
+    if source_path:
+        source = Path(source_path).read_text()
+    elif MIRROR.exists() and shutil.which("git"):
+        source = subprocess.run(
+            ["git", "-C", str(MIRROR), "show", f"{versions.NVML_MOCK_COMMIT}:{UPSTREAM_FILE}"],
+            check=True, capture_output=True, text=True,
+        ).stdout
+    else:
+        pytest.skip(f"no copy of NVIDIA/k8s-test-infra {UPSTREAM_FILE} here (set GPU_TENANCY_NVML_MOCK_SOURCE)")
+    assert struct_fields(source) == recorded["structs"]
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_generated_configuration_decodes_into_the_mocks_go_types(case: str) -> None:
+    config = nvml_mock.mock_config("tenant-a", CASES[case])
+    # What the file holds is YAML; the mock reads it back through YAML -> JSON.
+    decoded = yaml.safe_load(nvml_mock.config_yaml(config))
+    assert decoded == config
+    assert _check(decoded, "YAMLConfig", _structs(), "config") == []
+
+
+def test_the_shape_check_catches_what_the_mock_would_ignore_or_refuse() -> None:
+    """The check itself: a misspelt key, a string for a number, a negative byte count."""
+    config = nvml_mock.mock_config("tenant-a", CASES["one A100"])
+    config["devices"][0]["memory"]["total_byte"] = 1
+    config["devices"][0]["minor_number"] = "0"
+    config["devices"][0]["memory"]["free_bytes"] = -1
+    problems = _check(config, "YAMLConfig", _structs(), "config")
+    assert "config.devices[0].memory.total_byte: not a field of MemoryConfig" in problems
+    assert "config.devices[0].minor_number: '0' does not fit int" in problems
+    assert "config.devices[0].memory.free_bytes: -1 does not fit uint64" in problems
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_configuration_passes_the_mocks_own_validation(case: str) -> None:
+    """engine/config.go validateYAMLConfig, GetDeviceMinorNumber (0 when absent), GetDeviceUUID ("" when absent)."""
+    config = nvml_mock.mock_config("tenant-b", CASES[case])
+    assert config["version"] and config["system"]["driver_version"] == versions.NVML_MOCK_DRIVER_VERSION
+    indices = [device["index"] for device in config["devices"]]
+    assert indices == list(range(len(indices)))
+    assert all(device["minor_number"] == device["index"] for device in config["devices"])
+    assert all(re.fullmatch(r"GPU-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", d["uuid"]) for d in config["devices"])
+    assert len({device["uuid"] for device in config["devices"]}) == len(indices)
+    assert len(indices) <= nvml_mock.MAX_GPUS_PER_NODE
+
+
+@pytest.mark.skipif(not (shutil.which("sed") and shutil.which("grep")), reason="needs GNU sed and grep")
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_setup_sh_counts_the_devices_and_adds_num_devices_once(case: str, tmp_path: Path) -> None:
+    """setup.sh caps GPU_COUNT at `grep -c "^[[:space:]]*- index:"` and then runs
+    `sed -i "/^system:/a\\  num_devices: $GPU_COUNT"`: the program's file must give the full count and
+    hold no num_devices of its own (a duplicate key)."""
+    config = nvml_mock.mock_config("tenant-a", CASES[case])
+    count = len(config["devices"])
+    path = tmp_path / "config.yaml"
+    path.write_text(nvml_mock.config_yaml(config))
+    counted = subprocess.run(["grep", "-c", "^[[:space:]]*- index:", str(path)], capture_output=True, text=True)
+    assert int(counted.stdout) == count
+    subprocess.run(["sed", "-i", f"/^system:/a\\  num_devices: {count}", str(path)], check=True)
+    text = path.read_text()
+    assert text.count("num_devices:") == 1
+    assert yaml.safe_load(text)["system"]["num_devices"] == count
+
+
+def test_hami_registers_exactly_the_declaration() -> None:
+    """register.go getAPIDevices: type = NVML name (kept, it starts with NVIDIA), devmem = total / 1 MiB."""
+    gpus = CASES["mixed, eight"]
+    config = nvml_mock.mock_config("tenant-a", gpus)
+    declared = [(gpu.model, gpu.memory_mib) for gpu in gpus for _ in range(gpu.count)]
+    registered = [(d["name"], d["memory"]["total_bytes"] // 1024 // 1024) for d in config["devices"]]
+    assert [memory for _, memory in registered] == [memory for _, memory in declared]
+    assert [name for name, _ in registered] == [
+        "NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3",
+        "NVIDIA T4", "NVIDIA T4", "NVIDIA T4", "NVIDIA Unlisted-X",
+    ]
+    assert all(name.startswith("NVIDIA") for name, _ in registered)
+
+
+def test_device_ids_are_the_agents_so_a_device_keeps_its_id_across_simulated_modes() -> None:
+    config = nvml_mock.mock_config("tenant-b", CASES["two L4"])
+    assert [d["uuid"] for d in config["devices"]] == [hami.device_id("tenant-b", 0), hami.device_id("tenant-b", 1)]
+    assert nvml_mock.mock_config("tenant-b", CASES["two L4"]) == config  # nothing random
+
+
+def test_known_cards_report_their_compute_capability_and_unknown_ones_keep_the_mocks() -> None:
+    devices = nvml_mock.mock_config("t", CASES["mixed, eight"])["devices"]
+    assert devices[0]["compute_capability"] == {"major": 9, "minor": 0} and devices[0]["architecture"] == "hopper"
+    assert devices[4]["compute_capability"] == {"major": 7, "minor": 5}
+    assert "compute_capability" not in devices[7]
+    l4 = nvml_mock.mock_config("t", CASES["two L4"])["devices"][0]
+    assert l4["compute_capability"] == {"major": 8, "minor": 9}
+
+
+def test_more_than_eight_gpus_on_one_node_is_refused() -> None:
+    with pytest.raises(ValueError, match="at most 8"):
+        nvml_mock.mock_config("t", _gpus(("NVIDIA-L4", 24576, 9)))
+
+
+def test_dev_nvml_stack_declares_the_dev_tenants() -> None:
+    config = load_config(nvml_config())
+    assert config.mode == "sim-nvml" and config.device_layer == "nvml-mock" and config.simulated
+    dev = yaml.safe_load(Path("Pulumi.dev.yaml").read_text())["config"]
+    nvml = yaml.safe_load(Path("Pulumi.dev-nvml.yaml").read_text())["config"]
+    assert nvml["gpu-tenancy:tenants"] == dev["gpu-tenancy:tenants"]
+
+
+def test_the_daemonset_is_the_charts_with_the_program_s_image_and_config() -> None:
+    """deployments/nvml-mock/helm/nvml-mock/templates/daemonset.yaml at v0.3.0, features off."""
+    spec = nvml_mock.daemon_set_spec("tenant-a", "gpu-tenancy/nvml-mock:204019fb69e4", "cm", "sa", 1, "abc")
+    pod = spec["template"]["spec"]
+    container = pod["containers"][0]
+    assert container["command"] == ["/scripts/entrypoint.sh"]
+    assert container["securityContext"] == {"privileged": True}
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["GPU_COUNT"] == "1" and env["DRIVER_VERSION"] == versions.NVML_MOCK_DRIVER_VERSION
+    assert env["MOCK_NVML_CONFIG"] == "/etc/nvml-mock/config.yaml"
+    mounts = {(m["name"], m["mountPath"]) for m in container["volumeMounts"]}
+    assert {("host-nvml-mock", "/host/var/lib/nvml-mock"), ("host-nvml-mock", "/var/lib/nvml-mock"),
+            ("gpu-config", "/etc/nvml-mock")} <= mounts
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["host-nvml-mock"]["hostPath"]["path"] == nvml_mock.HOST_ROOT
+    assert container["lifecycle"]["preStop"]["exec"]["command"] == ["/scripts/cleanup.sh"]
+    # Ready only after setup.sh's step 6, which the program's own file never satisfies.
+    probe = container["readinessProbe"]["exec"]["command"]
+    assert probe[-1] == f"{nvml_mock.DRIVER_ROOT}/config/config.yaml" and "num_devices:" in probe
+    assert "num_devices" not in nvml_mock.config_yaml(nvml_mock.mock_config("tenant-a", CASES["one A100"]))
+    assert spec["template"]["metadata"]["annotations"] == {"checksum/config": "abc"}
+
+
+def test_the_image_is_built_from_the_pinned_commit_and_named_after_it() -> None:
+    assert re.fullmatch(r"[0-9a-f]{40}", versions.NVML_MOCK_COMMIT)
+    assert nvml_mock.image_name() == f"gpu-tenancy/nvml-mock:{versions.NVML_MOCK_COMMIT[:12]}"
+
+
+# Fake `docker` (docker/cli `image inspect` exits 1 for a missing image; `build` and `image rm` record their
+# argv and the DOCKER_BUILDKIT they ran with).
+_DOCKER = r'''
+import json, os, sys
+args = sys.argv[1:]
+with open(os.environ["FAKE_LOG"], "a") as log:
+    log.write(json.dumps({"argv": args, "buildkit": os.environ.get("DOCKER_BUILDKIT")}) + "\n")
+if args[:2] == ["image", "inspect"]:
+    sys.exit(0 if os.environ.get("FAKE_HAVE_IMAGE") == "1" else 1)
+if args[:1] == ["build"] or args[:2] == ["image", "rm"]:
+    sys.exit(int(os.environ.get("FAKE_FAIL", "0")))
+sys.exit(127)
+'''
+
+
+def _run_script(script: str, tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProcess[str], list[Any]]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    docker = bin_dir / "docker"
+    docker.write_text(f"#!{sys.executable}\n{_DOCKER}")
+    docker.chmod(0o755)
+    log = tmp_path / "docker.log"
+    environ = {
+        "PATH": f"{bin_dir}:/usr/bin:/bin", "FAKE_LOG": str(log), "IMAGE": nvml_mock.image_name(),
+        "CONTEXT": f"{versions.NVML_MOCK_REPOSITORY}#{versions.NVML_MOCK_COMMIT}",
+        "DOCKERFILE": versions.NVML_MOCK_DOCKERFILE, **env,
+    }
+    result = subprocess.run(["/bin/sh", "-c", script], env=environ, capture_output=True, text=True)
+    calls = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    return result, calls
+
+
+def test_build_runs_buildkit_on_the_pinned_git_context(tmp_path: Path) -> None:
+    result, calls = _run_script(nvml_mock.build_script(), tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert calls[-1] == {
+        "argv": ["build", "--tag", nvml_mock.image_name(), "--file", "deployments/nvml-mock/Dockerfile",
+                 f"https://github.com/NVIDIA/k8s-test-infra.git#{versions.NVML_MOCK_COMMIT}"],
+        "buildkit": "1",
+    }
+
+
+def test_build_is_skipped_when_the_image_is_there_and_fails_loudly_otherwise(tmp_path: Path) -> None:
+    result, calls = _run_script(nvml_mock.build_script(), tmp_path, FAKE_HAVE_IMAGE="1")
+    assert result.returncode == 0 and [c["argv"][0] for c in calls] == ["image"]
+    failing = tmp_path / "failing"
+    failing.mkdir()
+    result, _ = _run_script(nvml_mock.build_script(), failing, FAKE_FAIL="1")
+    assert result.returncode != 0
+
+
+def test_remove_tolerates_an_image_already_gone(tmp_path: Path) -> None:
+    result, calls = _run_script(nvml_mock.remove_script(), tmp_path, FAKE_FAIL="1")
+    assert result.returncode == 0 and calls[-1]["argv"] == ["image", "rm", nvml_mock.image_name()]
+
+
+@pytest.mark.parametrize("script", ["build", "remove"])
+def test_image_scripts_pass_shellcheck(script: str, tmp_path: Path) -> None:
+    path = tmp_path / f"{script}.sh"
+    path.write_text(getattr(nvml_mock, f"{script}_script")())
+    shellcheck = shutil.which("shellcheck") or str(Path(sys.executable).parent / "shellcheck")
+    result = subprocess.run([shellcheck, "-s", "sh", str(path)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout
