@@ -5,8 +5,10 @@ Part of the gpu-tenancy policy pack (tenant_policies.ALL_POLICIES lists every po
 
 from __future__ import annotations
 
+import posixpath
 from collections import defaultdict
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from policy_common import ADVISORY, MANDATORY, describe, policy_config
@@ -19,7 +21,11 @@ from policy_lib import (
     GPUMEM_PERCENTAGE,
     HELM_RELEASE_TYPE,
     HELM_TYPES,
+    MOCK_AGENT_COMPONENT,
     MOCK_AGENT_TYPE,
+    MOCK_NVML_COMPONENT,
+    MOCK_NVML_DRIVER_ROOT,
+    MOCK_NVML_TYPE,
     STACK_TYPE,
     TENANT_TYPE,
     Res,
@@ -51,7 +57,11 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-DEFAULT_PLATFORM_COMPONENTS = ["kindnet", "kube-proxy", "mock-gpu-agent", "worker", "control-plane"]
+# Installed by the program into every tenant. The mock NVML (mode sim-nvml) is privileged with hostPath by
+# upstream design: it mknods /dev/nvidia* and lays out the driver root on the host.
+DEFAULT_PLATFORM_COMPONENTS = [
+    "kindnet", "kube-proxy", MOCK_AGENT_COMPONENT, MOCK_NVML_COMPONENT, "worker", "control-plane"
+]
 DEFAULT_SPLIT_COUNT = 10
 
 # --------------------------------------------------------------------------- 7 gpu-requests-fractional
@@ -122,10 +132,12 @@ gpu_requests_fractional = ResourceValidationPolicy(
 
 # --------------------------------------------------------------------------- 10 no-mock-gpus-in-real
 
+MODES = ("sim", "sim-nvml", "real")
+
 
 def _stack_mode(args: StackValidationArgs, resources: list[Res], report: ReportViolation) -> str | None:
     configured = policy_config(args, "mode", None)
-    if configured in ("sim", "real"):
+    if configured in MODES:
         return str(configured)
     modes: dict[str, list[str]] = defaultdict(list)
     for res in resources:
@@ -139,77 +151,216 @@ def _stack_mode(args: StackValidationArgs, resources: list[Res], report: ReportV
     if modes:
         return next(iter(modes))
     mode = stack_config("mode")
-    return mode if mode in ("sim", "real") else None
+    return mode if mode in MODES else None
+
+
+def _is_hami(release: Res) -> bool:
+    chart = release.props.get("chart")
+    return isinstance(chart, str) and not is_unknown(chart) and chart.rsplit("/", 1)[-1] == "hami"
 
 
 def _device_plugin_enabled(release: Res) -> bool | None:
     """HAMi's devicePlugin.enabled (the chart enables it unless told otherwise); None if not HAMi or unknown."""
-    chart = release.props.get("chart")
-    if not (isinstance(chart, str) and chart.rsplit("/", 1)[-1] == "hami"):
+    if not _is_hami(release):
         return None
     enabled = dig(release.props, "values", "devicePlugin", "enabled", default=True)
     return None if is_unknown(enabled) else bool(enabled)
 
 
+def _driver_root(release: Res) -> Any:
+    """HAMi's devicePlugin.nvidiaDriverRoot: a string, None if unset (the chart default, host `/`), or UNKNOWN."""
+    return dig(release.props, "values", "devicePlugin", "nvidiaDriverRoot")
+
+
+def _is_mock_driver_root(root: Any) -> bool:
+    root = known_str(root)
+    return root is not None and posixpath.normpath(root) == MOCK_NVML_DRIVER_ROOT
+
+
 _REAL_PLUGIN_CHARTS = ("nvidia-device-plugin", "gpu-operator")
+
+
+@dataclass
+class _GpuProviders:
+    """What registers a tenant's GPUs, by tenant (None: a resource no tenant owns)."""
+
+    agent: dict[str | None, list[Res]] = field(default_factory=lambda: defaultdict(list))
+    nvml: dict[str | None, list[Res]] = field(default_factory=lambda: defaultdict(list))
+    # Tenants with a DaemonSet that may be a mock NVML: its component label is not known yet (preview).
+    maybe_nvml: set[str | None] = field(default_factory=set)
+    hami: dict[str | None, list[Res]] = field(default_factory=lambda: defaultdict(list))
+    real_chart: dict[str | None, list[Res]] = field(default_factory=lambda: defaultdict(list))
+
+    def plugin_on(self) -> dict[str | None, list[Res]]:
+        """HAMi releases with their device plugin enabled, and real plugin charts: a real device plugin each."""
+        found: dict[str | None, list[Res]] = defaultdict(list)
+        for tenant, releases in self.hami.items():
+            found[tenant].extend(r for r in releases if _device_plugin_enabled(r) is True)
+        for tenant, releases in self.real_chart.items():
+            found[tenant].extend(releases)
+        return {tenant: releases for tenant, releases in found.items() if releases}
+
+
+def _gpu_providers(resources: list[Res]) -> _GpuProviders:
+    found = _GpuProviders()
+    for res in resources:
+        tenant = ancestor_tenant(res) or resource_tenant(res)
+        if res.type == MOCK_AGENT_TYPE:
+            found.agent[tenant].append(res)
+        elif res.type == MOCK_NVML_TYPE:
+            found.nvml[tenant].append(res)
+        elif res.is_kubernetes and res.kind == "DaemonSet":
+            component = dig(res.props, "metadata", "labels", COMPONENT_LABEL)
+            if component == MOCK_AGENT_COMPONENT:
+                found.agent[tenant].append(res)
+            elif component == MOCK_NVML_COMPONENT:
+                found.nvml[tenant].append(res)
+            elif res.unread or is_unknown(component):
+                found.maybe_nvml.add(tenant)
+        elif res.type == HELM_RELEASE_TYPE or res.type in HELM_TYPES:
+            chart = known_str(res.props.get("chart")) or ""
+            if _is_hami(res):
+                found.hami[tenant].append(res)
+            elif chart.rsplit("/", 1)[-1] in _REAL_PLUGIN_CHARTS:
+                found.real_chart[tenant].append(res)
+    return found
+
+
+def _each(found: dict[str | None, list[Res]]) -> list[tuple[str | None, Res]]:
+    return [(tenant, res) for tenant, group in sorted(found.items(), key=lambda kv: str(kv[0])) for res in group]
+
+
+def _check_real(found: _GpuProviders, report: ReportViolation) -> None:
+    for tenant, res in _each(found.agent):
+        report(
+            f"mode is 'real' but tenant {tenant!r} still runs the mock-GPU agent ({describe(res)}); remove it, "
+            "real GPUs are registered by HAMi's device plugin.",
+            res.urn,
+        )
+    for tenant, res in _each(found.nvml):
+        report(
+            f"mode is 'real' but tenant {tenant!r} runs NVIDIA's mock NVML ({describe(res)}); remove it, real GPUs "
+            "must not be faked: HAMi's device plugin reads the host's own driver.",
+            res.urn,
+        )
+    for tenant, res in _each(found.hami):
+        enabled = _device_plugin_enabled(res)
+        if enabled is False:
+            report(
+                f"mode is 'real' but tenant {tenant!r} installs HAMi with devicePlugin.enabled=false "
+                f"({describe(res)}); enable it so real GPUs are registered.",
+                res.urn,
+            )
+        elif _is_mock_driver_root(_driver_root(res)):
+            report(
+                f"mode is 'real' but tenant {tenant!r} points HAMi's device plugin at the mock NVML "
+                f"(devicePlugin.nvidiaDriverRoot={_driver_root(res)!r}, {describe(res)}); unset it (or name the "
+                "real driver's root) so the plugin reads the host's real GPUs.",
+                res.urn,
+            )
+
+
+def _check_sim(found: _GpuProviders, report: ReportViolation) -> None:
+    for tenant, res in _each(found.plugin_on()):
+        report(
+            f"mode is 'sim' but tenant {tenant!r} installs a real GPU device plugin ({describe(res)}); "
+            "set HAMi devicePlugin.enabled=false, the mock-GPU agent simulates the devices.",
+            res.urn,
+        )
+    for tenant, res in _each(found.nvml):
+        report(
+            f"mode is 'sim' but tenant {tenant!r} runs NVIDIA's mock NVML ({describe(res)}); remove it, the "
+            "mock-GPU agent registers sim's GPUs and the two would register them twice (HAMi's device plugin on "
+            "the mock NVML is mode 'sim-nvml').",
+            res.urn,
+        )
+
+
+def _check_sim_nvml(found: _GpuProviders, report: ReportViolation) -> None:
+    root = MOCK_NVML_DRIVER_ROOT
+    for tenant, res in _each(found.agent):
+        report(
+            f"mode is 'sim-nvml' but tenant {tenant!r} runs the mock-GPU agent ({describe(res)}); remove it, "
+            "HAMi's device plugin registers the mock NVML's GPUs and both would write hami.io/node-nvidia-register.",
+            res.urn,
+        )
+    for tenant, res in _each(found.real_chart):
+        report(
+            f"mode is 'sim-nvml' but tenant {tenant!r} installs a real GPU device plugin ({describe(res)}); remove "
+            "it, there are no real GPUs: HAMi's own device plugin registers the mock NVML's.",
+            res.urn,
+        )
+    for tenant, res in _each(found.hami):
+        enabled = _device_plugin_enabled(res)
+        if enabled is None:
+            continue  # not known yet (preview)
+        if enabled is False:
+            report(
+                f"mode is 'sim-nvml' but tenant {tenant!r} installs HAMi with devicePlugin.enabled=false "
+                f"({describe(res)}); enable it, in this mode HAMi's own device plugin registers the mock NVML's GPUs.",
+                res.urn,
+            )
+            continue
+        driver_root = _driver_root(res)
+        if not is_unknown(driver_root) and not _is_mock_driver_root(driver_root):
+            if driver_root is None:
+                setting, where = "without devicePlugin.nvidiaDriverRoot", "at '/'"
+            else:
+                setting, where = f"with devicePlugin.nvidiaDriverRoot={driver_root!r}", "there"
+            report(
+                f"mode is 'sim-nvml' but tenant {tenant!r} runs HAMi's device plugin {setting} ({describe(res)}); "
+                f"set it to {root!r}, the mock NVML's driver root, else the plugin looks for a real driver {where} "
+                "and panics.",
+                res.urn,
+            )
+        if tenant not in found.nvml and tenant not in found.maybe_nvml:
+            report(
+                f"mode is 'sim-nvml' but tenant {tenant!r} runs HAMi's device plugin ({describe(res)}) with no mock "
+                f"NVML ({MOCK_NVML_TYPE}, or a DaemonSet labelled {COMPONENT_LABEL}={MOCK_NVML_COMPONENT}); add one, "
+                f"else the plugin finds no NVML library under {root!r} and registers no GPUs.",
+                res.urn,
+            )
+
+
+def _check_unknown_mode(found: _GpuProviders, report: ReportViolation) -> None:
+    plugin_on = found.plugin_on()
+    for tenant in sorted(set(found.agent) & set(plugin_on), key=str):
+        report(
+            f"tenant {tenant!r} runs both the mock-GPU agent and a real device plugin; pick one "
+            "(gpu-tenancy:mode sim or real).",
+            found.agent[tenant][0].urn,
+        )
+    for tenant in sorted(set(found.agent) & set(found.nvml), key=str):
+        report(
+            f"tenant {tenant!r} runs both the mock-GPU agent and the mock NVML ({describe(found.nvml[tenant][0])}), "
+            "which would register its GPUs twice; pick one (gpu-tenancy:mode sim or sim-nvml).",
+            found.agent[tenant][0].urn,
+        )
 
 
 def validate_no_mock_gpus_in_real(args: StackValidationArgs, report: ReportViolation) -> None:
     resources = from_policy_resources(args.resources)
     mode = _stack_mode(args, resources, report)
-    mock: dict[str | None, list[Res]] = defaultdict(list)
-    real_plugin: dict[str | None, list[Res]] = defaultdict(list)
-    disabled_plugin: dict[str | None, list[Res]] = defaultdict(list)
-    for res in resources:
-        tenant = ancestor_tenant(res) or resource_tenant(res)
-        is_agent_daemonset = res.kind == "DaemonSet" and component_label(res) == "mock-gpu-agent"
-        if res.type == MOCK_AGENT_TYPE or (res.is_kubernetes and is_agent_daemonset):
-            mock[tenant].append(res)
-        if res.type == HELM_RELEASE_TYPE or res.type in HELM_TYPES:
-            enabled = _device_plugin_enabled(res)
-            chart = known_str(res.props.get("chart")) or ""
-            if enabled is True or chart.rsplit("/", 1)[-1] in _REAL_PLUGIN_CHARTS:
-                real_plugin[tenant].append(res)
-            elif enabled is False:
-                disabled_plugin[tenant].append(res)
+    found = _gpu_providers(resources)
     if mode == "real":
-        for tenant, found in sorted(mock.items(), key=lambda kv: str(kv[0])):
-            for res in found:
-                report(
-                    f"mode is 'real' but tenant {tenant!r} still runs the mock-GPU agent ({describe(res)}); remove it, "
-                    "real GPUs are registered by HAMi's device plugin.",
-                    res.urn,
-                )
-        for tenant, found in sorted(disabled_plugin.items(), key=lambda kv: str(kv[0])):
-            for res in found:
-                report(
-                    f"mode is 'real' but tenant {tenant!r} installs HAMi with devicePlugin.enabled=false "
-                    f"({describe(res)}); enable it so real GPUs are registered.",
-                    res.urn,
-                )
+        _check_real(found, report)
     elif mode == "sim":
-        for tenant, found in sorted(real_plugin.items(), key=lambda kv: str(kv[0])):
-            for res in found:
-                report(
-                    f"mode is 'sim' but tenant {tenant!r} installs a real GPU device plugin ({describe(res)}); "
-                    "set HAMi devicePlugin.enabled=false, the mock-GPU agent simulates the devices.",
-                    res.urn,
-                )
+        _check_sim(found, report)
+    elif mode == "sim-nvml":
+        _check_sim_nvml(found, report)
     else:
-        for tenant in sorted(set(mock) & set(real_plugin), key=str):
-            report(
-                f"tenant {tenant!r} runs both the mock-GPU agent and a real device plugin; pick one "
-                "(gpu-tenancy:mode sim or real).",
-                mock[tenant][0].urn,
-            )
+        _check_unknown_mode(found, report)
 
 
 no_mock_gpus_in_real = StackValidationPolicy(
     name="no-mock-gpus-in-real",
     description=(
-        "In mode 'real' no mock-GPU agent runs and HAMi's device plugin is enabled; in mode 'sim' no real "
-        "device plugin is installed. The mode is this policy's `mode` setting, else the Tenant components' or the "
-        "stack's `mode` output, else the stack config gpu-tenancy:mode."
+        "In mode 'real' no GPU is faked: no mock-GPU agent, no mock NVML, HAMi's device plugin enabled and not "
+        "pointed at the mock's driver root. In mode 'sim' no real device plugin and no mock NVML (the agent "
+        "registers the devices). In mode 'sim-nvml' no agent and no real plugin chart; HAMi's device plugin is "
+        f"enabled with devicePlugin.nvidiaDriverRoot={MOCK_NVML_DRIVER_ROOT} and every tenant running it has a mock "
+        "NVML. The mode is this policy's `mode` setting, else the Tenant components' or the stack's `mode` output, "
+        "else the stack config gpu-tenancy:mode."
     ),
     validate=validate_no_mock_gpus_in_real,
     enforcement_level=MANDATORY,
@@ -217,7 +368,7 @@ no_mock_gpus_in_real = StackValidationPolicy(
         properties={
             "mode": {
                 "type": "string",
-                "enum": ["sim", "real"],
+                "enum": list(MODES),
                 "description": "Force the mode to check against (default: read from the stack).",
             }
         }

@@ -7,13 +7,15 @@ import json
 from typing import Any
 
 import pytest
-from harness import dev_config, gpu_config
+from harness import dev_config, gpu_config, stack_config
 from policy_support import (
+    REPO,
     Recorded,
     copy_stack,
     dev_stack,
     find,
     gpu_stack,
+    record_engine_view,
     run_resource_policy,
     run_stack_policy,
     set_both,
@@ -21,7 +23,8 @@ from policy_support import (
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValidationPolicy
 from pulumi_policy.proxy import unknown_checking_proxy
 
-import policy_lib as lib  # isort: skip  (policies/ is put on sys.path by policy_support)
+import gpu_policies as gp  # isort: skip  (policies/ is put on sys.path by policy_support)
+import policy_lib as lib  # isort: skip
 import tenant_policies as tp  # isort: skip
 
 TCP = lib.TCP_TYPE
@@ -294,6 +297,18 @@ def test_latest_tag_in_helm_values_and_untagged_worker_image_are_flagged(stack: 
     assert_violation(messages, "'kindest/node' has no tag")
 
 
+def test_locally_built_images_are_pinned_by_their_tag(nvml: list[Recorded]) -> None:
+    """The agent's (source digest) and the mock NVML's (upstream commit) images are never pulled: the tag pins them."""
+    assert run(tp.images_pinned, nvml) == []
+    set_both(owned(nvml, DAEMONSET, "tenant-a", "mock-nvml"), ["spec", "template", "spec", "containers", 0, "image"],
+             "gpu-tenancy/nvml-mock")
+    set_both(owned(nvml, DAEMONSET, "tenant-b", "mock-nvml"), ["spec", "template", "spec", "containers", 0, "image"],
+             "gpu-tenancy/nvml-mock:latest")
+    messages = run(tp.images_pinned, nvml)
+    assert_violation(messages, "'tenant-a-mock-nvml-daemonset'", "'gpu-tenancy/nvml-mock' has no tag")
+    assert_violation(messages, "'tenant-b-mock-nvml-daemonset'", "uses the 'latest' tag")
+
+
 # --------------------------------------------------------------------------- 6 charts-pinned
 
 
@@ -442,6 +457,387 @@ def test_mock_agent_next_to_a_real_plugin_is_flagged_without_a_known_mode(
     assert_violation(run(tp.no_mock_gpus_in_real, undeclare(stack)), "both the mock-GPU agent and a real device plugin")
 
 
+# --------------------------------------------------------------------------- 10 no-mock-gpus-in-real: mode sim-nvml
+
+# The shapes the program registers in mode sim-nvml (HAMi's own device plugin on NVIDIA's mock NVML).
+MOCK_NVML = "gpu-tenancy:mock_nvml:MockNvml"
+INVENTORY_CHECK = "gpu-tenancy:inventory_check:InventoryCheck"
+NVML_DRIVER_ROOT = "/var/lib/nvml-mock/driver"
+NVML_IMAGE = "gpu-tenancy/nvml-mock:204019fb69e4"  # built on the Docker host: 12 hex of the pinned upstream commit
+NVML_HOST_PATHS = {
+    "host-nvml-mock": "/var/lib/nvml-mock",
+    "host-cdi": "/var/run/cdi",
+    "host-run-nvidia": "/run/nvidia",
+    "host-nfd-features": "/etc/kubernetes/node-feature-discovery/features.d",
+}
+SIM_NVML_DEVICE_PLUGIN = {
+    "enabled": True,
+    "nvidiaDriverRoot": NVML_DRIVER_ROOT,
+    "passDeviceSpecsEnabled": True,
+    "extraEnvs": [{"name": "LD_LIBRARY_PATH", "value": "/driver-root/usr/lib64"}],
+    "service": {"type": "ClusterIP"},
+}
+
+
+def _add(
+    resources: list[Recorded], parent: Recorded, typ: str, name: str, props: dict[str, Any], provider: str = "",
+    outputs: dict[str, Any] | None = None,
+) -> Recorded:
+    """A fabricated registration under `parent` (a component when `outputs` is given)."""
+    stack_prefix = "::".join(parent.urn.split("::")[:2])
+    custom = outputs is None
+    resource = Recorded(
+        f"{stack_prefix}::{parent.type}${typ}::{name}", typ, name, custom, parent.urn, provider,
+        json.loads(json.dumps(props)), json.loads(json.dumps(props)) if custom else {}, registered_outputs=outputs,
+    )
+    resources.append(resource)
+    return resource
+
+
+def add_mock_nvml(
+    resources: list[Recorded], tenant: str, *, component: bool = True, daemon_set: bool = True
+) -> list[Recorded]:
+    """What MockNvml registers for `tenant` (without its component: the children straight under the Tenant)."""
+    parent = find(resources, TENANT, tenant)
+    name = f"{tenant}-mock-nvml"
+    added = []
+    if component:
+        parent = _add(resources, parent, MOCK_NVML, name, {"tenant": tenant},
+                      outputs={"daemonSetName": name, "configDigest": "c70adf6b770b21df", "gpus": 1})
+        added.append(parent)
+    provider = provider_ref(resources, f"{tenant}-kubernetes")
+    labels = {lib.TENANT_LABEL: tenant, lib.COMPONENT_LABEL: "nvml-mock"}
+    metadata = {"name": name, "namespace": "kube-system", "labels": labels}
+    cluster_metadata = {"name": name, "labels": labels}
+    added.append(_add(resources, parent, lib.COMMAND_TYPE, f"{name}-image-load",
+                      {"environment": {"IMAGE": NVML_IMAGE, "NODE_CONTAINER": f"{tenant}-worker"}}))
+    added.append(_add(resources, parent, "kubernetes:core/v1:ServiceAccount", f"{name}-sa",
+                      {"metadata": metadata}, provider))
+    added.append(_add(resources, parent, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", f"{name}-role",
+                      {"metadata": cluster_metadata, "rules": [{"apiGroups": [""], "resources": ["nodes"],
+                       "resourceNames": [f"{tenant}-worker"], "verbs": ["get", "patch"]}]}, provider))
+    added.append(_add(resources, parent, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding",
+                      f"{name}-binding", {"metadata": cluster_metadata}, provider))
+    added.append(_add(resources, parent, "kubernetes:core/v1:ConfigMap", f"{name}-config",
+                      {"metadata": metadata, "data": {"config.yaml": "devices: []\n"}}, provider))
+    if daemon_set:
+        added.append(_add(resources, parent, DAEMONSET, f"{name}-daemonset", {
+            "metadata": metadata,
+            "spec": {
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "serviceAccountName": name,
+                        "nodeSelector": {"gpu": "on"},
+                        "tolerations": [{"operator": "Exists"}],
+                        "containers": [{
+                            "name": "nvml-mock",
+                            "image": NVML_IMAGE,
+                            "imagePullPolicy": "Never",
+                            "securityContext": {"privileged": True},
+                            "volumeMounts": [{"name": v, "mountPath": f"/host{p}"} for v, p in NVML_HOST_PATHS.items()],
+                        }],
+                        "volumes": [
+                            *({"name": v, "hostPath": {"path": p, "type": "DirectoryOrCreate"}}
+                              for v, p in NVML_HOST_PATHS.items()),
+                            {"name": "gpu-config", "configMap": {"name": name}},
+                        ],
+                    },
+                },
+            },
+        }, provider))
+    return added
+
+
+def remove_subtree(resources: list[Recorded], root: Recorded) -> None:
+    """Drop `root` and everything registered under it."""
+    gone = {root.urn}
+    changed = True
+    while changed:
+        changed = False
+        for resource in resources:
+            if resource.parent in gone and resource.urn not in gone:
+                gone.add(resource.urn)
+                changed = True
+    resources[:] = [r for r in resources if r.urn not in gone]
+
+
+def hami(resources: list[Recorded], tenant: str) -> Recorded:
+    return owned(resources, RELEASE, tenant, "hami")
+
+
+def to_sim_nvml(resources: list[Recorded], keep_agent: bool = False) -> list[Recorded]:
+    """The dev stack as mode sim-nvml registers it: no agent, HAMi's plugin on the mock NVML, a MockNvml each,
+    and the image built once for the stack."""
+    tenant_a = find(resources, TENANT, "tenant-a")
+    # The root stack is a parent only (it is recorded only when it has exports).
+    root = Recorded(tenant_a.parent, lib.STACK_TYPE, tenant_a.parent.rsplit("::", 1)[-1], False, "", "", {}, {})
+    image = _add(resources, root, "gpu-tenancy:nvml_mock_image:NvmlMockImage", "nvml-mock-image",
+                 {"commit": "204019fb69e4d49285625a6829ff0e5b143bba3b"}, outputs={"imageName": NVML_IMAGE})
+    _add(resources, image, lib.COMMAND_TYPE, "nvml-mock-image-build", {"environment": {
+        "IMAGE": NVML_IMAGE, "CONTEXT": "https://github.com/NVIDIA/k8s-test-infra.git#204019fb69e4d49285625a6829ff0e5b143bba3b",
+        "DOCKERFILE": "deployments/nvml-mock/Dockerfile"}})
+    for tenant in [r for r in resources if r.type == TENANT]:
+        tenant_name = tenant.name
+        for props in (tenant.inputs, tenant.registered_outputs or {}):
+            if "mode" in props:
+                props["mode"] = "sim-nvml"
+        if not keep_agent:
+            remove_subtree(resources, owned(resources, lib.MOCK_AGENT_TYPE, tenant_name))
+        set_both(hami(resources, tenant_name), ["values", "devicePlugin"], dict(SIM_NVML_DEVICE_PLUGIN))
+        add_mock_nvml(resources, tenant_name)
+        _add(resources, tenant, INVENTORY_CHECK, f"{tenant_name}-inventory", {"tenant": tenant_name},
+             outputs={"problems": []})
+    return resources
+
+
+@pytest.fixture
+def nvml_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine's PULUMI_CONFIG for the example sim-nvml stack (Pulumi.dev-nvml.yaml)."""
+    monkeypatch.setenv("PULUMI_CONFIG", engine_config(stack_config("dev-nvml")))
+
+
+@pytest.fixture
+def nvml() -> list[Recorded]:
+    """A private copy of the dev stack turned into mode sim-nvml."""
+    return to_sim_nvml(copy_stack(dev_stack()))
+
+
+def test_the_example_sim_nvml_stack_is_mode_sim_nvml() -> None:
+    assert stack_config("dev-nvml")["mode"] == "sim-nvml"
+    assert [t["name"] for t in stack_config("dev-nvml")["tenants"]] == [t["name"] for t in dev_config()["tenants"]]
+
+
+@pytest.mark.usefixtures("nvml_env")
+@pytest.mark.parametrize("unknowns", [False, True], ids=["deployed", "first-preview"])
+@pytest.mark.parametrize("policy", tp.ALL_POLICIES, ids=lambda p: p.name)
+def test_sim_nvml_stack_passes(policy: Any, unknowns: bool) -> None:
+    """The mock NVML's privileged, hostPath DaemonSet and locally built image are platform, not violations."""
+    assert run(policy, to_sim_nvml(copy_stack(dev_stack(unknowns)))) == []
+
+
+SIM_NVML_PROGRAM = (REPO / "components" / "mock_nvml.py").exists()
+_PROGRAM_NVML: dict[bool, list[Recorded]] = {}
+
+
+def program_nvml_stack(unknowns: bool) -> list[Recorded]:
+    """Pulumi.dev-nvml.yaml as the program registers it (recorded once per session)."""
+    if unknowns not in _PROGRAM_NVML:
+        _PROGRAM_NVML[unknowns] = record_engine_view(stack_config("dev-nvml"), stack="dev-nvml", unknowns=unknowns)
+    return _PROGRAM_NVML[unknowns]
+
+
+needs_sim_nvml_program = pytest.mark.skipif(
+    not SIM_NVML_PROGRAM, reason="the program does not build mode sim-nvml yet (no components/mock_nvml.py)"
+)
+
+
+@needs_sim_nvml_program
+@pytest.mark.usefixtures("nvml_env")
+@pytest.mark.parametrize("unknowns", [False, True], ids=["deployed", "first-preview"])
+@pytest.mark.parametrize("policy", tp.ALL_POLICIES, ids=lambda p: p.name)
+def test_the_programs_sim_nvml_stack_passes(policy: Any, unknowns: bool) -> None:
+    assert run(policy, program_nvml_stack(unknowns)) == []
+
+
+@needs_sim_nvml_program
+def test_the_programs_sim_nvml_stack_is_what_the_policies_expect() -> None:
+    """Guards against vacuous passes: the program registers the shapes the fabricated stack above has."""
+    resources = program_nvml_stack(False)
+    types = {r.type for r in resources}
+    assert MOCK_NVML in types and lib.MOCK_AGENT_TYPE not in types
+    for tenant in ("tenant-a", "tenant-b"):
+        assert find(resources, TENANT, tenant).outputs["mode"] == "sim-nvml"
+        assert owned(resources, MOCK_NVML, tenant).outputs
+        daemon_set = owned(resources, DAEMONSET, tenant, "mock-nvml")
+        assert daemon_set.state["metadata"]["labels"] == {lib.TENANT_LABEL: tenant, lib.COMPONENT_LABEL: "nvml-mock"}
+        pod = daemon_set.state["spec"]["template"]["spec"]
+        assert pod["containers"][0]["securityContext"]["privileged"] is True
+        assert {v["hostPath"]["path"] for v in pod["volumes"] if "hostPath" in v} == set(NVML_HOST_PATHS.values())
+        assert pod["containers"][0]["image"] == NVML_IMAGE
+        plugin = hami(resources, tenant).state["values"]["devicePlugin"]
+        assert {k: plugin[k] for k in ("enabled", "nvidiaDriverRoot", "passDeviceSpecsEnabled", "extraEnvs")} == {
+            k: SIM_NVML_DEVICE_PLUGIN[k] for k in ("enabled", "nvidiaDriverRoot", "passDeviceSpecsEnabled", "extraEnvs")
+        }
+        assert owned(resources, INVENTORY_CHECK, tenant)
+
+
+def test_the_pack_and_the_program_agree_on_the_mock_nvml() -> None:
+    nvml_mock = pytest.importorskip("gpu_tenancy.nvml_mock")
+    assert lib.MOCK_NVML_DRIVER_ROOT == nvml_mock.DRIVER_ROOT == NVML_DRIVER_ROOT
+    assert lib.MOCK_NVML_COMPONENT == nvml_mock.COMPONENT
+    assert nvml_mock.image_name() == NVML_IMAGE
+
+
+def test_sim_nvml_is_read_from_the_tenants_or_the_policy_config(nvml: list[Recorded], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PULUMI_CONFIG", raising=False)
+    assert find(nvml, TENANT, "tenant-a").outputs["mode"] == "sim-nvml"
+    remove_subtree(nvml, owned(nvml, MOCK_NVML, "tenant-a"))
+    assert_violation(run(tp.no_mock_gpus_in_real, nvml), "mode is 'sim-nvml'", "tenant 'tenant-a'")
+    # The dev stack (sim) checked as sim-nvml: its agent and its disabled plugin are both wrong there.
+    messages = run(tp.no_mock_gpus_in_real, copy_stack(dev_stack()), {"mode": "sim-nvml"})
+    assert_violation(messages, "mode is 'sim-nvml' but tenant 'tenant-a' runs the mock-GPU agent")
+    assert_violation(messages, "mode is 'sim-nvml' but tenant 'tenant-b' installs HAMi with devicePlugin.enabled=false")
+    assert tp.no_mock_gpus_in_real.config_schema.properties["mode"]["enum"] == ["sim", "sim-nvml", "real"]
+
+
+def test_sim_nvml_from_the_stack_config_is_honoured(nvml: list[Recorded], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PULUMI_CONFIG", engine_config(stack_config("dev-nvml")))
+    undeclare(nvml)
+    assert run(tp.no_mock_gpus_in_real, nvml) == []
+    set_both(hami(nvml, "tenant-b"), ["values", "devicePlugin", "enabled"], False)
+    assert_violation(run(tp.no_mock_gpus_in_real, nvml), "mode is 'sim-nvml' but tenant 'tenant-b'")
+
+
+def test_a_stack_mixing_sim_and_sim_nvml_is_flagged(nvml: list[Recorded], nvml_env: None) -> None:
+    outputs = find(nvml, TENANT, "tenant-b").registered_outputs
+    assert outputs is not None
+    outputs["mode"] = "sim"
+    assert_violation(run(tp.no_mock_gpus_in_real, nvml), "the stack mixes modes", "sim: tenant-b", "sim-nvml: tenant-a")
+
+
+@pytest.mark.usefixtures("nvml_env")
+def test_mock_agent_in_sim_nvml_mode_is_flagged() -> None:
+    stack = to_sim_nvml(copy_stack(dev_stack()), keep_agent=True)
+    messages = run(tp.no_mock_gpus_in_real, stack)
+    assert_violation(messages, "mode is 'sim-nvml' but tenant 'tenant-a' runs the mock-GPU agent",
+                     "gpu-tenancy:mock_gpu_agent:MockGpuAgent 'tenant-a-mock-gpu-agent'", "hami.io/node-nvidia-register")
+    assert_violation(messages, "tenant 'tenant-b'", "DaemonSet 'tenant-b-mock-gpu-agent-daemonset'", "remove it")
+
+
+def test_sim_nvml_with_hamis_device_plugin_disabled_is_flagged(nvml: list[Recorded], nvml_env: None) -> None:
+    set_both(hami(nvml, "tenant-a"), ["values", "devicePlugin", "enabled"], False)
+    messages = run(tp.no_mock_gpus_in_real, nvml)
+    assert_violation(messages, "mode is 'sim-nvml' but tenant 'tenant-a' installs HAMi with devicePlugin.enabled=false",
+                     "'tenant-a-hami-chart'", "enable it")
+    assert len(messages) == 1
+
+
+@pytest.mark.parametrize("root", ["/", "/run/nvidia/driver", None])
+def test_sim_nvml_without_the_mock_driver_root_is_flagged(nvml: list[Recorded], nvml_env: None, root: str | None) -> None:
+    release = hami(nvml, "tenant-b")
+    if root is None:
+        unset = {k: v for k, v in SIM_NVML_DEVICE_PLUGIN.items() if k != "nvidiaDriverRoot"}
+        set_both(release, ["values", "devicePlugin"], unset)
+    else:
+        set_both(release, ["values", "devicePlugin", "nvidiaDriverRoot"], root)
+    messages = run(tp.no_mock_gpus_in_real, nvml)
+    found = "without devicePlugin.nvidiaDriverRoot" if root is None else f"with devicePlugin.nvidiaDriverRoot={root!r}"
+    assert_violation(messages, "mode is 'sim-nvml' but tenant 'tenant-b'", found, "'tenant-b-hami-chart'",
+                     f"set it to {NVML_DRIVER_ROOT!r}")
+    assert len(messages) == 1
+
+
+def test_sim_nvml_tenant_without_a_mock_nvml_is_flagged(nvml: list[Recorded], nvml_env: None) -> None:
+    remove_subtree(nvml, owned(nvml, MOCK_NVML, "tenant-b"))
+    messages = run(tp.no_mock_gpus_in_real, nvml)
+    assert_violation(messages, "mode is 'sim-nvml' but tenant 'tenant-b'", "'tenant-b-hami-chart'", "no mock NVML")
+    assert not any("tenant-a" in m for m in messages)
+
+
+@pytest.mark.parametrize("keep", ["component", "daemonset"])
+def test_sim_nvml_accepts_the_component_or_the_daemonset(nvml: list[Recorded], nvml_env: None, keep: str) -> None:
+    remove_subtree(nvml, owned(nvml, MOCK_NVML, "tenant-b"))
+    add_mock_nvml(nvml, "tenant-b", component=keep == "component", daemon_set=keep == "daemonset")
+    assert run(tp.no_mock_gpus_in_real, nvml) == []
+
+
+@pytest.mark.parametrize("chart", ["nvidia-device-plugin", "oci://ghcr.io/nvidia/gpu-operator"])
+def test_real_device_plugin_chart_in_sim_nvml_mode_is_flagged(nvml: list[Recorded], nvml_env: None, chart: str) -> None:
+    release = hami(nvml, "tenant-a")
+    tenant_hami = find(nvml, "gpu-tenancy:hami:Hami", "tenant-a-hami")
+    plugin = _add(nvml, tenant_hami, RELEASE, "tenant-a-nvidia", {**release.inputs, "chart": chart, "values": {}},
+                  release.provider)
+    messages = run(tp.no_mock_gpus_in_real, nvml)
+    assert_violation(messages, "mode is 'sim-nvml' but tenant 'tenant-a' installs a real GPU device plugin",
+                     f"{plugin.name!r}")
+    assert len(messages) == 1
+
+
+@pytest.mark.usefixtures("gpu_env")
+@pytest.mark.parametrize("component", [True, False], ids=["component", "daemonset-only"])
+def test_mock_nvml_in_real_mode_is_flagged(real: list[Recorded], component: bool) -> None:
+    add_mock_nvml(real, "tenant-a", component=component)
+    messages = run(tp.no_mock_gpus_in_real, real)
+    what = f"{MOCK_NVML} 'tenant-a-mock-nvml'" if component else f"{DAEMONSET} 'tenant-a-mock-nvml-daemonset'"
+    assert_violation(messages, "mode is 'real' but tenant 'tenant-a' runs NVIDIA's mock NVML", what, "remove it")
+    assert not any("tenant-b" in m for m in messages)
+
+
+@pytest.mark.usefixtures("gpu_env")
+def test_real_mode_on_the_mock_driver_root_is_flagged(real: list[Recorded]) -> None:
+    set_both(hami(real, "tenant-b"), ["values", "devicePlugin", "nvidiaDriverRoot"], NVML_DRIVER_ROOT)
+    messages = run(tp.no_mock_gpus_in_real, real)
+    assert_violation(messages, "mode is 'real' but tenant 'tenant-b'", f"nvidiaDriverRoot={NVML_DRIVER_ROOT!r}",
+                     "'tenant-b-hami-chart'")
+    assert len(messages) == 1
+    set_both(hami(real, "tenant-b"), ["values", "devicePlugin", "nvidiaDriverRoot"], "/run/nvidia/driver")
+    assert run(tp.no_mock_gpus_in_real, real) == []  # a real driver container's root is fine
+
+
+def test_mock_nvml_in_sim_mode_is_flagged(stack: list[Recorded], pack_env: None) -> None:
+    add_mock_nvml(stack, "tenant-b")
+    messages = run(tp.no_mock_gpus_in_real, stack)
+    assert_violation(messages, "mode is 'sim' but tenant 'tenant-b' runs NVIDIA's mock NVML",
+                     f"{MOCK_NVML} 'tenant-b-mock-nvml'", "sim-nvml")
+    assert_violation(messages, "tenant 'tenant-b'", f"{DAEMONSET} 'tenant-b-mock-nvml-daemonset'")
+    assert not any("tenant-a" in m for m in messages)
+
+
+def test_mock_agent_next_to_a_mock_nvml_is_flagged_without_a_known_mode(
+    stack: list[Recorded], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PULUMI_CONFIG", raising=False)
+    undeclare(stack)
+    assert run(tp.no_mock_gpus_in_real, stack) == []
+    add_mock_nvml(stack, "tenant-a")
+    messages = run(tp.no_mock_gpus_in_real, stack)
+    assert_violation(messages, "tenant 'tenant-a' runs both the mock-GPU agent and the mock NVML")
+    assert len(messages) == 1
+
+
+def _unknown_labels(resource: Recorded) -> None:
+    set_both(resource, ["metadata", "labels"], rpc_unknown())
+    set_both(resource, ["spec", "template", "metadata", "labels"], rpc_unknown())
+
+
+def rpc_unknown() -> str:
+    from pulumi.runtime.rpc import UNKNOWN
+
+    return UNKNOWN
+
+
+def test_unknowns_at_preview_never_flag_sim_nvml(nvml: list[Recorded], nvml_env: None) -> None:
+    # Whether tenant-a's plugin is on, and where it looks for NVML, is not known yet.
+    set_both(hami(nvml, "tenant-a"), ["values", "devicePlugin", "enabled"], rpc_unknown())
+    set_both(hami(nvml, "tenant-b"), ["values", "devicePlugin", "nvidiaDriverRoot"], rpc_unknown())
+    # tenant-b's DaemonSet is its only mock NVML, and whether it is one is not known yet.
+    remove_subtree(nvml, owned(nvml, MOCK_NVML, "tenant-b"))
+    add_mock_nvml(nvml, "tenant-b", component=False)
+    _unknown_labels(owned(nvml, DAEMONSET, "tenant-b", "mock-nvml"))
+    assert run(tp.no_mock_gpus_in_real, nvml) == []
+    # Nor does an empty view of it (a preview the engine knows nothing of yet).
+    daemon_set = owned(nvml, DAEMONSET, "tenant-b", "mock-nvml")
+    daemon_set.state = {}
+    assert run(tp.no_mock_gpus_in_real, nvml) == []
+    set_both(hami(nvml, "tenant-b"), ["values"], rpc_unknown())
+    assert run(tp.no_mock_gpus_in_real, nvml) == []
+
+
+@pytest.mark.usefixtures("gpu_env")
+def test_unknowns_at_preview_never_flag_real(real: list[Recorded]) -> None:
+    set_both(hami(real, "tenant-a"), ["values", "devicePlugin", "nvidiaDriverRoot"], rpc_unknown())
+    add_mock_nvml(real, "tenant-b", component=False)
+    _unknown_labels(owned(real, DAEMONSET, "tenant-b", "mock-nvml"))
+    assert run(tp.no_mock_gpus_in_real, real) == []
+
+
+def test_sim_nvml_first_preview_still_flags_what_is_known(nvml_env: None) -> None:
+    stack = to_sim_nvml(copy_stack(dev_stack(unknowns=True)), keep_agent=True)
+    assert_violation(run(tp.no_mock_gpus_in_real, stack), "mode is 'sim-nvml'", "runs the mock-GPU agent")
+
+
 # --------------------------------------------------------------------------- 11 no-privileged-tenant-workloads
 
 
@@ -455,6 +851,19 @@ def test_privileged_tenant_workload_is_reported_but_platform_components_are_not(
     assert_violation(messages, "mounts hostPath volume 'xtables-lock'")
     assert_violation(messages, "container 'kube-proxy' is privileged")
     assert tp.no_privileged_tenant_workloads.enforcement_level == EnforcementLevel.ADVISORY
+
+
+def test_the_mock_nvml_is_a_platform_component_only_under_its_label(nvml: list[Recorded]) -> None:
+    """Privileged with hostPath by upstream design (it mknods /dev/nvidia* and lays out the driver root)."""
+    assert "nvml-mock" in gp.DEFAULT_PLATFORM_COMPONENTS
+    assert run(tp.no_privileged_tenant_workloads, nvml) == []
+    daemon_set = owned(nvml, DAEMONSET, "tenant-a", "mock-nvml")
+    set_both(daemon_set, ["metadata", "labels", lib.COMPONENT_LABEL], "team-job")
+    set_both(daemon_set, ["spec", "template", "metadata", "labels", lib.COMPONENT_LABEL], "team-job")
+    messages = run(tp.no_privileged_tenant_workloads, nvml)
+    assert_violation(messages, "tenant 'tenant-a'", "container 'nvml-mock' is privileged")
+    assert_violation(messages, "mounts hostPath volume 'host-run-nvidia'")
+    assert not any("tenant-b" in m for m in messages)
 
 
 # --------------------------------------------------------------------------- 12 gpu-plan-fits
