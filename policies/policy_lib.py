@@ -21,6 +21,7 @@ from typing import Any
 
 from pulumi_policy.proxy import UnknownValueError
 
+from gpu_tenancy import nvml_mock
 from gpu_tenancy.config import image_tag
 
 # The sentinels pulumi_policy.proxy recognises (same values as in pulumi's rpc module).
@@ -43,7 +44,7 @@ MOCK_AGENT_TYPE = "gpu-tenancy:mock_gpu_agent:MockGpuAgent"
 MOCK_NVML_TYPE = "gpu-tenancy:mock_nvml:MockNvml"
 # gpu-tenancy.io/component of the mock-GPU agent's DaemonSet (mode sim) and of the mock NVML's (mode sim-nvml).
 MOCK_AGENT_COMPONENT = "mock-gpu-agent"
-MOCK_NVML_COMPONENT = "nvml-mock"
+MOCK_NVML_COMPONENT = nvml_mock.COMPONENT
 METALLB_TYPE = "gpu-tenancy:metallb:MetalLB"
 STACK_TYPE = "pulumi:pulumi:Stack"
 K8S_PROVIDER_TYPE = "pulumi:providers:kubernetes"
@@ -74,9 +75,8 @@ K8S_COMPONENT_TYPES = frozenset(
 MANAGEMENT = "management"  # the management provider's clusterIdentifier in both modes (gpu_tenancy/kind.py)
 STACK_CONFIG_NAMESPACE = "gpu-tenancy"
 # Where the mock NVML lays out its driver (libnvidia-ml.so.1, /dev/nvidia*) on each kind worker, i.e. where HAMi's
-# device plugin must look in mode sim-nvml (HAMi values devicePlugin.nvidiaDriverRoot). The program's constant
-# is gpu_tenancy/nvml_mock.py DRIVER_ROOT; tests/test_policies.py checks the two agree.
-MOCK_NVML_DRIVER_ROOT = "/var/lib/nvml-mock/driver"
+# device plugin must look in mode sim-nvml (HAMi values devicePlugin.nvidiaDriverRoot): /var/lib/nvml-mock/driver.
+MOCK_NVML_DRIVER_ROOT = nvml_mock.DRIVER_ROOT
 
 GPU = "nvidia.com/gpu"
 GPUMEM = "nvidia.com/gpumem"

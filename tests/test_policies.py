@@ -7,9 +7,8 @@ import json
 from typing import Any
 
 import pytest
-from harness import dev_config, gpu_config, stack_config
+from harness import dev_config, gpu_config, nvml_config
 from policy_support import (
-    REPO,
     Recorded,
     copy_stack,
     dev_stack,
@@ -595,7 +594,7 @@ def to_sim_nvml(resources: list[Recorded], keep_agent: bool = False) -> list[Rec
 @pytest.fixture
 def nvml_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """The engine's PULUMI_CONFIG for the example sim-nvml stack (Pulumi.dev-nvml.yaml)."""
-    monkeypatch.setenv("PULUMI_CONFIG", engine_config(stack_config("dev-nvml")))
+    monkeypatch.setenv("PULUMI_CONFIG", engine_config(nvml_config()))
 
 
 @pytest.fixture
@@ -605,8 +604,8 @@ def nvml() -> list[Recorded]:
 
 
 def test_the_example_sim_nvml_stack_is_mode_sim_nvml() -> None:
-    assert stack_config("dev-nvml")["mode"] == "sim-nvml"
-    assert [t["name"] for t in stack_config("dev-nvml")["tenants"]] == [t["name"] for t in dev_config()["tenants"]]
+    assert nvml_config()["mode"] == "sim-nvml"
+    assert [t["name"] for t in nvml_config()["tenants"]] == [t["name"] for t in dev_config()["tenants"]]
 
 
 @pytest.mark.usefixtures("nvml_env")
@@ -617,23 +616,16 @@ def test_sim_nvml_stack_passes(policy: Any, unknowns: bool) -> None:
     assert run(policy, to_sim_nvml(copy_stack(dev_stack(unknowns)))) == []
 
 
-SIM_NVML_PROGRAM = (REPO / "components" / "mock_nvml.py").exists()
 _PROGRAM_NVML: dict[bool, list[Recorded]] = {}
 
 
 def program_nvml_stack(unknowns: bool) -> list[Recorded]:
     """Pulumi.dev-nvml.yaml as the program registers it (recorded once per session)."""
     if unknowns not in _PROGRAM_NVML:
-        _PROGRAM_NVML[unknowns] = record_engine_view(stack_config("dev-nvml"), stack="dev-nvml", unknowns=unknowns)
+        _PROGRAM_NVML[unknowns] = record_engine_view(nvml_config(), stack="dev-nvml", unknowns=unknowns)
     return _PROGRAM_NVML[unknowns]
 
 
-needs_sim_nvml_program = pytest.mark.skipif(
-    not SIM_NVML_PROGRAM, reason="the program does not build mode sim-nvml yet (no components/mock_nvml.py)"
-)
-
-
-@needs_sim_nvml_program
 @pytest.mark.usefixtures("nvml_env")
 @pytest.mark.parametrize("unknowns", [False, True], ids=["deployed", "first-preview"])
 @pytest.mark.parametrize("policy", tp.ALL_POLICIES, ids=lambda p: p.name)
@@ -641,7 +633,6 @@ def test_the_programs_sim_nvml_stack_passes(policy: Any, unknowns: bool) -> None
     assert run(policy, program_nvml_stack(unknowns)) == []
 
 
-@needs_sim_nvml_program
 def test_the_programs_sim_nvml_stack_is_what_the_policies_expect() -> None:
     """Guards against vacuous passes: the program registers the shapes the fabricated stack above has."""
     resources = program_nvml_stack(False)
@@ -664,7 +655,8 @@ def test_the_programs_sim_nvml_stack_is_what_the_policies_expect() -> None:
 
 
 def test_the_pack_and_the_program_agree_on_the_mock_nvml() -> None:
-    nvml_mock = pytest.importorskip("gpu_tenancy.nvml_mock")
+    from gpu_tenancy import nvml_mock
+
     assert lib.MOCK_NVML_DRIVER_ROOT == nvml_mock.DRIVER_ROOT == NVML_DRIVER_ROOT
     assert lib.MOCK_NVML_COMPONENT == nvml_mock.COMPONENT
     assert nvml_mock.image_name() == NVML_IMAGE
@@ -683,7 +675,7 @@ def test_sim_nvml_is_read_from_the_tenants_or_the_policy_config(nvml: list[Recor
 
 
 def test_sim_nvml_from_the_stack_config_is_honoured(nvml: list[Recorded], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PULUMI_CONFIG", engine_config(stack_config("dev-nvml")))
+    monkeypatch.setenv("PULUMI_CONFIG", engine_config(nvml_config()))
     undeclare(nvml)
     assert run(tp.no_mock_gpus_in_real, nvml) == []
     set_both(hami(nvml, "tenant-b"), ["values", "devicePlugin", "enabled"], False)
