@@ -104,7 +104,11 @@ kamaji = Kamaji(
 tenants_ready.append(kamaji.datastore)
 
 # sim-nvml: NVIDIA's mock NVML image, built once on this Docker host for every tenant's worker.
-nvml_mock_image = NvmlMockImage("nvml-mock-image", NvmlMockImageArgs()) if config.mode == "sim-nvml" else None
+nvml_mock_image = (
+    NvmlMockImage("nvml-mock-image", NvmlMockImageArgs(commit=config.versions.nvml_mock_commit))
+    if config.mode == "sim-nvml"
+    else None
+)
 
 # One tenant each: independent of one another, so the engine builds them in parallel.
 tenants = {

@@ -28,7 +28,8 @@ class NvmlMockImage(pulumi.ComponentResource):
     def __init__(self, name: str, args: NvmlMockImageArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-tenancy:nvml_mock_image:NvmlMockImage", name, {"commit": args.commit}, opts)
         image = nvml_mock.image_name(args.commit)
-        # A new commit is a new tag: the new image is built before the old one is removed.
+        # A new commit is a new tag. Delete-first like every command here with a delete: the create adopts an
+        # image that is already there, so the old tag goes before the new one is built.
         # `docker build` writes its progress to stderr; only that is logged, nothing kept in state.
         self.build = command.local.Command(
             f"{name}-build",
@@ -43,7 +44,7 @@ class NvmlMockImage(pulumi.ComponentResource):
             # Replaced (not updated) for another commit, so the old tag's delete removes the old image.
             triggers=[image],
             logging=command.local.Logging.STDERR,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on, delete_before_replace=True),
         )
         # Known only once built, so everything that loads it waits for the build.
         self.image_name = self.build.id.apply(lambda _: image)

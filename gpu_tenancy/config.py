@@ -227,6 +227,11 @@ class VersionsConfig(_Model):
     hami: str = versions.HAMI_CHART_VERSION
     hami_image_tag: str = Field(default=versions.HAMI_IMAGE_TAG, alias="hamiImageTag")
     kindnetd_image: PinnedImage = Field(default=versions.KINDNETD_IMAGE, alias="kindnetdImage")
+    # sim-nvml: the NVIDIA/k8s-test-infra commit the mock NVML image is built from (a full SHA: a tag or
+    # branch could move under the same image name).
+    nvml_mock_commit: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{40}$")] = Field(
+        default=versions.NVML_MOCK_COMMIT, alias="nvmlMockCommit"
+    )
 
     @field_validator("kubernetes")
     @classmethod

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from harness import gpu_config, record_mocks, registered_gpus, wrapped_monitor
+from harness import gpu_config, nvml_config, record_mocks, registered_gpus, wrapped_monitor
 from pulumi.output import Unknown
 from pulumi.runtime import rpc
 from pulumi_policy import (
@@ -182,6 +182,14 @@ def gpu_stack(unknowns: bool = False) -> list[Recorded]:
         config = gpu_config()
         register = None if unknowns else registered_gpus(config)
         _CACHE[key] = record_engine_view(config, stack="gpu", unknowns=unknowns, node_register=register)
+    return _CACHE[key]
+
+
+def nvml_stack(unknowns: bool = False) -> list[Recorded]:
+    """The sim-nvml example stack (Pulumi.dev-nvml.yaml), recorded once per session."""
+    key = ("dev-nvml", unknowns)
+    if key not in _CACHE:
+        _CACHE[key] = record_engine_view(nvml_config(), stack="dev-nvml", unknowns=unknowns)
     return _CACHE[key]
 
 

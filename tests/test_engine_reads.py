@@ -24,6 +24,7 @@ from harness import (
     dev_config,
     gpu_config,
     nodeport_gpu_config,
+    nvml_config,
     record_mocks,
     registered_gpus,
 )
@@ -42,11 +43,11 @@ MANAGEMENT_REF = f"urn:pulumi:t::{PROJECT}::{PROVIDER}::management::management-i
 
 
 
-STACKS = {"dev": dev_config, "gpu": gpu_config, "gpu-nodeport": nodeport_gpu_config}
+STACKS = {"dev": dev_config, "dev-nvml": nvml_config, "gpu": gpu_config, "gpu-nodeport": nodeport_gpu_config}
 
 
 def stack_name(variant: str) -> str:
-    return variant.split("-")[0]
+    return variant.removesuffix("-nodeport")
 
 
 def pack_violations(resources: list[Recorded], config: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> list[str]:

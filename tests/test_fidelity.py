@@ -14,7 +14,15 @@ import yaml
 from pulumi.runtime import MockResourceArgs
 
 from gpu_tenancy import versions
-from tests.harness import dev_config, gpu_config, nodeport_gpu_config, record_stack, registered_gpus, unwrap
+from tests.harness import (
+    dev_config,
+    gpu_config,
+    nodeport_gpu_config,
+    nvml_config,
+    record_stack,
+    registered_gpus,
+    unwrap,
+)
 
 CRD_FILES = {
     ("kamaji.clastix.io", "TenantControlPlane"): "kamaji.clastix.io_tenantcontrolplanes.yaml",
@@ -29,20 +37,21 @@ CHARTS = {
     "hami": "hami/2.10.0",
 }
 SUBCHARTS = {"kamaji-etcd": "kamaji-etcd/0.15.0"}
-# Maps whose keys are free-form in the upstream chart (resource requirements).
-FREE_FORM = {"resources"}
+# Maps whose keys are free-form in the upstream chart: resource requirements, and pod annotations (HAMi's
+# devicePlugin.podAnnotations, rendered with toYaml into the pod template).
+FREE_FORM = {"resources", "podAnnotations"}
 CORE_PREFIXES = ("kubernetes:core/v1:", "kubernetes:apps/v1:", "kubernetes:rbac.authorization.k8s.io/v1:")
 
 
 
-STACKS = {"dev": dev_config, "gpu": gpu_config, "gpu-nodeport": nodeport_gpu_config}
+STACKS = {"dev": dev_config, "dev-nvml": nvml_config, "gpu": gpu_config, "gpu-nodeport": nodeport_gpu_config}
 
 
 @pytest.fixture(scope="module", params=sorted(STACKS))
 def resources(request: pytest.FixtureRequest) -> list[MockResourceArgs]:
     """What each example stack (and the NodePort variant of gpu) declares."""
     config = STACKS[request.param]()
-    return record_stack(config, stack=request.param.split("-")[0], node_register=registered_gpus(config))
+    return record_stack(config, stack=request.param.removesuffix("-nodeport"), node_register=registered_gpus(config))
 
 
 def closed(schema: dict[str, Any]) -> dict[str, Any]:
@@ -91,7 +100,7 @@ def test_crd_check_rejects_a_misspelt_field(shared: Path, resources: list[MockRe
 
 
 def value_paths(values: Any, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
-    if isinstance(values, dict) and values and prefix[-1:] != ("resources",):
+    if isinstance(values, dict) and values and not (prefix and prefix[-1] in FREE_FORM):
         return [p for key, value in values.items() for p in value_paths(value, (*prefix, key))]
     return [prefix]
 

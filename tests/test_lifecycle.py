@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from harness import dev_config, gpu_config, registered_gpus
-from policy_support import Recorded, dev_stack, gpu_stack, record_engine_view
+from harness import dev_config, gpu_config, nvml_config, registered_gpus
+from policy_support import Recorded, dev_stack, gpu_stack, nvml_stack, record_engine_view
 from replacement_model import deleted_first_with, replacements, undoing_replacements
 
 OTHER_DIGEST = "sha256:" + "1" * 64
@@ -29,22 +29,25 @@ CHANGES: dict[str, dict[str, str]] = {
     "cert-manager version": {"certManager": "v1.21.2"},
     "metallb version": {"metallb": "0.16.2"},
     "kindnetd image": {"kindnetdImage": "docker.io/kindest/kindnetd:v20260601-11111111"},
+    "nvml mock commit": {"nvmlMockCommit": "3b2b865d91b1844baa9feeca2820d2fab65414c7"},
 }
-STACKS = ("dev", "gpu")
+STACKS = ("dev", "dev-nvml", "gpu")
 
 
 def _config(stack: str) -> dict[str, Any]:
-    return dev_config() if stack == "dev" else gpu_config()
+    return {"dev": dev_config, "dev-nvml": nvml_config, "gpu": gpu_config}[stack]()
 
 
 def _record(stack: str, config: dict[str, Any]) -> list[Recorded]:
     if stack == "dev":
         return record_engine_view(config)
+    if stack == "dev-nvml":
+        return record_engine_view(config, stack="dev-nvml")
     return record_engine_view(config, stack="gpu", node_register=registered_gpus(config))
 
 
 def _baseline(stack: str) -> list[Recorded]:
-    return dev_stack() if stack == "dev" else gpu_stack()
+    return {"dev": dev_stack, "dev-nvml": nvml_stack, "gpu": gpu_stack}[stack]()
 
 
 _CHANGED: dict[tuple[str, str], list[Recorded]] = {}
@@ -175,9 +178,26 @@ def test_a_new_worker_image_rejoins_a_kind_worker_in_a_new_container() -> None:
     assert joins and all(joins.values()), joins
 
 
+def test_a_new_mock_nvml_commit_rebuilds_the_image_and_loads_it_into_every_worker() -> None:
+    replaced = _replaced("dev-nvml", "nvml mock commit")
+    assert replaced["nvml-mock-image-build"] is True  # the old tag removed, then the new one built
+    assert {n for n in replaced if n.endswith("-mock-nvml-image-load")} == {
+        "tenant-a-mock-nvml-image-load", "tenant-b-mock-nvml-image-load"
+    }
+    # The workers, their joins and the tenants' control planes stay.
+    assert not any(n.endswith(("-join", "-container", "-tcp")) for n in replaced), replaced
+
+
+def test_a_replaced_kind_worker_gets_the_mock_nvml_image_again() -> None:
+    replaced = _replaced("dev-nvml", "kubernetes version")
+    assert {"tenant-a-worker-container", "tenant-a-mock-nvml-image-load"} <= set(replaced), replaced
+
+
 def test_the_changes_are_real() -> None:
     """Each case changes what it names (a typo in CHANGES would make the tests above vacuous)."""
     for stack in STACKS:
         for change in CHANGES:
+            if change == "nvml mock commit" and stack != "dev-nvml":
+                continue  # only sim-nvml builds the mock
             before, after = _baseline(stack), _changed(stack, change)
             assert [r.inputs for r in before] != [r.inputs for r in after], (stack, change)

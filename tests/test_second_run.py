@@ -84,7 +84,7 @@ def _as_the_engine_compares(resource: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-@pytest.fixture(scope="module", params=["dev", "gpu"])
+@pytest.fixture(scope="module", params=["dev", "dev-nvml", "gpu"])
 def two_runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any]:
     tmp = tmp_path_factory.mktemp(f"second-run-{request.param}")
     first = _run(request.param, tmp / "first.json", "1", REPO, "UTC")
