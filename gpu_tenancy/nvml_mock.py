@@ -165,6 +165,10 @@ def rbac_rules(node_name: str) -> list[dict[str, Any]]:
     return [{"apiGroups": [""], "resources": ["nodes"], "resourceNames": [node_name], "verbs": ["get", "patch"]}]
 
 
+# The chart's LD_PRELOAD, in its order (umad before sys, so UMAD ioctls are caught before path rewriting).
+_PRELOADED_SHIMS = ("libibmockumad", "libibmockverbs", "libibmocksys", "libpcimocksys")
+
+
 def _host_path(name: str, path: str) -> dict[str, Any]:
     return {"name": name, "hostPath": {"path": path, "type": "DirectoryOrCreate"}}
 
@@ -182,17 +186,22 @@ def daemon_set_spec(
         {"name": "MOCK_NFD_PCI_LABEL", "value": "off"},
         {"name": "MOCK_NVML_CONFIG", "value": CONFIG_PATH_IN_POD},
         {"name": "MOCK_NVML_OVERRIDES", "value": f"/host{DRIVER_ROOT}/config/overrides.yaml"},
-        # InfiniBand mocking off (setup.sh step 9): no IB tools, shims or daemon are needed for GPUs.
+        # InfiniBand mocking off (setup.sh step 9): no IB daemon is needed for GPUs, so neither are the
+        # chart's IB ping settings. The preloaded shims stay as the chart sets them (they redirect /sys
+        # paths for processes in this container, e.g. `kubectl exec ... nvidia-smi`, and no-op for IB off).
         {"name": "MOCK_IB", "value": "off"},
+        {"name": "LD_PRELOAD", "value": ":".join(f"/usr/local/lib/{lib}.so.1" for lib in _PRELOADED_SHIMS)},
+        {"name": "MOCK_IB_ROOT", "value": f"{HOST_ROOT}/ib"},
+        {"name": "MOCK_PCI_ROOT", "value": HOST_ROOT},
     ]
     return {
         "selector": {"matchLabels": labels},
-        "updateStrategy": {"type": "RollingUpdate"},
+        "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%"}},
         "template": {
             "metadata": {"labels": labels, "annotations": {"checksum/config": config_digest}},
             "spec": {
                 "serviceAccountName": service_account,
-                "terminationGracePeriodSeconds": 30,
+                "terminationGracePeriodSeconds": 2,  # the chart's default: cleanup.sh is quick
                 "nodeSelector": {manifests.GPU_NODE_LABEL: "true"},
                 "tolerations": [{"operator": "Exists"}],
                 "containers": [

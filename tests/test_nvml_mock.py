@@ -290,3 +290,37 @@ def test_image_scripts_pass_shellcheck(script: str, tmp_path: Path) -> None:
     shellcheck = shutil.which("shellcheck") or str(Path(sys.executable).parent / "shellcheck")
     result = subprocess.run([shellcheck, "-s", "sh", str(path)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout
+
+
+CHART_RENDERING = Path(__file__).parent / "fixtures" / "nvml_mock" / "nvml-mock-daemonset.v0.3.0.yaml"
+CHART_VALUES = Path(__file__).parent / "fixtures" / "nvml_mock" / "nvml-mock-chart-values.json"
+# What the program's DaemonSet does differently from the chart's, each for a reason:
+# - the IB ping settings: they serve only MOCK_IB=full (setup.sh step 9), which is off;
+# - readinessProbe: HAMi's device plugin waits for the driver root (the chart has none);
+# - resources: the chart leaves them empty; the footprint here is sized;
+# - nodeSelector: only the tenant's GPU worker (the chart: every node);
+# - the ConfigMap, ServiceAccount and labels carry the program's names.
+_NOT_FROM_THE_CHART = {"MOCK_IB_PING_FABRIC", "MOCK_IB_PING_PORT", "MOCK_IB_PING_SOCKET", "POD_IP",
+                       "MOCK_IB_PING_SERVICE_HOST"}
+
+
+def test_the_daemonset_matches_what_upstreams_chart_renders() -> None:
+    chart = yaml.safe_load(CHART_RENDERING.read_text())
+    values = json.loads(CHART_VALUES.read_text())
+    config = load_config(nvml_config())
+    # The recording was made with the program's own configuration of tenant-b.
+    ours_config = nvml_mock.config_yaml(nvml_mock.mock_config("tenant-b", config.tenants[1].gpus))
+    assert values["gpu"]["customConfig"] == ours_config
+    image = f"{values['image']['repository']}:{values['image']['tag']}"
+    assert image == nvml_mock.image_name()
+    ours = nvml_mock.daemon_set_spec("tenant-b", image, "nvml-mock-config", "nvml-mock", 2, "x")
+    chart_pod, our_pod = chart["spec"]["template"]["spec"], ours["template"]["spec"]
+    (chart_container,), (our_container,) = chart_pod["containers"], our_pod["containers"]
+    for key in ("command", "securityContext", "lifecycle", "volumeMounts", "image", "imagePullPolicy"):
+        assert our_container[key] == chart_container[key], key
+    chart_env = [e for e in chart_container["env"] if e["name"] not in _NOT_FROM_THE_CHART]
+    assert our_container["env"] == chart_env
+    assert our_pod["volumes"] == chart_pod["volumes"]
+    for key in ("tolerations", "terminationGracePeriodSeconds"):
+        assert our_pod[key] == chart_pod[key], key
+    assert ours["updateStrategy"] == chart["spec"]["updateStrategy"]
