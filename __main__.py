@@ -54,7 +54,10 @@ cluster_name = config.cluster_name(pulumi.get_stack())
 management_ready: list[pulumi.Resource] = []
 if config.simulated:
     cluster = KindCluster(
-        "management", KindClusterArgs(cluster_name=cluster_name, node_image=config.versions.kind_node_image)
+        "management",
+        KindClusterArgs(
+            cluster_name=cluster_name, node_image=config.versions.kind_node_image, network=config.kind_network
+        ),
     )
     management_kubeconfig = cluster.kubeconfig
     # Depends on the cluster: when the engine replaces the cluster it treats this as changing (dependent

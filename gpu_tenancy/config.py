@@ -24,7 +24,7 @@ from pydantic import (
     model_validator,
 )
 
-from gpu_tenancy import addressing, nvml_mock, versions
+from gpu_tenancy import addressing, kind, nvml_mock, versions
 from gpu_tenancy.manifests import KONNECTIVITY_PORT, TCP_PORT, DeviceLayer
 
 NAMESPACE = "gpu-tenancy"
@@ -259,7 +259,7 @@ class VersionsConfig(_Model):
 
 class KindConfig(_Model):
     cluster_name: DnsLabel | None = Field(default=None, alias="clusterName")
-    network: str = "kind"
+    network: str = kind.DEFAULT_NETWORK
 
 
 class MetalLBConfig(_Model):

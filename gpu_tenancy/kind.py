@@ -19,6 +19,9 @@ trap 'rm -rf "$kubeconfig_dir"' EXIT
 """
 
 
+DEFAULT_NETWORK = "kind"  # kind v0.32.0 pkg/cluster/internal/providers/docker/network.go fixedNetworkName
+
+
 def create_command(cluster_name: str, node_image: str) -> str:
     """Creates the cluster from the kind config on stdin, or adopts a running one of the same name.
 

@@ -105,3 +105,26 @@ def test_the_kubeconfig_is_read_from_kind_not_from_a_file(host: dict[str, Any]) 
     read = find(dev_stack(), "command:local:Command", "management-kubeconfig")
     printed = _run(read.inputs["create"], "", host["env"])
     assert printed.returncode == 0 and "kind-gpu-tenancy-dev" in printed.stdout
+
+
+def test_kind_creates_the_cluster_on_the_configured_network() -> None:
+    """kind v0.32.0 takes a network other than `kind` from KIND_EXPERIMENTAL_DOCKER_NETWORK (provider.go
+    `Provision`); the workers and the MetalLB pool already follow `kind.network`, so must the cluster."""
+    from harness import dev_config, record_stack, unwrap
+
+    config = dev_config()
+    config["kind"] = {"network": "kind-lab"}
+    (create,) = [r for r in record_stack(config) if r.name == "management-create"]
+    inputs = unwrap(create.inputs)
+    assert inputs["environment"] == {"KIND_EXPERIMENTAL_DOCKER_NETWORK": "kind-lab"}
+    assert "kind-lab" in inputs["triggers"]  # another network is another cluster
+    (worker,) = {unwrap(r.inputs)["networksAdvanced"][0]["name"] for r in record_stack(config)
+                 if r.typ == "docker:index/container:Container"}
+    assert worker == "kind-lab"
+
+
+def test_kind_s_own_network_leaves_existing_stacks_unchanged() -> None:
+    """No new input for stacks on kind's default network: a new trigger would replace their cluster."""
+    create = find(dev_stack(), "command:local:Command", "management-create")
+    assert "environment" not in create.inputs or not create.inputs["environment"]
+    assert len(create.inputs["triggers"]) == 2
