@@ -81,7 +81,7 @@ def test_report_fits_exit_0_table_and_json(capsys: pytest.CaptureFixture[str]) -
     assert [t["tenant"] for t in view["tenants"]] == ["tenant-a", "tenant-b"]
 
 
-@pytest.mark.parametrize("stack", ["Pulumi.dev.yaml", "Pulumi.gpu.yaml"])
+@pytest.mark.parametrize("stack", ["Pulumi.dev.yaml", "Pulumi.dev-nvml.yaml", "Pulumi.gpu.yaml"])
 def test_plan_reads_stack_files_sim_and_real_without_secrets(stack: str, capsys: pytest.CaptureFixture[str]) -> None:
     """The real stack's secrets live in Pulumi's encrypted config, not in the file: nothing asks for them."""
     code, out, err = main(capsys, "plan", str(ROOT / stack), "--json")
