@@ -24,7 +24,7 @@ export DOCKER_HOST ?= $(shell docker context inspect --format '{{.Endpoints.dock
 endif
 
 .DEFAULT_GOAL := help
-.PHONY: help venv preflight up preview destroy test lint typecheck unit e2e bench promotion-diff
+.PHONY: help venv preflight up preview destroy test lint typecheck unit e2e e2e-nvml bench promotion-diff
 
 help: ## List the targets
 	@echo "usage: make <target> [STACK=<name>: Pulumi.<name>.yaml, default dev] [CONFIRM=1: no prompt on a real stack]"
@@ -69,8 +69,14 @@ unit: venv ## Offline tests (no Docker, no Pulumi CLI)
 
 test: lint typecheck unit ## lint + typecheck + unit
 
-e2e: venv ## Live suite: deploy a throwaway sim stack on this host, check it, destroy it
-	GPU_TENANCY_E2E=1 $(BIN)/pytest tests/integration -m e2e -v -rs
+# The live suite on a throwaway copy of an example stack (tests/integration/support.py E2E_STACKS).
+E2E_SUITE = GPU_TENANCY_E2E=1 GPU_TENANCY_E2E_STACK=$(1) $(BIN)/pytest tests/integration -m e2e -v -rs
+
+e2e: venv ## Live suite: deploy a throwaway copy of the dev stack (sim) on this host, check it, destroy it
+	$(call E2E_SUITE,dev)
+
+e2e-nvml: venv ## Live suite on a copy of dev-nvml (sim-nvml: HAMi's device plugin on a mock NVML)
+	$(call E2E_SUITE,dev-nvml)
 
 promotion-diff: venv ## Print what promotion dev -> gpu changes; fails if the tenant layer differs
 	$(BIN)/pytest tests/test_promotion.py -q -s -k tenant_layer_identical

@@ -13,18 +13,30 @@ from typing import Any
 import pytest
 
 from tests.integration.support import (
+    E2E_STACKS,
+    NVML_MOCK_DRIVER_ROOT,
+    STACK_ENV,
     STAGE_BY_COMPONENT_TYPE,
     TENANT_COMPONENT_TYPE,
     StageTimings,
     UpProgress,
     WaitTimeout,
+    allocation_consumed,
     conflicting_clusters,
     filtering_failed_messages,
+    hami_device_type,
     ipv4_in_range,
     missing_prerequisites,
+    mode_skip_reason,
+    nvidia_smi_gpus,
+    nvml_inventory,
+    nvml_mock_image,
+    nvml_name,
     opted_in,
     parse_devices_allocated,
     parse_register_annotation,
+    register_problems,
+    select_stack,
     stack_resources_left,
     stage_for_urn,
     wait_for,
@@ -32,6 +44,9 @@ from tests.integration.support import (
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+# tests/integration/conftest.py registers the suite's markers (e2e_mode, e2e_last); importing the check modules
+# here, without that conftest, would warn about them.
+pytestmark = pytest.mark.filterwarnings(r"ignore:Unknown pytest\.mark\.e2e_:pytest.PytestUnknownMarkWarning")
 
 
 class FakeClock:
@@ -246,9 +261,172 @@ def test_e2e_stack_never_reuses_a_configured_cluster_name(tmp_path: Path) -> Non
     assert e2e_stack_config(stack_file)["gpu-tenancy:kind"] == {"network": "kind"}
 
 
+# ------------------------------------------------------------------ which example stack, and mode sim-nvml
+
+
+def test_the_stack_is_chosen_by_env_and_defaults_to_dev() -> None:
+    for unset in (None, "", "  "):
+        assert select_stack(unset) is E2E_STACKS["dev"]
+    dev, nvml = select_stack("dev"), select_stack("dev-nvml")
+    assert (dev.stack_file, dev.mode, dev.prefix) == ("Pulumi.dev.yaml", "sim", "e2e")
+    assert (nvml.stack_file, nvml.mode, nvml.prefix) == ("Pulumi.dev-nvml.yaml", "sim-nvml", "e2e-nvml")
+    for stack in E2E_STACKS.values():
+        assert (REPO_ROOT / stack.stack_file).is_file(), stack
+    with pytest.raises(ValueError, match=rf"^{STACK_ENV}='gpu' names no e2e stack; choose one of dev, dev-nvml$"):
+        select_stack("gpu")
+
+
+def test_mode_specific_checks_name_the_mode_they_need() -> None:
+    dev, nvml = E2E_STACKS["dev"], E2E_STACKS["dev-nvml"]
+    assert mode_skip_reason(["sim"], dev) is None and mode_skip_reason(["sim", "sim-nvml"], nvml) is None
+    assert mode_skip_reason(["sim"], nvml, "reads the mock-GPU agent's annotation") == (
+        "mode sim only; GPU_TENANCY_E2E_STACK=dev-nvml deploys mode sim-nvml: reads the mock-GPU agent's annotation"
+    )
+    assert mode_skip_reason(["sim-nvml"], dev) == "mode sim-nvml only; GPU_TENANCY_E2E_STACK=dev deploys mode sim"
+
+
+def test_e2e_nvml_stack_is_the_dev_nvml_stack_with_idle_gpus() -> None:
+    import yaml
+
+    from tests.integration.conftest import e2e_stack_config
+    from tests.integration.test_lab import EXPECTED_INVENTORY
+
+    stack = E2E_STACKS["dev-nvml"]
+    config = e2e_stack_config(REPO_ROOT / stack.stack_file, stack.mode)
+    declared = yaml.safe_load((REPO_ROOT / stack.stack_file).read_text())["config"]
+    assert config["gpu-tenancy:mode"] == "sim-nvml"
+    assert [t["gpus"] for t in config["gpu-tenancy:tenants"]] == [t["gpus"] for t in declared["gpu-tenancy:tenants"]]
+    assert all(w["replicas"] == 0 for t in config["gpu-tenancy:tenants"] for w in t.get("workloads", []))
+    # The shared checks (2-13) are parametrized by EXPECTED_INVENTORY's tenants and size pods for its GPUs.
+    assert {t["name"] for t in config["gpu-tenancy:tenants"]} == set(EXPECTED_INVENTORY)
+
+
+def test_nvml_inventory_of_the_dev_nvml_stack() -> None:
+    from tests.integration.conftest import e2e_stack_config
+
+    stack = E2E_STACKS["dev-nvml"]
+    inventory = nvml_inventory(e2e_stack_config(REPO_ROOT / stack.stack_file, stack.mode)["gpu-tenancy:tenants"])
+    assert inventory == {
+        "tenant-a": {("NVIDIA A100-SXM4-80GB", 81920): 1},
+        "tenant-b": {("NVIDIA L4", 24576): 2},
+    }, "Pulumi.dev-nvml.yaml changed: check the sim-nvml checks' pod sizes and this table"
+
+
+def test_nvml_names_are_the_declared_models_with_a_space() -> None:
+    assert nvml_name("NVIDIA-A100-SXM4-80GB") == "NVIDIA A100-SXM4-80GB"
+    assert nvml_name("NVIDIA-L4") == "NVIDIA L4"
+    assert nvml_name("NVIDIA H100 80GB HBM3") == "NVIDIA H100 80GB HBM3"
+    assert nvml_name("Tesla-T4-nvidia") == "Tesla-T4-nvidia"
+    # HAMi v2.10.0 register.go: the NVML name as is when it starts with "NVIDIA", else prefixed "NVIDIA-".
+    assert hami_device_type("NVIDIA L4") == "NVIDIA L4"
+    assert hami_device_type("Tesla-T4-nvidia") == "NVIDIA-Tesla-T4-nvidia"
+
+
+def test_the_checks_agree_with_the_program_on_the_mock() -> None:
+    """Only once gpu_tenancy/nvml_mock.py exists: the names, image and driver root the checks expect."""
+    nvml_mock = pytest.importorskip("gpu_tenancy.nvml_mock", reason="gpu_tenancy.nvml_mock (mode sim-nvml) is not there yet")
+    from gpu_tenancy import versions
+    from gpu_tenancy.config import GpuConfig
+
+    models = ["NVIDIA-A100-SXM4-80GB", "NVIDIA-L4", "NVIDIA-H100-80GB-HBM3", "NVIDIA A10", "Tesla-T4-NVIDIA"]
+    assert [nvml_mock.nvml_name(model) for model in models] == [nvml_name(model) for model in models]
+    assert nvml_mock.image_name() == nvml_mock_image(versions.NVML_MOCK_COMMIT)
+    assert nvml_mock.DRIVER_ROOT == NVML_MOCK_DRIVER_ROOT and nvml_mock.COMPONENT == "nvml-mock"
+    gpus = [GpuConfig.model_validate({"model": "NVIDIA-L4", "memoryMiB": 24576, "count": 2})]
+    names = {device["name"] for device in nvml_mock.mock_config("tenant-b", gpus)["devices"]}
+    assert names == {"NVIDIA L4"}
+
+
+def test_the_mock_image_is_named_after_the_pinned_commit() -> None:
+    assert nvml_mock_image("204019fb69e4d49285625a6829ff0e5b143bba3b") == "gpu-tenancy/nvml-mock:204019fb69e4"
+    for unusable in (None, "", "v0.3.0", "204019fb69e4"):
+        assert nvml_mock_image(unusable) is None, unusable
+
+
+def _register(*devices: dict[str, Any]) -> list[dict[str, Any]]:
+    """As HAMi v2.10.0 writes it (device.MarshalNodeDevices: omitempty drops index 0, numa 0 and health false)."""
+    return gpu_parse_register(json.dumps(list(devices), separators=(",", ":")))
+
+
+def gpu_parse_register(value: str) -> list[dict[str, Any]]:
+    from gpu_tenancy.hami import parse_register_annotation as parse
+
+    return parse(value)
+
+
+def _l4(uuid: str, **changes: Any) -> dict[str, Any]:
+    device = {"id": uuid, "count": 10, "devmem": 24576, "devcore": 100, "type": "NVIDIA L4", "mode": "hami-core", "health": True}
+    return {key: value for key, value in {**device, **changes}.items() if value is not None}
+
+
+def test_register_problems_accepts_exactly_the_declared_gpus() -> None:
+    wanted = {("NVIDIA L4", 24576): 2}
+    assert register_problems(_register(_l4("GPU-a"), _l4("GPU-b", index=1)), wanted, 10) == []
+
+
+def test_register_problems_names_every_difference() -> None:
+    wanted = {("NVIDIA L4", 24576): 2}
+    assert register_problems(_register(_l4("GPU-a")), wanted, 10) == [
+        "registered 1 x NVIDIA L4 (24576 MiB), declared 2 x NVIDIA L4 (24576 MiB)"
+    ]
+    # A real L4's driver reserves memory; the mock reports exactly the declared MiB, so nothing is tolerated.
+    assert register_problems(_register(_l4("GPU-a"), _l4("GPU-b", devmem=23034)), wanted, 10) == [
+        "registered 1 x NVIDIA L4 (23034 MiB) + 1 x NVIDIA L4 (24576 MiB), declared 2 x NVIDIA L4 (24576 MiB)"
+    ]
+    # The declared form is not the NVML name: HAMi registers what NVML reports.
+    assert register_problems(_register(_l4("GPU-a", type="NVIDIA-L4"), _l4("GPU-b")), wanted, 10)[0].startswith(
+        "registered 1 x NVIDIA L4 (24576 MiB) + 1 x NVIDIA-L4 (24576 MiB)"
+    )
+    assert register_problems(_register(_l4("GPU-a", health=None), _l4("GPU-b", count=5)), wanted, 10) == [
+        "GPU GPU-a is not healthy",
+        "GPU GPU-b offers 5 slots (deviceSplitCount), expected 10",
+    ]
+    assert register_problems(_register(_l4("GPU-a"), _l4("GPU-a")), wanted, 10) == ["GPU ids registered twice: GPU-a"]
+
+
+def test_allocation_consumed_tells_the_device_plugin_from_the_scheduler() -> None:
+    # The scheduler writes the devices to allocate; HAMi's Allocate erases each container's entry it serves and
+    # re-encodes the list, trailing empty entry included: ';;' for one container.
+    assert allocation_consumed(";;") and allocation_consumed(";")
+    assert not allocation_consumed("GPU-a,NVIDIA,4000,5:;")
+    assert not allocation_consumed(";GPU-a,NVIDIA,4000,5:;")
+    assert not allocation_consumed(None) and not allocation_consumed("")
+
+
+def test_nvidia_smi_list_is_parsed() -> None:
+    output = (
+        "GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-1b9c8f4e-3c1d-5b8f-9a0e-2f4d6c8b0a12)\n"
+        "  MIG 1g.10gb     Device  0: (UUID: MIG-7d1e6a2b-5c4f-4e9a-8b3d-1f2e3a4b5c6d)\n"
+        "GPU 1: NVIDIA L4 (UUID: GPU-00000000-0000-0000-0000-000000000001)\n"
+        "No devices were found\n"
+    )
+    assert nvidia_smi_gpus(output) == [
+        (0, "NVIDIA A100-SXM4-80GB", "GPU-1b9c8f4e-3c1d-5b8f-9a0e-2f4d6c8b0a12"),
+        (1, "NVIDIA L4", "GPU-00000000-0000-0000-0000-000000000001"),
+    ]
+    assert nvidia_smi_gpus("Failed to initialize NVML: Unknown Error\n") == []
+
+
+def test_the_pod_mounts_the_mock_driver_root_and_runs_its_nvidia_smi() -> None:
+    from tests.integration.test_nvml import nvidia_smi_pod
+
+    pod = nvidia_smi_pod("gpu-tenancy/nvml-mock:204019fb69e4")
+    (container,) = pod.spec.containers
+    assert container.image == "gpu-tenancy/nvml-mock:204019fb69e4" and container.image_pull_policy == "Never"
+    assert container.command == [f"{NVML_MOCK_DRIVER_ROOT}/usr/bin/nvidia-smi", "-L"]
+    assert container.resources.limits == {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "1024"}
+    assert {(env.name, env.value) for env in container.env} == {("CUDA_DISABLE_CONTROL", "true")}
+    (mount,) = container.volume_mounts
+    (volume,) = pod.spec.volumes
+    assert (mount.mount_path, mount.read_only, mount.name) == (NVML_MOCK_DRIVER_ROOT, True, volume.name)
+    assert volume.host_path.path == NVML_MOCK_DRIVER_ROOT
+    assert pod.spec.scheduler_name == "hami-scheduler" and pod.spec.restart_policy == "Never"
+
+
 # ----------------------------------------------------------------------------------- the skip path
 
-E2E_TESTS = 18  # test_lab.py items, parametrized ones counted per case
+E2E_TESTS = 24  # test_lab.py and test_nvml.py items, parametrized ones counted per case
+NVML_TESTS = 6  # test_nvml.py's: they skip against the default (dev, mode sim) stack
 
 
 def fake_bin(tmp_path: Path, tools: dict[str, str]) -> str:
@@ -286,8 +464,15 @@ def test_suite_collects_every_check(tmp_path: Path) -> None:
     result = run_suite(fake_bin(tmp_path, {}), "--collect-only")
     output = result.stdout + result.stderr
     assert f"{E2E_TESTS} tests collected" in output, output
-    for number in range(1, 14):
-        assert f"test_{number:02d}_" in output, f"check {number} is missing from test_lab.py"
+    for number in range(1, 18):
+        assert f"test_{number:02d}_" in output, f"check {number} is missing from tests/integration"
+
+
+def test_teardown_runs_last_whatever_the_file_order(tmp_path: Path) -> None:
+    result = run_suite(fake_bin(tmp_path, {}), "--collect-only")  # run_suite passes -q: one node id a line
+    ids = [line for line in result.stdout.splitlines() if "::test_" in line]
+    assert len(ids) == E2E_TESTS and ids[-1].endswith("::test_13_teardown_leaves_nothing"), ids
+    assert ids.index(next(i for i in ids if "test_nvml.py" in i)) > ids.index(next(i for i in ids if "test_12_" in i))
 
 
 def test_without_opt_in_every_check_skips_with_the_reason(tmp_path: Path) -> None:
@@ -318,6 +503,16 @@ def test_opt_in_refuses_to_share_the_host_with_another_stack(tmp_path: Path) -> 
     )
 
 
+def test_an_unknown_stack_is_named_instead_of_deployed(tmp_path: Path) -> None:
+    tools = {"docker": "exit 0", "pulumi": "exit 0", "kubectl": "exit 0", "kind": "exit 0"}
+    reason = "GPU_TENANCY_E2E_STACK='gpu' names no e2e stack; choose one of dev, dev-nvml"
+    assert_all_skipped(run_suite(fake_bin(tmp_path, tools), GPU_TENANCY_E2E="1", GPU_TENANCY_E2E_STACK="gpu"), reason)
+    strict = run_suite(
+        str(tmp_path / "bin"), GPU_TENANCY_E2E="1", GPU_TENANCY_E2E_STACK="gpu", GPU_TENANCY_E2E_STRICT="1"
+    )
+    assert strict.returncode == 4 and reason in strict.stdout + strict.stderr, strict.stdout + strict.stderr
+
+
 def test_strict_mode_errors_instead_of_skipping(tmp_path: Path) -> None:
     result = run_suite(fake_bin(tmp_path, {}), GPU_TENANCY_E2E="1", GPU_TENANCY_E2E_STRICT="1")
     output = result.stdout + result.stderr
@@ -332,43 +527,29 @@ def test_ci_job_runs_the_suite_strictly_on_a_self_hosted_runner() -> None:
     job = workflow["jobs"]["e2e"]
     assert "self-hosted" in job["runs-on"]
     assert job["env"]["GPU_TENANCY_E2E"] == "1" and job["env"]["GPU_TENANCY_E2E_STRICT"] == "1"
+    # Both example stacks, one after the other: two sim stacks on one host share the kind network and MetalLB pool.
+    strategy = job["strategy"]
+    assert strategy["matrix"]["target"] == ["e2e", "e2e-nvml"] and strategy["max-parallel"] == 1, strategy
+    assert strategy["fail-fast"] is False, "a failing dev suite must not cancel the sim-nvml one"
     steps = job["steps"]
-    assert any(step.get("run") == "make e2e" for step in steps)
+    (run,) = [step for step in steps if "make" in step.get("run", "")]
+    assert run["run"] == 'make "$E2E_TARGET"' and run["env"] == {"E2E_TARGET": "${{ matrix.target }}"}, run
     always = [step for step in steps if step.get("if") == "always()"]
-    assert any("reports/e2e" in str(step.get("with", {}).get("path")) for step in always), "reports must be uploaded"
+    uploads = [step for step in always if "reports/e2e" in str(step.get("with", {}).get("path"))]
+    assert uploads, "reports must be uploaded"
+    assert all("${{ matrix.target }}" in step["with"]["name"] for step in uploads), "one artifact per suite"
     assert any("kind delete cluster" in step.get("run", "") for step in always), "leftovers must be removed"
     assert workflow["concurrency"]["group"] == "gpu-tenancy-e2e", "one e2e run per Docker host"
 
 
 def test_api_clients_from_stack_kubeconfigs_never_wait_forever() -> None:
-    import base64
     import ssl
 
-    import yaml
     from kubernetes import client
 
-    from tests.harness import CA_PEM
     from tests.integration.conftest import API_TIMEOUT, TimeoutApiClient
 
-    # Shaped like Kamaji's admin.conf: one cluster, one context, current-context set.
-    kubeconfig = yaml.safe_dump(
-        {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [
-                {
-                    "name": "tenant-a",
-                    "cluster": {
-                        "server": "https://172.18.255.200:6443",
-                        "certificate-authority-data": base64.b64encode(CA_PEM).decode(),
-                    },
-                }
-            ],
-            "contexts": [{"name": "admin@tenant-a", "context": {"cluster": "tenant-a", "user": "admin"}}],
-            "current-context": "admin@tenant-a",
-            "users": [{"name": "admin", "user": {"token": "t"}}],
-        }
-    )
+    kubeconfig = _admin_kubeconfig()
 
     seen: list[tuple[str, Any, bool]] = []
 
@@ -468,7 +649,8 @@ class FakeStack:
 
 
 def create_or_select_stack(name, work_dir=None, opts=None):
-    record(["create", name, opts.env_vars["PULUMI_BACKEND_URL"], sorted(opts.stack_settings)])
+    config = opts.stack_settings[name].config
+    record(["create", name, opts.env_vars["PULUMI_BACKEND_URL"], sorted(opts.stack_settings), config["gpu-tenancy:mode"]])
     return FakeStack()
 
 
@@ -500,11 +682,13 @@ def run_with_fake_automation(tmp_path: Path, *args: str, **env: str) -> tuple[st
 
 def test_failed_deploy_errors_every_check_and_still_destroys_keeping_logs(tmp_path: Path) -> None:
     output, entries, reports = run_with_fake_automation(tmp_path, FAKE_UP_FAILS="1")
-    assert re.search(rf"\b{E2E_TESTS} errors?\b", output) and " passed" not in output, output
+    assert re.search(rf"\b{NVML_TESTS} skipped, {E2E_TESTS - NVML_TESTS} errors\b", output), output
+    assert " passed" not in output, output
     assert "deploy failed in the fake" in output
     assert [entry[0] for entry in entries] == ["create", "preview", "up", "destroy"], entries
     create, preview, up, destroy = entries
     assert create[1].startswith("e2e-") and create[2].startswith("file://") and create[3] == [create[1]]
+    assert not create[1].startswith("e2e-nvml-") and create[4] == "sim", "the default is the dev stack in mode sim"
     assert preview[1] == up[1] == [str(REPO_ROOT / "policies")], "the policy pack must gate the preview and up"
     assert destroy[1] is True, "destroy must remove the stack"
     (run_dir,) = [d for d in reports.iterdir() if d.is_dir()]
@@ -527,6 +711,33 @@ def test_destroy_runs_once_and_diagnostics_are_kept_for_failures(tmp_path: Path)
     assert "e2e stage timings and artifacts" in output and re.search(r"destroy\s+\d+\.\d", output), output
 
 
+def test_the_dev_nvml_stack_skips_the_agent_checks_and_runs_its_own(tmp_path: Path) -> None:
+    output, entries, reports = run_with_fake_automation(
+        tmp_path, "-rsf", "-k", "test_06 or test_07 or test_14 or test_13", GPU_TENANCY_E2E_STACK="dev-nvml"
+    )
+    create = entries[0]
+    assert create[0] == "create" and re.fullmatch(r"e2e-nvml-[0-9a-f]{6}", create[1]) and create[4] == "sim-nvml", entries
+    assert re.search(r"SKIPPED \[\d+\] .*test_lab.py:\d+: mode sim only; GPU_TENANCY_E2E_STACK=dev-nvml deploys mode sim-nvml", output), output
+    # test_06 (2 tenants) skips; test_07 is shared and runs (fails: the fake has no tenants); test_14 runs too.
+    assert re.search(r"\b2 skipped\b", output) and re.search(r"\b1 passed\b", output), output
+    assert "FAILED tests/integration/test_lab.py::test_07_fractional_sharing_on_a100" in output, output
+    assert "FAILED tests/integration/test_nvml.py::test_14_" in output and re.search(r"\b3 failed\b", output), output
+    (run_dir,) = [d for d in reports.iterdir() if d.is_dir()]
+    assert run_dir.name == create[1]
+
+
+def test_the_dev_stack_skips_the_sim_nvml_checks(tmp_path: Path) -> None:
+    output, entries, _ = run_with_fake_automation(tmp_path, "-k", "test_nvml or test_13")
+    assert entries[0][4] == "sim", entries
+    assert re.search(r"SKIPPED \[\d+\] .*test_nvml.py:\d+: mode sim-nvml only; GPU_TENANCY_E2E_STACK=dev deploys mode sim", output), output
+    assert re.search(rf"\b{NVML_TESTS} skipped\b", output) and re.search(r"\b1 passed\b", output), output
+
+
+def test_a_fully_skipped_run_deploys_nothing(tmp_path: Path) -> None:
+    output, entries, _ = run_with_fake_automation(tmp_path, "-k", "test_nvml")
+    assert entries == [] and re.search(rf"\b{NVML_TESTS} skipped\b", output), (entries, output)
+
+
 def test_failed_destroy_keeps_the_state_and_says_how_to_retry(tmp_path: Path) -> None:
     output, entries, reports = run_with_fake_automation(tmp_path, "-k", "test_01", FAKE_DESTROY_FAILS="1")
     assert [entry[0] for entry in entries] == ["create", "preview", "up", "destroy", "destroy"], "one retry"
@@ -545,7 +756,7 @@ def test_failed_destroy_keeps_the_state_and_says_how_to_retry(tmp_path: Path) ->
 def test_a_mandatory_violation_in_the_preview_deploys_nothing(tmp_path: Path) -> None:
     output, entries, _ = run_with_fake_automation(tmp_path, FAKE_PREVIEW_VIOLATION="1")
     assert [entry[0] for entry in entries] == ["create", "preview", "destroy"], entries
-    assert re.search(rf"\b{E2E_TESTS} errors?\b", output), output
+    assert re.search(rf"\b{E2E_TESTS - NVML_TESTS} errors\b", output), output
     assert "gpu-tenancy/tenant-provider-isolation: tenant-provider-isolation: tenant-a reads" in output, output
 
 
@@ -604,3 +815,210 @@ def test_preview_then_up_stops_when_the_preview_fails_without_a_violation() -> N
     with pytest.raises(PolicyGateError, match="nothing deployed"):
         preview_then_up(stack, ["policies"], on_output=print)
     assert stack.calls == [("preview", ["policies"])]
+
+
+# --------------------------------------------- the sim-nvml checks (14-17) against an in-memory tenant API
+
+A100_UUID = "GPU-4f1d7c3a-9b2e-5d6f-8a1c-3e5b7d9f1a2c"
+# As HAMi v2.10.0's device plugin writes it over the mock (register.go getAPIDevices, MarshalNodeDevices: no
+# index/numa when 0): the NVML name as the type, the declared MiB exactly.
+NVML_A100_REGISTER = json.dumps(
+    [{"id": A100_UUID, "count": 10, "devmem": 81920, "devcore": 100, "type": "NVIDIA A100-SXM4-80GB", "mode": "hami-core", "health": True}],
+    separators=(",", ":"),
+)
+# What the mock-GPU agent registers in mode sim: the declared model as the type.
+AGENT_A100_REGISTER = NVML_A100_REGISTER.replace("NVIDIA A100-SXM4-80GB", "NVIDIA-A100-SXM4-80GB")
+
+
+def _admin_kubeconfig() -> str:
+    """Shaped like Kamaji's admin.conf: one cluster, one context, current-context set."""
+    import base64
+
+    import yaml
+
+    from tests.harness import CA_PEM
+
+    return yaml.safe_dump(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "tenant-a",
+                    "cluster": {
+                        "server": "https://172.18.255.200:6443",
+                        "certificate-authority-data": base64.b64encode(CA_PEM).decode(),
+                    },
+                }
+            ],
+            "contexts": [{"name": "admin@tenant-a", "context": {"cluster": "tenant-a", "user": "admin"}}],
+            "current-context": "admin@tenant-a",
+            "users": [{"name": "admin", "user": {"token": "t"}}],
+        }
+    )
+
+
+def _daemon_set(name: str, labels: dict[str, str], ready: int, desired: int = 1) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "kube-system", "labels": labels},
+        "spec": {"selector": {"matchLabels": labels}, "template": {"metadata": {"labels": labels}, "spec": {"containers": []}}},
+        "status": {"desiredNumberScheduled": desired, "numberReady": ready, "currentNumberScheduled": desired, "numberMisscheduled": 0},
+    }
+
+
+class FakeTenantApi:
+    """The few kube-apiserver calls checks 14-17 make, answered from memory through the real kubernetes client
+    (its ``rest_client.request`` replaced). A created pod gets what ``pod_outcome`` says: status, annotations."""
+
+    def __init__(self, node: dict[str, Any], daemon_sets: list[dict[str, Any]], pod_outcome: Any, log: str = "") -> None:
+        self.node, self.daemon_sets, self.pod_outcome, self.log = node, daemon_sets, pod_outcome, log
+        self.pods: dict[str, dict[str, Any]] = {}
+        self.created: list[dict[str, Any]] = []
+
+    def request(self, method: str, url: str, headers: Any = None, body: Any = None, post_params: Any = None, _request_timeout: Any = None) -> Any:
+        from types import SimpleNamespace
+        from urllib.parse import parse_qs, urlsplit
+
+        from kubernetes.client import rest
+
+        def answer(status: int, payload: Any) -> Any:
+            text = payload if isinstance(payload, str) else json.dumps(payload)
+            kind = "text/plain" if isinstance(payload, str) else "application/json"
+            response = rest.RESTResponse(SimpleNamespace(status=status, reason="", data=text.encode(), headers={"content-type": kind}))
+            response.read()
+            return response
+
+        parts = urlsplit(url)
+        path, query = parts.path, parse_qs(parts.query)
+        pod_path = re.fullmatch(r"/api/v1/namespaces/default/pods/([^/]+)(/log)?", path)
+        if method == "GET" and path == "/apis/apps/v1/daemonsets":
+            key, value = query["labelSelector"][0].split("=")
+            items = [d for d in self.daemon_sets if d["metadata"]["labels"].get(key) == value]
+            return answer(200, {"apiVersion": "apps/v1", "kind": "DaemonSetList", "metadata": {}, "items": items})
+        if method == "GET" and path == f"/api/v1/nodes/{self.node['metadata']['name']}":
+            return answer(200, self.node)
+        if method == "POST" and path == "/api/v1/namespaces/default/pods":
+            self.created.append(body)
+            status, annotations = self.pod_outcome(body)
+            pod = {**body, "metadata": {**body["metadata"], "namespace": "default", "annotations": annotations}, "status": status}
+            self.pods[body["metadata"]["name"]] = pod
+            return answer(201, pod)
+        if method == "GET" and path == "/api/v1/namespaces/default/pods":
+            return answer(200, {"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": list(self.pods.values())})
+        if pod_path and pod_path[1] in self.pods:
+            if method == "DELETE":
+                return answer(200, self.pods.pop(pod_path[1]))
+            return answer(200, self.log if pod_path[2] else self.pods[pod_path[1]])
+        return answer(404, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404})
+
+
+def _running(annotations: dict[str, str]) -> Any:
+    return lambda pod: ({"phase": "Running"}, annotations)
+
+
+def _fake_lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, api: FakeTenantApi) -> Any:
+    from tests.integration import support, test_nvml
+    from tests.integration.conftest import DeployedLab, TimeoutApiClient, e2e_stack_config
+
+    stack = E2E_STACKS["dev-nvml"]
+    lab = DeployedLab(None, {"tenants": {"tenant-a": {"nodes": ["tenant-a-worker"]}}}, StageTimings(), tmp_path,
+                      mode=stack.mode, config=e2e_stack_config(REPO_ROOT / stack.stack_file, stack.mode))
+    client = TimeoutApiClient.from_kubeconfig(_admin_kubeconfig())
+    client.rest_client.request = api.request
+    monkeypatch.setattr(lab, "tenant_client", lambda tenant, verify_ssl=True: client)
+    # A failing check polls until its deadline: on a fake clock here.
+    clock = FakeClock()
+    monkeypatch.setattr(test_nvml, "wait_for", lambda probe, **kw: support.wait_for(probe, **kw, clock=clock, sleep=clock.sleep))
+    return lab
+
+
+def _node(register: str, allocatable: str = "10") -> dict[str, Any]:
+    return {
+        "metadata": {"name": "tenant-a-worker", "annotations": {"hami.io/node-nvidia-register": register}},
+        "status": {"allocatable": {"nvidia.com/gpu": allocatable}, "capacity": {"nvidia.com/gpu": allocatable}},
+    }
+
+
+PLUGIN_DS = _daemon_set("hami-device-plugin", {"app.kubernetes.io/component": "hami-device-plugin"}, ready=1)
+MOCK_DS = _daemon_set("tenant-a-mock-nvml", {"gpu-tenancy.io/component": "nvml-mock"}, ready=1)
+AGENT_DS = _daemon_set("tenant-a-mock-gpu-agent", {"gpu-tenancy.io/component": "mock-gpu-agent"}, ready=1)
+
+
+def test_check_14_wants_the_plugin_and_the_mock_ready_and_no_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.integration.test_nvml import test_14_device_plugin_and_mock_nvml_ready_without_the_agent as check
+
+    check(_fake_lab(tmp_path, monkeypatch, FakeTenantApi(_node(NVML_A100_REGISTER), [PLUGIN_DS, MOCK_DS], None)), "tenant-a")
+    with pytest.raises(AssertionError, match=r"tenant-a runs the mock-GPU agent \(\['kube-system/tenant-a-mock-gpu-agent'\]\)"):
+        check(_fake_lab(tmp_path, monkeypatch, FakeTenantApi(_node(NVML_A100_REGISTER), [PLUGIN_DS, MOCK_DS, AGENT_DS], None)), "tenant-a")
+    unscheduled = _daemon_set("hami-device-plugin", {"app.kubernetes.io/component": "hami-device-plugin"}, ready=0, desired=0)
+    with pytest.raises(AssertionError, match=r"HAMi's device plugin .* Ready.*last seen: kube-system/hami-device-plugin ready 0/0$"):
+        check(_fake_lab(tmp_path, monkeypatch, FakeTenantApi(_node(NVML_A100_REGISTER), [unscheduled, MOCK_DS], None)), "tenant-a")
+    crashing = _daemon_set("hami-device-plugin", {"app.kubernetes.io/component": "hami-device-plugin"}, ready=0)
+    with pytest.raises(AssertionError, match=r"panics when it finds no libnvidia-ml.*last seen: kube-system/hami-device-plugin ready 0/1$"):
+        check(_fake_lab(tmp_path, monkeypatch, FakeTenantApi(_node(NVML_A100_REGISTER), [crashing, MOCK_DS], None)), "tenant-a")
+    with pytest.raises(AssertionError, match=r"the mock NVML \(kube-system/tenant-a-mock-nvml\).*last seen: no DaemonSet labelled"):
+        check(_fake_lab(tmp_path, monkeypatch, FakeTenantApi(_node(NVML_A100_REGISTER), [PLUGIN_DS], None)), "tenant-a")
+
+
+def test_check_15_wants_the_nvml_names_and_exact_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.integration.test_nvml import test_15_device_plugin_registers_exactly_the_declared_gpus as check
+
+    check(_fake_lab(tmp_path, monkeypatch, FakeTenantApi(_node(NVML_A100_REGISTER), [], None)), "tenant-a")
+    with pytest.raises(AssertionError, match=r"last seen: registered 1 x NVIDIA-A100-SXM4-80GB \(81920 MiB\), declared 1 x NVIDIA A100-SXM4-80GB"):
+        check(_fake_lab(tmp_path, monkeypatch, FakeTenantApi(_node(AGENT_A100_REGISTER), [], None)), "tenant-a")
+    with pytest.raises(AssertionError, match=r"last seen: allocatable nvidia.com/gpu is '0', expected 10$"):
+        check(_fake_lab(tmp_path, monkeypatch, FakeTenantApi(_node(NVML_A100_REGISTER, "0"), [], None)), "tenant-a")
+
+
+def test_check_16_wants_hami_to_have_allocated_every_pod(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.integration.test_nvml import test_16_device_plugin_completes_ten_binds_within_60s as check
+
+    allocated = {"hami.io/bind-phase": "success", "hami.io/vgpu-devices-to-allocate": ";;"}
+    api = FakeTenantApi(_node(NVML_A100_REGISTER), [], _running(allocated))
+    check(_fake_lab(tmp_path, monkeypatch, api))
+    assert len(api.created) == 10 and not api.pods, "ten pods created, all deleted again"
+    assert all(not any(e["name"] == "CUDA_DISABLE_CONTROL" for e in p["spec"]["containers"][0].get("env") or []) for p in api.created)
+    # What the mock-GPU agent leaves: success, but the scheduler's devices still to allocate.
+    by_agent = {"hami.io/bind-phase": "success", "hami.io/vgpu-devices-to-allocate": f"{A100_UUID},NVIDIA,4000,5:;"}
+    api = FakeTenantApi(_node(NVML_A100_REGISTER), [], _running(by_agent))
+    with pytest.raises(AssertionError, match=r"no device left to allocate.*e2e-nvml-burst-0: hami.io/bind-phase='success'"):
+        check(_fake_lab(tmp_path, monkeypatch, api))
+    assert not api.pods, "pods are deleted when the check fails"
+
+
+def _nvidia_smi_outcome(phase: str, exit_code: int) -> Any:
+    status = {
+        "phase": phase,
+        "containerStatuses": [
+            {"name": "main", "ready": False, "restartCount": 0, "image": "i", "imageID": "", "state": {"terminated": {"exitCode": exit_code, "reason": "Completed" if exit_code == 0 else "Error"}}}
+        ],
+    }
+    return lambda pod: (status, {"hami.io/vgpu-devices-allocated": f"{A100_UUID},NVIDIA,1024,0:;", "hami.io/bind-phase": "success"})
+
+
+def test_check_17_runs_the_mock_nvidia_smi_and_keeps_its_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpu_tenancy import versions
+    from tests.integration.test_nvml import NVIDIA_SMI_LOG
+    from tests.integration.test_nvml import test_17_nvidia_smi_in_a_pod_lists_the_mock_gpu as check
+
+    monkeypatch.setattr(versions, "NVML_MOCK_COMMIT", "204019fb69e4d49285625a6829ff0e5b143bba3b", raising=False)
+    listed = f"GPU 0: NVIDIA A100-SXM4-80GB (UUID: {A100_UUID})\n"
+    api = FakeTenantApi(_node(NVML_A100_REGISTER), [], _nvidia_smi_outcome("Succeeded", 0), log=listed)
+    check(_fake_lab(tmp_path, monkeypatch, api))
+    (created,) = api.created
+    assert created["spec"]["containers"][0]["image"] == "gpu-tenancy/nvml-mock:204019fb69e4"
+    assert (tmp_path / NVIDIA_SMI_LOG).read_text() == listed and not api.pods
+
+    other = "GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-00000000-0000-0000-0000-000000000000)\n"
+    api = FakeTenantApi(_node(NVML_A100_REGISTER), [], _nvidia_smi_outcome("Succeeded", 0), log=other)
+    with pytest.raises(AssertionError, match=rf"the GPU HAMi registered and allocated to the pod, \['{A100_UUID}'\], should be among"):
+        check(_fake_lab(tmp_path, monkeypatch, api))
+    failed = "Failed to initialize NVML: Driver Not Loaded\n"
+    api = FakeTenantApi(_node(NVML_A100_REGISTER), [], _nvidia_smi_outcome("Failed", 9), log=failed)
+    with pytest.raises(AssertionError, match=r"nvidia-smi -L failed in the pod \(main exited 9 \(Error\)\)"):
+        check(_fake_lab(tmp_path, monkeypatch, api))
+    assert (tmp_path / NVIDIA_SMI_LOG).read_text() == failed, "the output is kept for the report"
+
+    monkeypatch.delattr(versions, "NVML_MOCK_COMMIT")
+    with pytest.raises(pytest.skip.Exception, match=r"gpu_tenancy\.versions has no NVML_MOCK_COMMIT"):
+        check(_fake_lab(tmp_path, monkeypatch, api))

@@ -78,12 +78,16 @@ def run_make(
             f'"pulumi up"*) echo "pulumi-env DOCKER_HOST=${{DOCKER_HOST:-}}" >> "{log}";; esac',
         )
     python = tmp_path / "python"
-    # `$(PYTHON) -m venv <dir>`: record it and leave a pip that records its own argv.
-    _stub(
-        python,
-        f'echo "python $*" >> "{log}"\nmkdir -p "$3/bin"\n'
-        f'printf \'#!/bin/sh\\necho "pip $*" >> "{log}"\\n\' > "$3/bin/pip"\nchmod +x "$3/bin/pip"',
-    )
+    # `$(PYTHON) -m venv <dir>`: record it and leave a pip and a pytest that record their argv (pytest also the
+    # e2e suite's environment: GPU_TENANCY_E2E*).
+    _stub(python, f'echo "python $*" >> "{log}"\nmkdir -p "$3/bin"')
+    with python.open("a") as script:
+        script.write(
+            f'printf \'#!/bin/sh\\necho "pip $*" >> "{log}"\\n\' > "$3/bin/pip"\nchmod +x "$3/bin/pip"\n'
+            f"cat > \"$3/bin/pytest\" <<'EOF'\n#!/bin/sh\n"
+            f'echo "pytest $* [E2E=${{GPU_TENANCY_E2E:-}} STACK=${{GPU_TENANCY_E2E_STACK:-}}]" >> "{log}"\n'
+            'EOF\nchmod +x "$3/bin/pytest"\n'
+        )
     environment = {
         "PATH": str(bin_dir),
         "HOME": str(tmp_path),
@@ -201,3 +205,12 @@ def test_an_explicit_docker_host_wins(tmp_path: Path) -> None:
                    PULUMI_CONFIG_PASSPHRASE="x")
     assert run.returncode == 0, run.output
     assert "pulumi-env DOCKER_HOST=tcp://10.0.0.5:2375" in run.calls
+
+
+@pytest.mark.parametrize(("goal", "stack"), [("e2e", "dev"), ("e2e-nvml", "dev-nvml")])
+def test_e2e_targets_choose_the_example_stack(tmp_path: Path, goal: str, stack: str) -> None:
+    # An exported choice does not leak into the other target: `make e2e` is always the dev stack.
+    run = run_make(tmp_path, goal, tools=(), GPU_TENANCY_E2E_STACK="elsewhere")
+    assert run.returncode == 0, run.output
+    assert run.of("pytest") == [f"pytest tests/integration -m e2e -v -rs [E2E=1 STACK={stack}]"], run.calls
+    assert not run.of("pulumi") and not run.of("docker"), "the suite checks its own prerequisites and skips"

@@ -5,10 +5,15 @@ normal ``pytest tests`` run stays offline. When opted in but prerequisites are m
 skipped with a reason naming exactly what is missing; with ``GPU_TENANCY_E2E_STRICT=1`` (the CI job)
 that is an error instead, so a misconfigured runner can never pass by skipping.
 
-The stack (``e2e-<random>``) lives in a temporary file backend with a random passphrase, deploys the
-dev stack's tenants in mode ``sim`` with the policy pack in ``policies/`` (a preview gates the
-``up``, as the CLI's ``pulumi up`` does), and is always destroyed
-(also when the deploy or a test fails). Everything it logs goes to ``reports/e2e/<stack>/``.
+``GPU_TENANCY_E2E_STACK`` chooses the example stack (support.E2E_STACKS): ``dev`` (default, ``make e2e``)
+deploys the dev stack's tenants in mode ``sim`` as ``e2e-<random>``; ``dev-nvml`` (``make e2e-nvml``) the
+dev-nvml stack's in mode ``sim-nvml`` as ``e2e-nvml-<random>``. Checks marked ``e2e_mode(...)`` run only
+against a stack of one of those modes and skip, naming it, otherwise. The teardown check (``e2e_last``)
+runs after every other check, whatever file it is in.
+
+The stack lives in a temporary file backend with a random passphrase, is deployed with the policy
+pack in ``policies/`` (a preview gates the ``up``, as the CLI's ``pulumi up`` does), and is always
+destroyed (also when the deploy or a test fails). Everything it logs goes to ``reports/e2e/<stack>/``.
 """
 
 from __future__ import annotations
@@ -28,12 +33,19 @@ import pytest
 import yaml
 
 from tests.integration.support import (
+    DEVICE_PLUGIN_SELECTOR,
+    MOCK_GPU_AGENT_SELECTOR,
+    NVML_MOCK_COMPONENT_SELECTOR,
+    STACK_ENV,
+    E2EStack,
     StageTimings,
     UpProgress,
     conflicting_clusters,
     missing_prerequisites,
+    mode_skip_reason,
     opted_in,
     preview_then_up,
+    select_stack,
     stack_resources_left,
 )
 
@@ -42,6 +54,8 @@ REPORTS_DIR = Path(os.environ.get("GPU_TENANCY_E2E_REPORTS") or REPO_ROOT / "rep
 POLICY_PACK_DIR = REPO_ROOT / "policies"
 DEV_STACK_FILE = REPO_ROOT / "Pulumi.dev.yaml"
 STRICT_ENV = "GPU_TENANCY_E2E_STRICT"
+MODE_MARKER = "e2e_mode"
+LAST_MARKER = "e2e_last"
 # Per Kubernetes API call: (connect, read) seconds. Waits are done by polling, never by long reads.
 API_TIMEOUT = (10, 60)
 COMMAND_TIMEOUT = 120
@@ -65,9 +79,17 @@ def _kind_clusters() -> list[str]:
     return result.stdout.split()
 
 
+def selected_stack() -> E2EStack:
+    return select_stack(os.environ.get(STACK_ENV))
+
+
 def _skip_reason(config: pytest.Config) -> str | None:
     if not opted_in(config.getoption("-m") or "", os.environ.get("GPU_TENANCY_E2E")):
         return "e2e tests are opt-in: run `make e2e`, `pytest -m e2e` or set GPU_TENANCY_E2E=1"
+    try:
+        selected_stack()
+    except ValueError as error:
+        return str(error)
     missing = missing_prerequisites(shutil.which, _docker_reachable)
     if missing:
         return "e2e prerequisites missing: " + ", ".join(missing)
@@ -81,6 +103,13 @@ def _skip_reason(config: pytest.Config) -> str | None:
     return None
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", f"{MODE_MARKER}(*modes, reason): an e2e check that runs only against a stack of one of these modes"
+    )
+    config.addinivalue_line("markers", f"{LAST_MARKER}: the e2e check that runs after all others (it destroys the stack)")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     integration_dir = Path(__file__).resolve().parent
     e2e_items = [item for item in items if integration_dir in Path(str(item.path)).resolve().parents]
@@ -88,8 +117,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.add_marker(pytest.mark.e2e)
     if not e2e_items:
         return
+    last = [item for item in e2e_items if item.get_closest_marker(LAST_MARKER)]
+    items[:] = [item for item in items if item not in last] + last
     reason = _skip_reason(config)
     if reason is None:
+        stack = selected_stack()
+        for item in e2e_items:
+            marker = item.get_closest_marker(MODE_MARKER)
+            why = marker and mode_skip_reason(marker.args, stack, marker.kwargs.get("reason", ""))
+            if why:
+                item.add_marker(pytest.mark.skip(reason=why))
         return
     if os.environ.get(STRICT_ENV) == "1" and not reason.startswith("e2e tests are opt-in"):
         raise pytest.UsageError(f"{STRICT_ENV}=1 and the e2e suite cannot run: {reason}")
@@ -134,11 +171,21 @@ class TimeoutApiClient:
 class DeployedLab:
     """A deployed throwaway stack plus the timings and log files it produced."""
 
-    def __init__(self, stack: Any, outputs: dict[str, Any], timings: StageTimings, run_dir: Path) -> None:
+    def __init__(
+        self,
+        stack: Any,
+        outputs: dict[str, Any],
+        timings: StageTimings,
+        run_dir: Path,
+        mode: str = "sim",
+        config: dict[str, Any] | None = None,
+    ) -> None:
         self.stack = stack
         self.outputs = outputs
         self.timings = timings
         self.run_dir = run_dir
+        self.mode = mode  # gpu-tenancy:mode of the deployed stack
+        self.config = config or {}  # its stack config (gpu-tenancy:* keys)
         self.log_path = run_dir / "pulumi.log"
         self.destroyed = False
 
@@ -183,8 +230,9 @@ class DeployedLab:
         return self.destroyed
 
 
-def e2e_stack_config(dev_stack_file: Path = DEV_STACK_FILE) -> dict[str, Any]:
-    """The dev stack's config for the throwaway stack: mode sim, the same tenants and GPUs.
+def e2e_stack_config(dev_stack_file: Path = DEV_STACK_FILE, mode: str = "sim") -> dict[str, Any]:
+    """An example stack's config for the throwaway stack: ``mode`` (sim, or sim-nvml for dev-nvml), the same
+    tenants and GPUs.
 
     Declared workloads keep their Deployments but with 0 replicas: the checks below size their pods
     against empty GPUs (ten pods fill the A100's ten slots), so nothing else may hold a slot.
@@ -192,7 +240,7 @@ def e2e_stack_config(dev_stack_file: Path = DEV_STACK_FILE) -> dict[str, Any]:
     config: dict[str, Any] = dict(yaml.safe_load(dev_stack_file.read_text())["config"])
     secure = [key for key, value in config.items() if isinstance(value, dict) and "secure" in value]
     assert not secure, f"{dev_stack_file.name} holds secrets the e2e stack cannot decrypt: {secure}"
-    config["gpu-tenancy:mode"] = "sim"
+    config["gpu-tenancy:mode"] = mode
     # Its own kind cluster, named after the throwaway stack, never the dev stack's.
     kind = {k: v for k, v in (config.get("gpu-tenancy:kind") or {}).items() if k != "clusterName"}
     config.pop("gpu-tenancy:kind", None)
@@ -285,12 +333,21 @@ def collect_diagnostics(lab: DeployedLab, tenants: list[str]) -> None:
 
         def logs(core: Any = core) -> str:
             chunks = []
-            for selector in ("gpu-tenancy.io/component=mock-gpu-agent", "app.kubernetes.io/component=hami-scheduler"):
+            selectors = (
+                MOCK_GPU_AGENT_SELECTOR,
+                "app.kubernetes.io/component=hami-scheduler",
+                DEVICE_PLUGIN_SELECTOR,
+                NVML_MOCK_COMPONENT_SELECTOR,
+            )
+            for selector in selectors:
                 for pod in core.list_pod_for_all_namespaces(label_selector=selector).items:
                     for container in pod.spec.containers:
-                        text = core.read_namespaced_pod_log(
-                            pod.metadata.name, pod.metadata.namespace, container=container.name, tail_lines=300
-                        )
+                        try:  # one container that never started must not hide the others' logs
+                            text = core.read_namespaced_pod_log(
+                                pod.metadata.name, pod.metadata.namespace, container=container.name, tail_lines=300
+                            )
+                        except Exception as error:
+                            text = f"<no log: {error!r}>"
                         chunks.append(f"==== {pod.metadata.name}/{container.name}\n{text}")
             return "\n".join(chunks)
 
@@ -311,7 +368,8 @@ def collect_diagnostics(lab: DeployedLab, tenants: list[str]) -> None:
 def lab() -> Iterator[DeployedLab]:
     from pulumi import automation as auto
 
-    stack_name = f"e2e-{secrets.token_hex(3)}"
+    example = selected_stack()
+    stack_name = f"{example.prefix}-{secrets.token_hex(3)}"
     run_dir = REPORTS_DIR / stack_name
     run_dir.mkdir(parents=True, exist_ok=True)
     state_dir = Path(tempfile.mkdtemp(prefix="gpu-tenancy-e2e-state-"))
@@ -321,13 +379,13 @@ def lab() -> Iterator[DeployedLab]:
         "PULUMI_CONFIG_PASSPHRASE": base64.b16encode(secrets.token_bytes(16)).decode(),
         "PULUMI_SKIP_UPDATE_CHECK": "true",
     }
-    config = e2e_stack_config()
+    config = e2e_stack_config(REPO_ROOT / example.stack_file, example.mode)
     tenant_names = [tenant["name"] for tenant in config.get("gpu-tenancy:tenants", [])]
     cluster = f"gpu-tenancy-{stack_name}"  # StackConfig.cluster_name without kind.clusterName
     timings = StageTimings()
     progress = UpProgress(tenant_names)
-    lab = DeployedLab(None, {}, timings, run_dir)
-    print(f"\ne2e stack {stack_name}: logs in {run_dir}")
+    lab = DeployedLab(None, {}, timings, run_dir, mode=example.mode, config=config)
+    print(f"\ne2e stack {stack_name} (a copy of {example.stack_file}, mode {example.mode}): logs in {run_dir}")
     try:
         lab.stack = auto.create_or_select_stack(
             stack_name,

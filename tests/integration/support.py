@@ -1,4 +1,4 @@
-"""Pure helpers for the e2e suite: polling, HAMi annotation parsing, event filtering, timings.
+"""Pure helpers for the e2e suite: stack selection, polling, HAMi annotation parsing, event filtering, timings.
 
 Nothing here performs I/O at import time.
 """
@@ -6,8 +6,10 @@ Nothing here performs I/O at import time.
 from __future__ import annotations
 
 import json
+import re
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections import Counter
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -297,3 +299,144 @@ def preview_then_up(
     if violations:
         raise PolicyGateError(f"preview with {policy_packs} reported mandatory violations: {'; '.join(violations)}")
     return stack.up(on_output=on_output, on_event=on_event, policy_packs=policy_packs, color="never")
+
+
+# ------------------------------------------------------------------ which example stack the suite deploys
+
+STACK_ENV = "GPU_TENANCY_E2E_STACK"
+
+
+@dataclass(frozen=True)
+class E2EStack:
+    """An example stack the suite deploys a throwaway copy of (`make e2e`, `make e2e-nvml`)."""
+
+    name: str  # the value of GPU_TENANCY_E2E_STACK
+    stack_file: str  # relative to the repository root
+    mode: str  # gpu-tenancy:mode of the throwaway copy
+    prefix: str  # the throwaway stack is <prefix>-<6 hex>, its kind cluster gpu-tenancy-<that>
+
+
+E2E_STACKS = {
+    "dev": E2EStack("dev", "Pulumi.dev.yaml", "sim", "e2e"),
+    "dev-nvml": E2EStack("dev-nvml", "Pulumi.dev-nvml.yaml", "sim-nvml", "e2e-nvml"),
+}
+DEFAULT_STACK = "dev"
+
+
+def select_stack(env_value: str | None) -> E2EStack:
+    """The stack GPU_TENANCY_E2E_STACK names (unset or empty: dev); ValueError naming the choices otherwise."""
+    name = (env_value or "").strip() or DEFAULT_STACK
+    if name not in E2E_STACKS:
+        raise ValueError(f"{STACK_ENV}={name!r} names no e2e stack; choose one of {', '.join(E2E_STACKS)}")
+    return E2E_STACKS[name]
+
+
+def mode_skip_reason(modes: Collection[str], stack: E2EStack, why: str = "") -> str | None:
+    """Why a check meant for ``modes`` does not run against ``stack`` (None: it runs)."""
+    if stack.mode in modes:
+        return None
+    reason = f"mode {' or '.join(modes)} only; {STACK_ENV}={stack.name} deploys mode {stack.mode}"
+    return f"{reason}: {why}" if why else reason
+
+
+# ------------------------------------------------------------------ mode sim-nvml: HAMi's device plugin on a mock NVML
+
+# Where NVIDIA's mock NVML (k8s-test-infra v0.3.0 deployments/nvml-mock/scripts/setup.sh) lays out its driver root
+# on the worker: usr/lib64/libnvidia-ml.so.1, usr/bin/nvidia-smi (RUNPATH $ORIGIN/../lib64), dev/nvidia<i>,
+# config/config.yaml (found by the library through /proc/self/maps).
+NVML_MOCK_DRIVER_ROOT = "/var/lib/nvml-mock/driver"
+NVML_MOCK_IMAGE_REPOSITORY = "gpu-tenancy/nvml-mock"
+NVML_MOCK_COMPONENT_SELECTOR = "gpu-tenancy.io/component=nvml-mock"
+MOCK_GPU_AGENT_SELECTOR = "gpu-tenancy.io/component=mock-gpu-agent"
+DEVICE_PLUGIN_SELECTOR = "app.kubernetes.io/component=hami-device-plugin"  # HAMi chart 2.10.0 daemonsetnvidia.yaml
+DEVICES_TO_ALLOCATE_ANNOTATION = "hami.io/vgpu-devices-to-allocate"
+
+
+def nvml_name(model: str) -> str:
+    """What the mock's NVML reports for a declared model: 'NVIDIA-A100-SXM4-80GB' -> 'NVIDIA A100-SXM4-80GB'.
+
+    Real NVML names cards 'NVIDIA <product>'; the program writes that into the mock's configuration. A model
+    without the 'NVIDIA-' prefix is reported as declared.
+    """
+    return "NVIDIA " + model.removeprefix("NVIDIA-") if model.startswith("NVIDIA-") else model
+
+
+def hami_device_type(name: str) -> str:
+    """The device type HAMi v2.10.0 registers for an NVML name (register.go getAPIDevices)."""
+    return name if name.startswith("NVIDIA") else f"NVIDIA-{name}"
+
+
+def nvml_inventory(tenants: Iterable[Mapping[str, Any]]) -> dict[str, Counter[tuple[str, int]]]:
+    """Per tenant, the devices HAMi's plugin must register over the mock: (type, MiB) -> how many.
+
+    The mock reports memory.total_bytes = memoryMiB * 1048576 and HAMi registers total / 1024 / 1024 (with
+    deviceMemoryScaling 1), so the memory is exactly the declared MiB.
+    """
+    inventory: dict[str, Counter[tuple[str, int]]] = {}
+    for tenant in tenants:
+        wanted: Counter[tuple[str, int]] = Counter()
+        for group in tenant.get("gpus", []):
+            wanted[(hami_device_type(nvml_name(str(group["model"]))), int(group["memoryMiB"]))] += int(group["count"])
+        inventory[str(tenant["name"])] = wanted
+    return inventory
+
+
+def _devices_text(devices: Mapping[tuple[str, int], int]) -> str:
+    return " + ".join(f"{count} x {kind} ({mib} MiB)" for (kind, mib), count in sorted(devices.items()) if count) or "none"
+
+
+def register_problems(
+    devices: Iterable[Mapping[str, Any]], expected: Mapping[tuple[str, int], int], split_count: int
+) -> list[str]:
+    """What is wrong, one line each, with a node's registered devices (decoded ``hami.io/node-nvidia-register``)
+    against the declared ones: type and memory exact, each healthy with ``split_count`` slots, ids unique."""
+    devices = list(devices)
+    problems = []
+    found = Counter((str(device.get("type", "?")), int(device.get("devmem", 0))) for device in devices)
+    if found != Counter(expected):
+        problems.append(f"registered {_devices_text(found)}, declared {_devices_text(expected)}")
+    for device in devices:
+        if device.get("health") is not True:
+            problems.append(f"GPU {device.get('id', '?')} is not healthy")
+        if int(device.get("count", 0)) != split_count:
+            problems.append(
+                f"GPU {device.get('id', '?')} offers {device.get('count')} slots (deviceSplitCount), expected {split_count}"
+            )
+    ids = Counter(str(device.get("id")) for device in devices)
+    twice = sorted(uuid for uuid, count in ids.items() if count > 1)
+    if twice:
+        problems.append(f"GPU ids registered twice: {', '.join(twice)}")
+    return problems
+
+
+def allocation_consumed(value: str | None) -> bool:
+    """True when ``hami.io/vgpu-devices-to-allocate`` names no device any more.
+
+    HAMi's scheduler writes the devices per container; the device plugin's Allocate erases each container's
+    entry it serves (v2.10.0 plugin/util.go popNextContainerDevices, patchErasedAnnotation), leaving ';;' for a
+    one-container pod (the decoded list keeps an empty trailing entry). The mock-GPU agent of mode sim never
+    touches it.
+    """
+    if not value:
+        return False
+    return all(not container for container in parse_devices_allocated(value))
+
+
+_NVIDIA_SMI_GPU = re.compile(r"^GPU (\d+): (.+?) \(UUID: (GPU-[0-9A-Za-z-]+)\)\s*$")
+
+
+def nvidia_smi_gpus(output: str) -> list[tuple[int, str, str]]:
+    """(index, name, UUID) per ``GPU <i>: <name> (UUID: GPU-...)`` line of ``nvidia-smi -L``; MIG lines are skipped."""
+    return [
+        (int(match[1]), match[2], match[3])
+        for line in output.splitlines()
+        if (match := _NVIDIA_SMI_GPU.match(line.strip()))
+    ]
+
+
+def nvml_mock_image(commit: str | None) -> str | None:
+    """The mock's image the program builds and loads into the workers: tagged with the pinned commit's first
+    12 hex digits. None when ``commit`` is no full commit id (gpu_tenancy.versions.NVML_MOCK_COMMIT)."""
+    if not commit or not re.fullmatch(r"[0-9a-f]{40}", commit):
+        return None
+    return f"{NVML_MOCK_IMAGE_REPOSITORY}:{commit[:12]}"

@@ -1,9 +1,11 @@
 # mypy: disable-error-code="union-attr"
 # The kubernetes client types every status/metadata field as Optional; a None here fails the test anyway.
-"""The 13 live checks against a deployed throwaway stack (see conftest.lab).
+"""The live checks 1-13 against a deployed throwaway stack (see conftest.lab), in modes sim and sim-nvml.
 
 Tests run in file order and share one stack; each one removes the pods it created (and waits until
-they are gone) so the next one sees empty GPUs. test_13 destroys the stack, so it is last.
+they are gone) so the next one sees empty GPUs. test_13 destroys the stack, so it runs last (marker
+``e2e_last``), after the sim-nvml checks of test_nvml.py too. Check 6 reads what the mock-GPU agent
+registers and runs in mode sim only; test_nvml.py checks what HAMi's own device plugin registers.
 """
 
 from __future__ import annotations
@@ -40,6 +42,12 @@ POD_IMAGE = "registry.k8s.io/pause:3.10"
 NAMESPACE = "default"
 BIND_PHASE_ANNOTATION = "hami.io/bind-phase"
 NODE_LOCK_ANNOTATION = "hami.io/mutex.lock"
+# Who completes HAMi's bind (bind-phase success, node lock released) in each simulated mode.
+BINDER = {"sim": "the mock-gpu-agent", "sim-nvml": "HAMi's device plugin (its Allocate)"}
+
+
+def binder(lab: DeployedLab) -> str:
+    return BINDER.get(lab.mode, f"the device plugin of mode {lab.mode}")
 
 
 def gpu_pod(name: str, limits: dict[str, str], scheduler: str | None = "hami-scheduler") -> client.V1Pod:
@@ -111,7 +119,7 @@ def wait_running(core: client.CoreV1Api, name: str, timeout_s: float = 180) -> c
         lambda: (pod := core.read_namespaced_pod(name, NAMESPACE)).status.phase == "Running" and pod,
         timeout_s=timeout_s,
         message=f"pod {NAMESPACE}/{name} to be Running (see FilteringFailed events, hami-scheduler and "
-        "mock-gpu-agent logs in reports/e2e/<stack>/)",
+        "mock-gpu-agent or hami-device-plugin logs in reports/e2e/<stack>/)",
     )
 
 
@@ -221,6 +229,9 @@ def test_05_webhook_sets_scheduler_through_konnectivity(lab: DeployedLab) -> Non
         delete_pods(core, [name])
 
 
+@pytest.mark.e2e_mode(
+    "sim", reason="reads the inventory the mock-GPU agent registers; test_nvml.py checks HAMi's device plugin's"
+)
 @pytest.mark.parametrize("tenant", sorted(EXPECTED_INVENTORY))
 def test_06_inventory_annotation_and_allocatable(lab: DeployedLab, tenant: str) -> None:
     expected = EXPECTED_INVENTORY[tenant]
@@ -281,7 +292,7 @@ def test_07_fractional_sharing_on_a100(lab: DeployedLab) -> None:
                     for n in names
                 ),
                 timeout_s=30,
-                message="bind-phase success on every pod (the mock-gpu-agent's job)",
+                message=f"bind-phase success on every pod ({binder(lab)}'s job)",
             )
         except AssertionError as error:
             raise AssertionError(f"{error}\n{describe_pods(core, names, only_node(lab, 'tenant-a'))}") from None
@@ -364,10 +375,11 @@ def test_10_isolation_between_tenants_and_management(lab: DeployedLab, viewer: s
         )
 
 
-def test_11_ten_fractional_pods_running_within_60s(lab: DeployedLab) -> None:
-    core = tenant_core(lab, "tenant-a")
+def ten_fractional_pods_running_within_60s(lab: DeployedLab, core: client.CoreV1Api, names: list[str]) -> None:
+    """Create ten pods of one A100 slot each on tenant-a and wait until all are Running, 60 s from the first
+    create. The caller deletes them."""
+    assert len(names) == SPLIT_COUNT, "ten pods fill the A100's ten slots"
     node = only_node(lab, "tenant-a")
-    names = [f"e2e-burst-{index}" for index in range(10)]
     deadline = time.monotonic() + 60  # measured from the first create
     try:
         for name in names:
@@ -379,10 +391,17 @@ def test_11_ten_fractional_pods_running_within_60s(lab: DeployedLab) -> None:
             timeout_s=max(deadline - time.monotonic(), 0),
             interval_s=1,
             message="all ten fractional pods on tenant-a's A100 Running within 60 s of creation; a stuck "
-            "bind-phase=allocating or a lingering node lock points at the mock-gpu-agent",
+            f"bind-phase=allocating or a lingering node lock points at {binder(lab)}",
         )
     except AssertionError as error:
         raise AssertionError(f"{error}\n{describe_pods(core, names, node)}") from None
+
+
+def test_11_ten_fractional_pods_running_within_60s(lab: DeployedLab) -> None:
+    core = tenant_core(lab, "tenant-a")
+    names = [f"e2e-burst-{index}" for index in range(10)]
+    try:
+        ten_fractional_pods_running_within_60s(lab, core, names)
     finally:
         delete_pods(core, names)
 
@@ -420,6 +439,7 @@ def test_12_second_up_no_changes_and_policy_preview_clean(lab: DeployedLab) -> N
     assert not violations, "policy pack reported violations:\n" + "\n".join(violations)
 
 
+@pytest.mark.e2e_last
 def test_13_teardown_leaves_nothing(lab: DeployedLab) -> None:
     cluster = lab.output("kindClusterName")
     assert lab.destroy(), f"`pulumi destroy` failed twice; see {lab.log_path}"
