@@ -10,16 +10,18 @@ export PULUMI_SKIP_UPDATE_CHECK := true
 LINT_PATHS := __main__.py components gpu_tenancy policies tests benchmarks
 STACK_FILE := Pulumi.$(STACK).yaml
 MODE := $(shell sed -n 's/^ *gpu-tenancy:mode: *\([^ #]*\).*/\1/p' $(STACK_FILE) 2>/dev/null | tr -d "\"'")
-# sim stacks need a Docker engine and kind on this host; real stacks only reach a cluster and hosts.
+# Modes with a kind lab on this host (sim, sim-nvml): they need a Docker engine and kind; real stacks only
+# reach a cluster and hosts.
+SIMULATED := $(filter sim sim-nvml,$(MODE))
 PREREQUISITES := $(if $(filter real,$(MODE)),kubectl pulumi,docker kind kubectl pulumi)
-# Only a sim stack changes without asking. Anything else (real hosts) gets Pulumi's own prompt after the
+# Only a simulated stack changes without asking. Anything else (real hosts) gets Pulumi's own prompt after the
 # preview, and `pulumi up/destroy` refuse to run without a terminal, unless CONFIRM=1.
-AUTO_APPROVE := $(if $(filter sim,$(MODE)),--yes,$(if $(filter 1,$(CONFIRM)),--yes))
+AUTO_APPROVE := $(if $(SIMULATED),--yes,$(if $(filter 1,$(CONFIRM)),--yes))
 # Targets that reach a stack: the prerequisite check runs before the venv is built for them.
 DEPLOY_GOALS := up preview destroy
 # kind and the docker CLI follow the current Docker context; pulumi-docker only DOCKER_HOST (else the
 # default socket). Pin both to the same daemon unless DOCKER_HOST is set already.
-ifeq ($(MODE)$(if $(filter $(DEPLOY_GOALS),$(MAKECMDGOALS)),deploy),simdeploy)
+ifneq ($(and $(SIMULATED),$(filter $(DEPLOY_GOALS),$(MAKECMDGOALS))),)
 export DOCKER_HOST ?= $(shell docker context inspect --format '{{.Endpoints.docker.Host}}' 2>/dev/null)
 endif
 
@@ -37,7 +39,7 @@ $(BIN)/.installed: requirements.txt requirements-dev.txt | $(if $(filter $(DEPLO
 
 venv: $(BIN)/.installed ## Create .venv with the pinned runtime and test dependencies
 
-preflight: ## Check the stack file, tools on PATH, Docker engine (sim), passphrase
+preflight: ## Check the stack file, tools on PATH, Docker engine (sim, sim-nvml), passphrase
 	@test -f $(STACK_FILE) || { echo "$(STACK_FILE) not found: STACK=$(STACK) names no stack file (have: $(wildcard Pulumi.*.yaml))"; exit 1; }
 	@missing=""; for tool in $(PREREQUISITES); do \
 	  command -v $$tool >/dev/null 2>&1 || missing="$$missing $$tool"; done; \
@@ -78,7 +80,7 @@ e2e: venv ## Live suite: deploy a throwaway copy of the dev stack (sim) on this 
 e2e-nvml: venv ## Live suite on a copy of dev-nvml (sim-nvml: HAMi's device plugin on a mock NVML)
 	$(call E2E_SUITE,dev-nvml)
 
-promotion-diff: venv ## Print what promotion dev -> gpu changes; fails if the tenant layer differs
+promotion-diff: venv ## Print what each promotion (dev, dev-nvml, gpu) changes; fails if a tenant layer differs
 	$(BIN)/pytest tests/test_promotion.py -q -s -k tenant_layer_identical
 
 bench: venv ## Benchmarks: program evaluation, agent reconcile, planner

@@ -28,23 +28,22 @@ class NvmlMockImage(pulumi.ComponentResource):
     def __init__(self, name: str, args: NvmlMockImageArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-tenancy:nvml_mock_image:NvmlMockImage", name, {"commit": args.commit}, opts)
         image = nvml_mock.image_name(args.commit)
-        # A new commit is a new tag. Delete-first like every command here with a delete: the create adopts an
-        # image that is already there, so the old tag goes before the new one is built.
+        # No delete: like the kindest/node image (kept locally), the built image stays on the Docker host as
+        # a cache, so a destroyed and redeployed lab does not build it again (`docker image rm` frees it).
+        # Another commit is another tag: the trigger builds it, the old one stays until removed.
         # `docker build` writes its progress to stderr; only that is logged, nothing kept in state.
         self.build = command.local.Command(
             f"{name}-build",
             create=nvml_mock.build_script(),
-            delete=nvml_mock.remove_script(),
             interpreter=["/bin/sh", "-c"],
             environment={
                 "IMAGE": image,
                 "CONTEXT": f"{versions.NVML_MOCK_REPOSITORY}#{args.commit}",
                 "DOCKERFILE": versions.NVML_MOCK_DOCKERFILE,
             },
-            # Replaced (not updated) for another commit, so the old tag's delete removes the old image.
             triggers=[image],
             logging=command.local.Logging.STDERR,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on, delete_before_replace=True),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on),
         )
         # Known only once built, so everything that loads it waits for the build.
         self.image_name = self.build.id.apply(lambda _: image)

@@ -152,13 +152,6 @@ DOCKER_BUILDKIT=1 docker build --tag "$IMAGE" --file "$DOCKERFILE" "$CONTEXT"
 """
 
 
-def remove_script() -> str:
-    """`sh`: remove $IMAGE from the Docker host; an image already gone is fine."""
-    return """set -eu
-docker image rm "$IMAGE" >/dev/null 2>&1 || true
-"""
-
-
 def rbac_rules(node_name: str) -> list[dict[str, Any]]:
     """setup.sh and cleanup.sh run `kubectl label node $NODE_NAME nvidia.com/gpu.present...` (get + patch,
     as the chart's rbac.yaml grants), restricted here to the one node."""

@@ -176,6 +176,8 @@ def test_real_stacks_are_changed_only_after_confirmation(
         ('  gpu-tenancy:mode: "real"  # GPU hosts', False),
         ("  gpu-tenancy:mode: 'sim'", True),
         ("  gpu-tenancy:mode: sim # kind on this host", True),
+        ("  gpu-tenancy:mode: sim-nvml", True),  # kind on this host too
+        ("  gpu-tenancy:mode: simulated", False),  # not a mode the program knows
         ("", False),  # no mode: not known to be sim, so Pulumi asks
     ],
 )
@@ -196,6 +198,15 @@ def test_test_targets_need_no_deploy_tools(tmp_path: Path) -> None:
 def test_a_sim_deploy_pins_pulumi_docker_to_the_current_docker_context(tmp_path: Path) -> None:
     # kind and the docker CLI follow the current context; pulumi-docker reads only DOCKER_HOST.
     run = run_make(tmp_path, "up", FAKE_CONTEXT_HOST="unix:///run/user/1000/docker.sock", PULUMI_CONFIG_PASSPHRASE="x")
+    assert run.returncode == 0, run.output
+    assert "pulumi-env DOCKER_HOST=unix:///run/user/1000/docker.sock" in run.calls
+
+
+def test_a_sim_nvml_deploy_is_pinned_to_the_same_docker_daemon(tmp_path: Path) -> None:
+    """sim-nvml builds the mock NVML image with pulumi-command's `docker build` and starts worker containers
+    with pulumi-docker: both must reach the daemon kind uses."""
+    run = run_make(tmp_path, "up", "STACK=lab", FAKE_CONTEXT_HOST="unix:///run/user/1000/docker.sock",
+                   PULUMI_CONFIG_PASSPHRASE="x", stack_files={"Pulumi.lab.yaml": "config:\n  gpu-tenancy:mode: sim-nvml\n"})
     assert run.returncode == 0, run.output
     assert "pulumi-env DOCKER_HOST=unix:///run/user/1000/docker.sock" in run.calls
 
