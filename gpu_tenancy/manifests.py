@@ -250,7 +250,12 @@ def hami_values(
         device_plugin |= {
             "nvidiaDriverRoot": driver_root,
             "passDeviceSpecsEnabled": True,
-            "extraEnvs": [{"name": "LD_LIBRARY_PATH", "value": "/driver-root/usr/lib64"}],
+            "extraEnvs": [
+                {"name": "LD_LIBRARY_PATH", "value": "/driver-root/usr/lib64"},
+                # The platform check dlopens NVML from "/" (go-nvlib info), and a model name go-nvlib takes
+                # for Tegra would switch discovery off; NVIDIA's own e2e on this mock sets the same.
+                {"name": "DEVICE_DISCOVERY_STRATEGY", "value": "nvml"},
+            ],
             "podAnnotations": {"gpu-tenancy.io/nvml-mock-config": device_config_digest},
             # The monitor container sees the host's /var at /hostvar (the chart's `hostvar` volume).
             "monitor": {

@@ -1,6 +1,6 @@
 """NVIDIA's mock NVML on a tenant's worker (mode sim-nvml): its configuration and DaemonSet, as pure data.
 
-Upstream: NVIDIA/k8s-test-infra at versions.NVML_MOCK_COMMIT (tag v0.3.0), read there:
+Upstream: NVIDIA/k8s-test-infra at versions.NVML_MOCK_COMMIT (main after v0.3.0, see versions.py), read there:
 - `pkg/gpu/mocknvml/engine/config_types.go` `YAMLConfig`: the configuration this module writes (JSON field
   names through sigs.k8s.io/yaml, unknown keys ignored). `engine/config.go` `LoadConfig` takes the device
   count from `system.num_devices`, which `deployments/nvml-mock/scripts/setup.sh` step 6 inserts with
@@ -139,16 +139,36 @@ def image_name(commit: str = versions.NVML_MOCK_COMMIT) -> str:
 def build_script() -> str:
     """`sh`: build $IMAGE from upstream's Dockerfile at $CONTEXT (git URL#commit) unless it exists already.
 
-    A git context is fetched by BuildKit (Docker's default builder since 23.0), which also sets the
-    TARGETARCH the Dockerfile needs; the legacy builder cannot build it.
+    - Rootless Docker is refused first: kind's nodes then run in a user namespace, where setup.sh's
+      `mknod` of /dev/nvidia* fails (silenced upstream: `mknod ... || true`) and every GPU pod would then
+      fail on the device specs HAMi hands the kubelet. Detected as kind does (provider.go `info()`): a
+      comma-separated field `name=rootless` in `docker info`'s security options.
+    - A git context is fetched by BuildKit (Docker's default builder since 23.0, through buildx), which also
+      sets the TARGETARCH the Dockerfile needs. `--load` puts the result into the Docker image store even
+      when the current buildx builder is not the `docker` driver (buildx build/build.go only warns
+      otherwise); `--provenance=false` keeps attestation manifests out of what `docker save` hands to the
+      node's containerd.
+    - Proxy variables set for `pulumi up` are passed as build args (buildx reads proxies only from
+      ~/.docker/config.json, not from the environment); the daemon fetches the git context with its own.
     """
     return """set -eu
+if docker info --format '{{json .SecurityOptions}}' | grep -Eq '(^|[",])name=rootless([",]|$)'; then
+  reason="rootless Docker cannot create the mock NVML's /dev/nvidia* device nodes; use mode sim there"
+  echo "gpu-tenancy: mode sim-nvml needs a rootful Docker engine ($reason)" >&2
+  exit 1
+fi
 if docker image inspect "$IMAGE" >/dev/null 2>&1; then
   echo "gpu-tenancy: $IMAGE is already built"
   exit 0
 fi
+set --
+for name in HTTP_PROXY HTTPS_PROXY NO_PROXY http_proxy https_proxy no_proxy; do
+  if [ -n "$(printenv "$name" || true)" ]; then
+    set -- "$@" --build-arg "$name"
+  fi
+done
 echo "gpu-tenancy: building $IMAGE from $CONTEXT (first time only; several minutes)" >&2
-DOCKER_BUILDKIT=1 docker build --tag "$IMAGE" --file "$DOCKERFILE" "$CONTEXT"
+DOCKER_BUILDKIT=1 docker build --load --provenance=false "$@" --tag "$IMAGE" --file "$DOCKERFILE" "$CONTEXT"
 """
 
 
@@ -169,7 +189,7 @@ def _host_path(name: str, path: str) -> dict[str, Any]:
 def daemon_set_spec(
     tenant: str, image: str, config_map: str, service_account: str, gpu_count: int, config_digest: str
 ) -> dict[str, Any]:
-    """The chart's DaemonSet (daemonset.yaml at v0.3.0) for one tenant's worker."""
+    """The chart's DaemonSet (daemonset.yaml at the pinned commit) for one tenant's worker."""
     labels = manifests.labels(tenant, COMPONENT)
     env = [
         {"name": "GPU_COUNT", "value": str(gpu_count)},

@@ -17,8 +17,10 @@ The set fits together (evidence: shared reference `versions.md`):
 - HAMi chart 2.10.0 renders the v1 KubeSchedulerConfiguration for minor > 25; its kube-scheduler must
   match the tenant version and come from registry.k8s.io.
 - kindnetd v20260528-9350166c is pre-loaded in the v0.32.0 node images (no pull in the tenant).
-- mode sim-nvml: NVIDIA's mock NVML from NVIDIA/k8s-test-infra v0.3.0 (NVML_MOCK_COMMIT), built on the
-  Docker host from its `deployments/nvml-mock/Dockerfile` (golang 1.26.5-bookworm builder, debian
+- mode sim-nvml: NVIDIA's mock NVML from NVIDIA/k8s-test-infra main at NVML_MOCK_COMMIT (2026-08-21, after
+  tag v0.3.0: it carries #535, `nvmlEventSetWait` honouring its timeout; at v0.3.0 it returns at once and
+  HAMi's health-check loop, rm/health.go, spins a CPU core), built on the Docker host from its
+  `deployments/nvml-mock/Dockerfile` (golang 1.26.6-bookworm builder, debian
   bookworm-slim runtime; no image is published). Read at that commit: its library implements every NVML
   call HAMi v2.10.0's device plugin makes (README "The mock NVML"), reports the driver version of its
   Makefile's LIB_VERSION (550.163.01), and serves at most 8 GPUs per node (engine/device.go MaxDevices).
@@ -58,7 +60,7 @@ HAMI_IMAGE_TAG = "v2.10.0"
 
 # NVIDIA's mock NVML (mode sim-nvml): built from this commit on the Docker host, never pushed.
 NVML_MOCK_REPOSITORY = "https://github.com/NVIDIA/k8s-test-infra.git"
-NVML_MOCK_COMMIT = "204019fb69e4d49285625a6829ff0e5b143bba3b"  # tag v0.3.0
+NVML_MOCK_COMMIT = "3b2b865d91b1844baa9feeca2820d2fab65414c7"  # main, 2026-08-21 (v0.3.0 + 49 commits)
 NVML_MOCK_DOCKERFILE = "deployments/nvml-mock/Dockerfile"
 NVML_MOCK_DRIVER_VERSION = "550.163.01"  # pkg/gpu/mocknvml/Makefile LIB_VERSION at that commit
 

@@ -29,7 +29,7 @@ CHANGES: dict[str, dict[str, str]] = {
     "cert-manager version": {"certManager": "v1.21.2"},
     "metallb version": {"metallb": "0.16.2"},
     "kindnetd image": {"kindnetdImage": "docker.io/kindest/kindnetd:v20260601-11111111"},
-    "nvml mock commit": {"nvmlMockCommit": "3b2b865d91b1844baa9feeca2820d2fab65414c7"},
+    "nvml mock commit": {"nvmlMockCommit": "204019fb69e4d49285625a6829ff0e5b143bba3b"},  # tag v0.3.0
 }
 STACKS = ("dev", "dev-nvml", "gpu")
 

@@ -1,4 +1,4 @@
-"""The mock NVML configuration generated from a tenant's `gpus`, checked against NVIDIA/k8s-test-infra v0.3.0.
+"""The mock NVML configuration generated from a tenant's `gpus`, checked against NVIDIA/k8s-test-infra at the pinned commit.
 
 - Shape: every key and value against the Go types the mock decodes it into (`engine/config_types.go`),
   recorded in tests/fixtures/nvml_mock/config_types.json by tests/go_structs.py; the recording is re-derived
@@ -200,8 +200,8 @@ def test_dev_nvml_stack_declares_the_dev_tenants() -> None:
 
 
 def test_the_daemonset_is_the_charts_with_the_program_s_image_and_config() -> None:
-    """deployments/nvml-mock/helm/nvml-mock/templates/daemonset.yaml at v0.3.0, features off."""
-    spec = nvml_mock.daemon_set_spec("tenant-a", "gpu-tenancy/nvml-mock:204019fb69e4", "cm", "sa", 1, "abc")
+    """deployments/nvml-mock/helm/nvml-mock/templates/daemonset.yaml at the pinned commit, features off."""
+    spec = nvml_mock.daemon_set_spec("tenant-a", nvml_mock.image_name(), "cm", "sa", 1, "abc")
     pod = spec["template"]["spec"]
     container = pod["containers"][0]
     assert container["command"] == ["/scripts/entrypoint.sh"]
@@ -227,13 +227,18 @@ def test_the_image_is_built_from_the_pinned_commit_and_named_after_it() -> None:
     assert nvml_mock.image_name() == f"gpu-tenancy/nvml-mock:{versions.NVML_MOCK_COMMIT[:12]}"
 
 
-# Fake `docker` (docker/cli `image inspect` exits 1 for a missing image; `build` records its argv and the
-# DOCKER_BUILDKIT it ran with).
+# Fake `docker`: `info --format ...` prints $FAKE_SECURITY_OPTIONS (docker/cli formats SecurityOptions as a JSON
+# list, e.g. ["name=seccomp,profile=builtin","name=rootless"]); `image inspect` exits 1 for a missing image;
+# `build` records its argv, the DOCKER_BUILDKIT and the proxy it ran with.
 _DOCKER = r'''
 import json, os, sys
 args = sys.argv[1:]
 with open(os.environ["FAKE_LOG"], "a") as log:
-    log.write(json.dumps({"argv": args, "buildkit": os.environ.get("DOCKER_BUILDKIT")}) + "\n")
+    log.write(json.dumps({"argv": args, "buildkit": os.environ.get("DOCKER_BUILDKIT"),
+                          "https_proxy": os.environ.get("HTTPS_PROXY")}) + "\n")
+if args[:1] == ["info"]:
+    print(os.environ.get("FAKE_SECURITY_OPTIONS", '["name=seccomp,profile=builtin","name=cgroupns"]'))
+    sys.exit(0)
 if args[:2] == ["image", "inspect"]:
     sys.exit(0 if os.environ.get("FAKE_HAVE_IMAGE") == "1" else 1)
 if args[:1] == ["build"]:
@@ -262,20 +267,47 @@ def _run_script(script: str, tmp_path: Path, **env: str) -> tuple[subprocess.Com
 def test_build_runs_buildkit_on_the_pinned_git_context(tmp_path: Path) -> None:
     result, calls = _run_script(nvml_mock.build_script(), tmp_path)
     assert result.returncode == 0, result.stderr
-    assert calls[-1] == {
-        "argv": ["build", "--tag", nvml_mock.image_name(), "--file", "deployments/nvml-mock/Dockerfile",
-                 f"https://github.com/NVIDIA/k8s-test-infra.git#{versions.NVML_MOCK_COMMIT}"],
-        "buildkit": "1",
-    }
+    assert calls[-1]["argv"] == [
+        "build", "--load", "--provenance=false", "--tag", nvml_mock.image_name(),
+        "--file", "deployments/nvml-mock/Dockerfile",
+        f"https://github.com/NVIDIA/k8s-test-infra.git#{versions.NVML_MOCK_COMMIT}",
+    ]
+    assert calls[-1]["buildkit"] == "1"
+
+
+def test_build_hands_the_proxy_of_pulumi_up_to_the_build(tmp_path: Path) -> None:
+    """buildx takes proxies from ~/.docker/config.json only; a valueless --build-arg passes the variable."""
+    result, calls = _run_script(nvml_mock.build_script(), tmp_path, HTTPS_PROXY="http://proxy:3128", no_proxy=".lan")
+    assert result.returncode == 0, result.stderr
+    argv = calls[-1]["argv"]
+    assert argv[3:5] == ["--build-arg", "HTTPS_PROXY"] and argv[5:7] == ["--build-arg", "no_proxy"], argv
+    assert "HTTP_PROXY" not in argv and calls[-1]["https_proxy"] == "http://proxy:3128"
 
 
 def test_build_is_skipped_when_the_image_is_there_and_fails_loudly_otherwise(tmp_path: Path) -> None:
     result, calls = _run_script(nvml_mock.build_script(), tmp_path, FAKE_HAVE_IMAGE="1")
-    assert result.returncode == 0 and [c["argv"][0] for c in calls] == ["image"]
+    assert result.returncode == 0 and [c["argv"][0] for c in calls] == ["info", "image"]
     failing = tmp_path / "failing"
     failing.mkdir()
     result, _ = _run_script(nvml_mock.build_script(), failing, FAKE_FAIL="1")
     assert result.returncode != 0
+
+
+@pytest.mark.parametrize(
+    "options", ['["name=seccomp,profile=builtin","name=rootless","name=cgroupns"]', '["name=seccomp,name=rootless"]']
+)
+def test_rootless_docker_is_refused_before_building(tmp_path: Path, options: str) -> None:
+    """kind `info()` reads rootless from a comma-separated field `name=rootless`; mknod cannot work there."""
+    result, calls = _run_script(nvml_mock.build_script(), tmp_path, FAKE_SECURITY_OPTIONS=options)
+    assert result.returncode == 1
+    assert "needs a rootful Docker engine" in result.stderr
+    assert [c["argv"][0] for c in calls] == ["info"]
+
+
+def test_userns_remapping_is_not_rootless(tmp_path: Path) -> None:
+    """With userns-remap kind runs its nodes with --userns=host: mknod works there."""
+    result, _ = _run_script(nvml_mock.build_script(), tmp_path, FAKE_SECURITY_OPTIONS='["name=userns","name=seccomp"]')
+    assert result.returncode == 0, result.stderr
 
 
 @pytest.mark.parametrize("script", ["build"])
@@ -287,7 +319,7 @@ def test_image_scripts_pass_shellcheck(script: str, tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout
 
 
-CHART_RENDERING = Path(__file__).parent / "fixtures" / "nvml_mock" / "nvml-mock-daemonset.v0.3.0.yaml"
+CHART_RENDERING = Path(__file__).parent / "fixtures" / "nvml_mock" / "nvml-mock-daemonset.yaml"
 CHART_VALUES = Path(__file__).parent / "fixtures" / "nvml_mock" / "nvml-mock-chart-values.json"
 # What the program's DaemonSet does differently from the chart's, each for a reason:
 # - the IB ping settings: they serve only MOCK_IB=full (setup.sh step 9), which is off;

@@ -22,6 +22,8 @@ from policy_support import (
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValidationPolicy
 from pulumi_policy.proxy import unknown_checking_proxy
 
+from gpu_tenancy import nvml_mock, versions
+
 import gpu_policies as gp  # isort: skip  (policies/ is put on sys.path by policy_support)
 import policy_lib as lib  # isort: skip
 import tenant_policies as tp  # isort: skip
@@ -462,7 +464,7 @@ def test_mock_agent_next_to_a_real_plugin_is_flagged_without_a_known_mode(
 MOCK_NVML = "gpu-tenancy:mock_nvml:MockNvml"
 INVENTORY_CHECK = "gpu-tenancy:inventory_check:InventoryCheck"
 NVML_DRIVER_ROOT = "/var/lib/nvml-mock/driver"
-NVML_IMAGE = "gpu-tenancy/nvml-mock:204019fb69e4"  # built on the Docker host: 12 hex of the pinned upstream commit
+NVML_IMAGE = nvml_mock.image_name()  # built on the Docker host: 12 hex of the pinned upstream commit
 NVML_HOST_PATHS = {
     "host-nvml-mock": "/var/lib/nvml-mock",
     "host-cdi": "/var/run/cdi",
@@ -473,7 +475,10 @@ SIM_NVML_DEVICE_PLUGIN = {
     "enabled": True,
     "nvidiaDriverRoot": NVML_DRIVER_ROOT,
     "passDeviceSpecsEnabled": True,
-    "extraEnvs": [{"name": "LD_LIBRARY_PATH", "value": "/driver-root/usr/lib64"}],
+    "extraEnvs": [
+        {"name": "LD_LIBRARY_PATH", "value": "/driver-root/usr/lib64"},
+        {"name": "DEVICE_DISCOVERY_STRATEGY", "value": "nvml"},
+    ],
     "service": {"type": "ClusterIP"},
 }
 
@@ -573,9 +578,9 @@ def to_sim_nvml(resources: list[Recorded], keep_agent: bool = False) -> list[Rec
     # The root stack is a parent only (it is recorded only when it has exports).
     root = Recorded(tenant_a.parent, lib.STACK_TYPE, tenant_a.parent.rsplit("::", 1)[-1], False, "", "", {}, {})
     image = _add(resources, root, "gpu-tenancy:nvml_mock_image:NvmlMockImage", "nvml-mock-image",
-                 {"commit": "204019fb69e4d49285625a6829ff0e5b143bba3b"}, outputs={"imageName": NVML_IMAGE})
+                 {"commit": versions.NVML_MOCK_COMMIT}, outputs={"imageName": NVML_IMAGE})
     _add(resources, image, lib.COMMAND_TYPE, "nvml-mock-image-build", {"environment": {
-        "IMAGE": NVML_IMAGE, "CONTEXT": "https://github.com/NVIDIA/k8s-test-infra.git#204019fb69e4d49285625a6829ff0e5b143bba3b",
+        "IMAGE": NVML_IMAGE, "CONTEXT": f"{versions.NVML_MOCK_REPOSITORY}#{versions.NVML_MOCK_COMMIT}",
         "DOCKERFILE": "deployments/nvml-mock/Dockerfile"}})
     for tenant in [r for r in resources if r.type == TENANT]:
         tenant_name = tenant.name
