@@ -47,7 +47,8 @@ class MockNvml(pulumi.ComponentResource):
 
         self.image_load = command.local.Command(
             f"{name}-image-load",
-            create=image_load.load_script(),
+            # A host with NVIDIA GPUs is refused first (nvml_mock.no_host_gpus_script).
+            create=nvml_mock.no_host_gpus_script() + image_load.load_script(),
             interpreter=["/bin/sh", "-c"],
             environment={"IMAGE": args.image_name, "NODE_CONTAINER": args.worker_container},
             triggers=[args.image_name, args.worker_id],

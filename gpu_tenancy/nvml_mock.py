@@ -172,6 +172,22 @@ DOCKER_BUILDKIT=1 docker build --load --provenance=false "$@" --tag "$IMAGE" --f
 """
 
 
+def no_host_gpus_script() -> str:
+    """`sh`: fail when node container $NODE_CONTAINER sees NVIDIA device nodes of the Docker host.
+
+    A privileged container gets the host's /dev; the mock then counts only the devices whose /dev/nvidia<i>
+    exists in the calling container (k8s-test-infra engine/engine.go), so HAMi's privileged plugin would
+    register as many GPUs as the host has, not the declared ones.
+    """
+    return """set -eu
+if docker exec "$NODE_CONTAINER" sh -c 'ls /dev/nvidia[0-9]* >/dev/null 2>&1'; then
+  reason="the mock NVML would report only as many GPUs as the host has; use mode real on this host"
+  echo "gpu-tenancy: $NODE_CONTAINER sees the Docker host's NVIDIA GPUs (/dev/nvidia*): $reason" >&2
+  exit 1
+fi
+"""
+
+
 def rbac_rules(node_name: str) -> list[dict[str, Any]]:
     """setup.sh and cleanup.sh run `kubectl label node $NODE_NAME nvidia.com/gpu.present...` (get + patch,
     as the chart's rbac.yaml grants), restricted here to the one node."""

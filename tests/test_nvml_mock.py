@@ -351,3 +351,32 @@ def test_the_daemonset_matches_what_upstreams_chart_renders() -> None:
     for key in ("tolerations", "terminationGracePeriodSeconds"):
         assert our_pod[key] == chart_pod[key], key
     assert ours["updateStrategy"] == chart["spec"]["updateStrategy"]
+
+
+def test_a_worker_that_sees_the_hosts_gpus_is_refused_before_the_image_is_loaded(tmp_path: Path) -> None:
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "docker").write_text(
+        f"#!{sys.executable}\n"
+        "import os, sys\n"
+        "open(os.environ['FAKE_LOG'], 'a').write(' '.join(sys.argv[1:]) + '\\n')\n"
+        "sys.exit(0 if os.environ.get('FAKE_HOST_GPUS') == '1' else 1)\n"
+    )
+    (fake / "docker").chmod(0o755)
+    log = tmp_path / "log"
+    env = {"PATH": f"{fake}:/usr/bin:/bin", "FAKE_LOG": str(log), "NODE_CONTAINER": "lab-tenant-a-worker"}
+    script = nvml_mock.no_host_gpus_script() + "echo loading\n"
+    refused = subprocess.run(["/bin/sh", "-c", script], env={**env, "FAKE_HOST_GPUS": "1"}, capture_output=True, text=True)
+    assert refused.returncode == 1 and "sees the Docker host's NVIDIA GPUs" in refused.stderr
+    assert "loading" not in refused.stdout
+    assert log.read_text().startswith("exec lab-tenant-a-worker sh -c ls /dev/nvidia[0-9]*")
+    fine = subprocess.run(["/bin/sh", "-c", script], env=env, capture_output=True, text=True)
+    assert fine.returncode == 0 and fine.stdout == "loading\n"
+
+
+def test_the_host_gpu_check_passes_shellcheck(tmp_path: Path) -> None:
+    path = tmp_path / "check.sh"
+    path.write_text(nvml_mock.no_host_gpus_script())
+    shellcheck = shutil.which("shellcheck") or str(Path(sys.executable).parent / "shellcheck")
+    result = subprocess.run([shellcheck, "-s", "sh", str(path)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout
