@@ -4,11 +4,12 @@ or none, for the mock-GPU agent (sim)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from gpu_tenancy import manifests, nvml_mock, versions
+from gpu_tenancy import manifests, versions
 
 
 @dataclass
@@ -20,8 +21,8 @@ class HamiArgs:
     kubernetes_version: str
     depends_on: list[pulumi.Resource]
     device_layer: manifests.DeviceLayer = "mock-agent"
-    # sim-nvml: the mock's configuration digest, so a change of devices restarts the plugin.
-    device_config_digest: str | None = None
+    # sim-nvml: what the device plugin needs to reach the mock (MockNvml.hami_device_plugin).
+    device_plugin: dict[str, Any] | None = None
 
 
 class Hami(pulumi.ComponentResource):
@@ -42,8 +43,7 @@ class Hami(pulumi.ComponentResource):
                 args.kubernetes_version,
                 args.image_tag,
                 device_layer=args.device_layer,
-                device_config_digest=args.device_config_digest,
-                driver_root=nvml_mock.DRIVER_ROOT if args.device_layer == "nvml-mock" else None,
+                device_plugin=args.device_plugin,
             ),
             timeout=900,
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on),

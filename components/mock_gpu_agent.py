@@ -13,6 +13,7 @@ import pulumi_command as command
 import pulumi_docker as docker
 import pulumi_kubernetes as k8s
 
+from components.cluster_role_account import cluster_role_account
 from gpu_tenancy import image_load, manifests
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -92,27 +93,10 @@ class MockGpuAgent(pulumi.ComponentResource):
         )
 
         metadata = k8s.meta.v1.ObjectMetaArgs(name=f"{name}", namespace=NAMESPACE, labels=labels)
-        cluster_metadata = k8s.meta.v1.ObjectMetaArgs(name=f"{name}", labels=labels)
-        self.service_account = k8s.core.v1.ServiceAccount(f"{name}-sa", metadata=metadata, opts=k8s_opts)
-        self.cluster_role = k8s.rbac.v1.ClusterRole(
-            f"{name}-role",
-            metadata=cluster_metadata,
-            rules=agent_rbac_rules(args.node_name),
-            opts=k8s_opts,
-        )
-        self.cluster_role_binding = k8s.rbac.v1.ClusterRoleBinding(
-            f"{name}-binding",
-            metadata=cluster_metadata,
-            role_ref=k8s.rbac.v1.RoleRefArgs(
-                api_group="rbac.authorization.k8s.io", kind="ClusterRole", name=self.cluster_role.metadata.name
-            ),
-            subjects=[
-                k8s.rbac.v1.SubjectArgs(
-                    kind="ServiceAccount", name=self.service_account.metadata.name, namespace=NAMESPACE
-                )
-            ],
-            opts=k8s_opts,
-        )
+        account = cluster_role_account(name, NAMESPACE, labels, agent_rbac_rules(args.node_name), k8s_opts)
+        self.service_account = account.service_account
+        self.cluster_role = account.cluster_role
+        self.cluster_role_binding = account.binding
         inventory_json = json.dumps(args.gpus, sort_keys=True)
         self.inventory = k8s.core.v1.ConfigMap(
             f"{name}-inventory",

@@ -14,6 +14,7 @@ import pulumi
 import pulumi_command as command
 import pulumi_kubernetes as k8s
 
+from components.cluster_role_account import cluster_role_account
 from gpu_tenancy import image_load, manifests, nvml_mock
 
 NAMESPACE = "kube-system"
@@ -36,12 +37,15 @@ class MockNvmlArgs:
 class MockNvml(pulumi.ComponentResource):
     daemon_set: k8s.apps.v1.DaemonSet
     config_digest: str
+    # What HAMi's device plugin needs to reach this mock (its chart's devicePlugin values).
+    hami_device_plugin: dict[str, Any]
 
     def __init__(self, name: str, args: MockNvmlArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpu-tenancy:mock_nvml:MockNvml", name, {"tenant": args.tenant}, opts)
         config = nvml_mock.mock_config(args.tenant, args.gpus)
         config_text = nvml_mock.config_yaml(config)
         self.config_digest = nvml_mock.config_sha(config_text)
+        self.hami_device_plugin = nvml_mock.hami_device_plugin_values(self.config_digest)
         labels = manifests.labels(args.tenant, nvml_mock.COMPONENT)
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on)
 
@@ -55,30 +59,13 @@ class MockNvml(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[args.image_build, *args.depends_on]),
         )
         metadata = k8s.meta.v1.ObjectMetaArgs(name=name, namespace=NAMESPACE, labels=labels)
-        cluster_metadata = k8s.meta.v1.ObjectMetaArgs(name=name, labels=labels)
-        service_account = k8s.core.v1.ServiceAccount(f"{name}-sa", metadata=metadata, opts=k8s_opts)
-        role = k8s.rbac.v1.ClusterRole(
-            f"{name}-role",
-            metadata=cluster_metadata,
-            rules=pulumi.Output.from_input(args.node_name).apply(nvml_mock.rbac_rules),
-            opts=k8s_opts,
-        )
-        binding = k8s.rbac.v1.ClusterRoleBinding(
-            f"{name}-binding",
-            metadata=cluster_metadata,
-            role_ref=k8s.rbac.v1.RoleRefArgs(
-                api_group="rbac.authorization.k8s.io", kind="ClusterRole", name=role.metadata.name
-            ),
-            subjects=[
-                k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name=service_account.metadata.name, namespace=NAMESPACE)
-            ],
-            opts=k8s_opts,
-        )
+        rules = pulumi.Output.from_input(args.node_name).apply(nvml_mock.rbac_rules)
+        account = cluster_role_account(name, NAMESPACE, labels, rules, k8s_opts)
         config_map = k8s.core.v1.ConfigMap(
             f"{name}-config", metadata=metadata, data={"config.yaml": config_text}, opts=k8s_opts
         )
         spec = pulumi.Output.all(
-            args.image_name, config_map.metadata.name, service_account.metadata.name
+            args.image_name, config_map.metadata.name, account.service_account.metadata.name
         ).apply(
             lambda v: nvml_mock.daemon_set_spec(
                 args.tenant, str(v[0]), str(v[1]), str(v[2]), len(config["devices"]), self.config_digest
@@ -94,7 +81,7 @@ class MockNvml(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(
                 parent=self,
                 provider=args.provider,
-                depends_on=[self.image_load, binding, *args.depends_on],
+                depends_on=[self.image_load, account.binding, *args.depends_on],
             ),
         )
         self.register_outputs(

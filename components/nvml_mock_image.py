@@ -1,7 +1,8 @@
 """NVIDIA's mock NVML image (mode sim-nvml), built once per stack on this Docker host from a pinned commit.
 
-No image is published upstream (NVIDIA/k8s-test-infra builds `deployments/nvml-mock/Dockerfile` in its own
-CI), so the program builds it from the git URL at versions.NVML_MOCK_COMMIT and never pushes it; each
+Upstream publishes `ghcr.io/nvidia/nvml-mock` only from release tags (.github/workflows/nvml-mock-publish.yaml),
+and no release carries the pinned commit's fix (see versions.py), so the program builds
+`deployments/nvml-mock/Dockerfile` from the git URL at versions.NVML_MOCK_COMMIT and never pushes it; each
 tenant's MockNvml loads it into its worker's containerd as the mock-GPU agent's image is loaded in sim.
 """
 

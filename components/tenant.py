@@ -148,7 +148,7 @@ class Tenant(pulumi.ComponentResource):
                 kubernetes_version=versions.kubernetes,
                 depends_on=after,
                 device_layer=args.stack.device_layer,
-                device_config_digest=mock_nvml.config_digest if mock_nvml else None,
+                device_plugin=mock_nvml.hami_device_plugin if mock_nvml else None,
             ),
             pulumi.ResourceOptions(parent=self),
         )

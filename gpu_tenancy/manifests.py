@@ -217,11 +217,6 @@ def admin_kubeconfig_secret_name(tenant: str) -> str:
     return f"{tenant}-admin-kubeconfig"
 
 
-def _under_hostvar(path: str) -> str:
-    assert path.startswith("/var/"), path
-    return "/hostvar/" + path.removeprefix("/var/")
-
-
 # Who registers a tenant's GPUs with HAMi: the mock-GPU agent (sim), HAMi's device plugin on NVIDIA's
 # mock NVML (sim-nvml), or HAMi's device plugin on the real driver (real).
 DeviceLayer = Literal["mock-agent", "nvml-mock", "nvidia"]
@@ -231,37 +226,11 @@ def hami_values(
     kubernetes_version: str,
     image_tag: str,
     device_layer: DeviceLayer = "mock-agent",
-    device_config_digest: str | None = None,
-    driver_root: str | None = None,
+    device_plugin: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """HAMi inside a Kamaji tenant, for the tenant's device layer.
-
-    `nvml-mock`: the device plugin loads NVML twice, through go-nvml with the library path resolved under
-    the container's /driver-root (cmd/device-plugin/nvidia/main.go) and through the package-level
-    `nvml.Init`, a plain dlopen (plugin/register.go, the vGPU monitor): `nvidiaDriverRoot` mounts the mock's
-    driver root for the first, LD_LIBRARY_PATH serves the second (the monitor sees the host's /var at
-    /hostvar). `passDeviceSpecsEnabled` hands pods the mock's /dev/nvidia<i> (under the driver root, the
-    default dev root) as runc has no NVIDIA hook to do it. `device_config_digest` restarts the plugin when
-    the mock's devices change: it registers them once per process (the library caches its configuration).
-    """
-    device_plugin: dict[str, Any] = {"enabled": device_layer != "mock-agent", "service": {"type": "ClusterIP"}}
-    if device_layer == "nvml-mock":
-        assert driver_root is not None and device_config_digest is not None
-        device_plugin |= {
-            "nvidiaDriverRoot": driver_root,
-            "passDeviceSpecsEnabled": True,
-            "extraEnvs": [
-                {"name": "LD_LIBRARY_PATH", "value": "/driver-root/usr/lib64"},
-                # The platform check dlopens NVML from "/" (go-nvlib info), and a model name go-nvlib takes
-                # for Tegra would switch discovery off; NVIDIA's own e2e on this mock sets the same.
-                {"name": "DEVICE_DISCOVERY_STRATEGY", "value": "nvml"},
-            ],
-            "podAnnotations": {"gpu-tenancy.io/nvml-mock-config": device_config_digest},
-            # The monitor container sees the host's /var at /hostvar (the chart's `hostvar` volume).
-            "monitor": {
-                "extraEnvs": [{"name": "LD_LIBRARY_PATH", "value": _under_hostvar(driver_root) + "/usr/lib64"}]
-            },
-        }
+    """HAMi inside a Kamaji tenant, for the tenant's device layer; `device_plugin` adds to the chart's
+    devicePlugin values what the plugin needs to reach its devices (nvml_mock.hami_device_plugin_values)."""
+    plugin_values: dict[str, Any] = {"enabled": device_layer != "mock-agent", "service": {"type": "ClusterIP"}}
     return {
         "global": {"imageTag": image_tag},
         # mock-device-plugin 1.0.1 (the chart's pin) crashes on the 2.10 ConfigMap (mock PR #18);
@@ -296,7 +265,7 @@ def hami_values(
         # The plugin runs on nodes labelled gpu=on (the chart's nvidiaNodeSelector), which the program
         # sets on every worker it joins. Its vGPU monitor Service is NodePort upstream; ClusterIP like the
         # scheduler's, so the metrics stay inside the tenant.
-        "devicePlugin": device_plugin,
+        "devicePlugin": {**plugin_values, **(device_plugin or {})},
         # Metrics: the scheduler Service always has port `monitor` (31993 -> :9395). With this, the chart
         # also renders ServiceMonitors for it (and the vGPU monitor), but only where the Prometheus
         # Operator's CRD exists at install time (templates/scheduler/servicemonitor.yaml checks

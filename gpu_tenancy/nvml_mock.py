@@ -172,6 +172,34 @@ DOCKER_BUILDKIT=1 docker build --load --provenance=false "$@" --tag "$IMAGE" --f
 """
 
 
+def hami_device_plugin_values(config_digest: str) -> dict[str, Any]:
+    """HAMi 2.10.0 chart `devicePlugin` values that point its plugin at this mock.
+
+    The plugin loads NVML twice, through go-nvml with the library path resolved under the container's
+    /driver-root (cmd/device-plugin/nvidia/main.go) and through the package-level `nvml.Init`, a plain
+    dlopen (plugin/register.go, the vGPU monitor): `nvidiaDriverRoot` mounts the mock's driver root for the
+    first, LD_LIBRARY_PATH serves the second (the monitor sees the host's /var at /hostvar, the chart's
+    `hostvar` volume). `passDeviceSpecsEnabled` hands pods the mock's /dev/nvidia<i> (under the driver
+    root, the default dev root) as runc has no NVIDIA hook to do it. The configuration digest restarts the
+    plugin when the mock's devices change: it registers them once per process (the library caches its
+    configuration).
+    """
+    return {
+        "nvidiaDriverRoot": DRIVER_ROOT,
+        "passDeviceSpecsEnabled": True,
+        "extraEnvs": [
+            {"name": "LD_LIBRARY_PATH", "value": "/driver-root/usr/lib64"},
+            # The platform check dlopens NVML from "/" (go-nvlib info), and a model name go-nvlib takes for
+            # Tegra would switch discovery off; NVIDIA's own e2e on this mock sets the same.
+            {"name": "DEVICE_DISCOVERY_STRATEGY", "value": "nvml"},
+        ],
+        "podAnnotations": {"gpu-tenancy.io/nvml-mock-config": config_digest},
+        "monitor": {
+            "extraEnvs": [{"name": "LD_LIBRARY_PATH", "value": f"/hostvar{DRIVER_ROOT.removeprefix('/var')}/usr/lib64"}]
+        },
+    }
+
+
 def no_host_gpus_script() -> str:
     """`sh`: fail when node container $NODE_CONTAINER sees NVIDIA device nodes of the Docker host.
 

@@ -2,7 +2,8 @@
 
 - Shape: every key and value against the Go types the mock decodes it into (`engine/config_types.go`),
   recorded in tests/fixtures/nvml_mock/config_types.json by tests/go_structs.py; the recording is re-derived
-  from the upstream file when a copy of it is at hand (GPU_TENANCY_NVML_MOCK_SOURCE or the tool mirror).
+  from the upstream file when a copy of it is at hand (GPU_TENANCY_NVML_MOCK_SOURCE: that file, or
+  GPU_TENANCY_NVML_MOCK_GIT: a git directory of NVIDIA/k8s-test-infra holding the pinned commit).
 - Semantics: `engine/config.go` `validateYAMLConfig` and `GetDeviceMinorNumber`/`GetDeviceUUID`, and what
   `deployments/nvml-mock/scripts/setup.sh` does to the file (its `sed` and `grep` lines, run here with the
   same expressions through the real tools).
@@ -29,7 +30,6 @@ from tests.go_structs import struct_fields
 from tests.harness import nvml_config
 
 FIXTURE = Path(__file__).parent / "fixtures" / "nvml_mock" / "config_types.json"
-MIRROR = Path("/work/.mirror/NVIDIA+k8s-test-infra/repo")
 UPSTREAM_FILE = "pkg/gpu/mocknvml/engine/config_types.go"
 GO_INTS = {"int": (-(2**63), 2**63 - 1), "uint32": (0, 2**32 - 1), "uint64": (0, 2**64 - 1), "uint": (0, 2**64 - 1)}
 
@@ -92,16 +92,19 @@ def test_the_recorded_types_are_upstreams() -> None:
     """The fixture is what tests/go_structs.py reads from config_types.go at the pinned commit."""
     recorded = json.loads(FIXTURE.read_text())
     assert recorded["commit"] == versions.NVML_MOCK_COMMIT
-    source_path = os.environ.get("GPU_TENANCY_NVML_MOCK_SOURCE")
+    source_path, git_dir = os.environ.get("GPU_TENANCY_NVML_MOCK_SOURCE"), os.environ.get("GPU_TENANCY_NVML_MOCK_GIT")
     if source_path:
         source = Path(source_path).read_text()
-    elif MIRROR.exists() and shutil.which("git"):
+    elif git_dir and shutil.which("git"):
         source = subprocess.run(
-            ["git", "-C", str(MIRROR), "show", f"{versions.NVML_MOCK_COMMIT}:{UPSTREAM_FILE}"],
+            ["git", "-C", git_dir, "show", f"{versions.NVML_MOCK_COMMIT}:{UPSTREAM_FILE}"],
             check=True, capture_output=True, text=True,
         ).stdout
     else:
-        pytest.skip(f"no copy of NVIDIA/k8s-test-infra {UPSTREAM_FILE} here (set GPU_TENANCY_NVML_MOCK_SOURCE)")
+        pytest.skip(
+            f"no copy of NVIDIA/k8s-test-infra {UPSTREAM_FILE} here "
+            "(set GPU_TENANCY_NVML_MOCK_SOURCE or GPU_TENANCY_NVML_MOCK_GIT)"
+        )
     assert struct_fields(source) == recorded["structs"]
 
 
