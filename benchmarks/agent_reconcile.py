@@ -47,7 +47,7 @@ def build_fixture() -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]
 
 
 def main() -> None:
-    devices = hami.device_inventory("bench", [{"model": "NVIDIA-L4", "memoryMiB": 24576, "count": 8}])
+    devices = hami.device_inventory("bench", [{"model": "NVIDIA L4", "memoryMiB": 23034, "count": 8}])
     nodes, pods_by_node = build_fixture()
     started = time.perf_counter()
     plans = [decisions.plan_reconcile(node, pods_by_node[node["metadata"]["name"]], devices) for node in nodes]

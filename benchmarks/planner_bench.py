@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from gpu_tenancy.plan_cli import planned_view
 from gpu_tenancy.planner import ContainerRequest, Device, Node, Workload, plan
 
-A100 = "NVIDIA-A100-SXM4-80GB"
+A100 = "NVIDIA A100-SXM4-80GB"
 
 
 def main() -> None:

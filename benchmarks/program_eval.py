@@ -24,7 +24,7 @@ def config_for(tenants: int) -> dict[str, object]:
     return {
         "mode": "sim",
         "tenants": [
-            {"name": f"t{i:03d}", "gpus": [{"model": "NVIDIA-L4", "memoryMiB": 24576, "count": 1}],
+            {"name": f"t{i:03d}", "gpus": [{"model": "NVIDIA L4", "count": 1}],
              "podCidr": f"10.{i // 2}.{(i % 2) * 128}.0/24", "serviceCidr": f"10.{128 + i // 2}.{(i % 2) * 128}.0/24"}
             for i in range(tenants)
         ],

@@ -1,4 +1,5 @@
-"""Compares a tenant's declared GPUs with what HAMi's device plugin registers on its hosts (mode real)."""
+"""Compares what HAMi's device plugin registers on each of a tenant's nodes with the register the plan counts
+there (modes sim-nvml and real)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pulumi_command as command
 import pulumi_kubernetes as k8s
 
 from gpu_tenancy import hami, inventory, shell
-from gpu_tenancy.config import GpuConfig
+from gpu_tenancy.gpu_nodes import GpuNode
 
 # Polls until the device plugin has registered the node's GPUs (kubectl is a documented prerequisite).
 WAIT_SCRIPT = (
@@ -31,8 +32,7 @@ exit 1
 @dataclass
 class InventoryCheckArgs:
     tenant: str
-    declared: list[GpuConfig]
-    node_names: list[str]
+    nodes: list[GpuNode]
     provider: k8s.Provider
     kubeconfig: pulumi.Output[str]
     on_mismatch: Literal["error", "warn"]
@@ -45,7 +45,7 @@ class InventoryCheck(pulumi.ComponentResource):
     def __init__(self, name: str, args: InventoryCheckArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-tenancy:inventory_check:InventoryCheck", name, {"tenant": args.tenant}, opts)
         annotations: dict[str, pulumi.Output[Any]] = {}
-        for node in args.node_names:
+        for node in (gpu_node.name for gpu_node in args.nodes):
             registered = command.local.Command(
                 f"{name}-{node}-registered",
                 create=WAIT_SCRIPT,
@@ -76,9 +76,10 @@ class InventoryCheck(pulumi.ComponentResource):
             node: hami.parse_register_annotation(values.get(hami.NODE_REGISTER_ANNOTATION, ""))
             for node, values in by_node.items()
         }
-        problems = inventory.inventory_mismatches(args.declared, reported)
+        expected = {node.name: node.register() for node in args.nodes}
+        problems = inventory.inventory_mismatches(expected, reported)
         if problems:
-            message = f"tenant {args.tenant}: the hosts' GPUs differ from gpu-tenancy:tenants gpus: " + "; ".join(
+            message = f"tenant {args.tenant}: HAMi registered other GPUs than the plan counts: " + "; ".join(
                 problems
             )
             if args.on_mismatch == "error":

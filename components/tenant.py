@@ -24,7 +24,7 @@ from components.tenant_control_plane import TenantControlPlane, TenantControlPla
 from components.tenant_network import TenantNetwork, TenantNetworkArgs
 from components.worker import Worker, WorkerArgs
 from components.workloads import Workloads, WorkloadsArgs
-from gpu_tenancy import workloads
+from gpu_tenancy import gpu_nodes, workloads
 from gpu_tenancy.config import StackConfig, TenantConfig
 
 
@@ -46,12 +46,18 @@ class Tenant(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: TenantArgs, opts: pulumi.ResourceOptions | None = None):
         tenant = args.config.name
+        self._gpu_nodes = gpu_nodes.tenant_gpu_nodes(args.stack.simulated, args.cluster_name, args.config)
         # What the tenant declares, as plain JSON: the policy pack (gpu-plan-fits, no-mock-gpus-in-real)
         # reads it from the component's inputs at preview and from its outputs in the stack view.
         declaration = {
             "tenant": tenant,
             "mode": args.stack.mode,
             "gpus": [gpu.model_dump(by_alias=True) for gpu in args.config.gpus],
+            # Where the cards are, under the node names the cluster will have (the device layer).
+            "gpuNodes": [
+                {"name": node.name, "gpus": [gpu.model_dump(by_alias=True) for gpu in node.gpus]}
+                for node in self._gpu_nodes
+            ],
             "workloads": [workload.model_dump(by_alias=True) for workload in args.config.workloads],
             "quota": dict(args.config.quota),
         }
@@ -159,7 +165,7 @@ class Tenant(pulumi.ComponentResource):
         """sim: one kindest/node container, HAMi without device plugin, the mock-GPU agent."""
         tenant = args.config.name
         child = pulumi.ResourceOptions(parent=self)
-        container = f"{args.cluster_name}-{tenant}-worker"
+        container = gpu_nodes.worker_container_name(args.cluster_name, tenant)
         worker = Worker(
             f"{name}-worker",
             WorkerArgs(
@@ -229,8 +235,7 @@ class Tenant(pulumi.ComponentResource):
             f"{name}-inventory",
             InventoryCheckArgs(
                 tenant=args.config.name,
-                declared=list(args.config.gpus),
-                node_names=[container],
+                nodes=self._gpu_nodes,
                 provider=control_plane.provider,
                 kubeconfig=control_plane.kubeconfig,
                 on_mismatch="error",
@@ -285,8 +290,7 @@ class Tenant(pulumi.ComponentResource):
             f"{name}-inventory",
             InventoryCheckArgs(
                 tenant=tenant,
-                declared=list(args.config.gpus),
-                node_names=[host.name for host in args.config.workers],
+                nodes=self._gpu_nodes,
                 provider=control_plane.provider,
                 kubeconfig=control_plane.kubeconfig,
                 on_mismatch=args.stack.inventory_mismatch,

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -20,11 +21,12 @@ from pydantic import (
     SecretStr,
     StringConstraints,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 
-from gpu_tenancy import addressing, kind, nvml_mock, versions
+from gpu_tenancy import addressing, gpu_catalogue, hami, kind, nvml_mock, versions
 from gpu_tenancy.manifests import KONNECTIVITY_PORT, TCP_PORT, DeviceLayer
 
 NAMESPACE = "gpu-tenancy"
@@ -81,17 +83,59 @@ class _Model(BaseModel):
 
 
 class GpuConfig(_Model):
+    """Cards of one model. `model` is NVML's name for the card (what `nvidia-smi` prints); `memoryMiB` is
+    what NVML reports for it, taken from the GPU catalogue for a known model and required for any other."""
+
     model: Annotated[str, StringConstraints(min_length=1)]
-    memory_mib: int = Field(alias="memoryMiB", gt=0)
+    memory_mib: int = Field(
+        default=None, alias="memoryMiB", gt=0, le=gpu_catalogue.MAX_MEMORY_MIB, validate_default=True
+    )
     count: int = Field(gt=0, le=16)
 
     @field_validator("model")
     @classmethod
-    def _nvidia_model(cls, value: str) -> str:
-        # HAMi only sees devices whose type contains "NVIDIA" (score.go getNodeResources).
-        if "nvidia" not in value.lower():
-            raise ValueError(f"{value!r} must name an NVIDIA model (HAMi matches on 'NVIDIA')")
+    def _nvml_spelling(cls, value: str) -> str:
+        if gpu_catalogue.lookup(value) is None and (near := gpu_catalogue.suggestion(value)) is not None:
+            raise ValueError(
+                f"{value!r} is not how NVML names the card: write {near.nvml_name!r} (what nvidia-smi prints)"
+            )
         return value
+
+    @field_validator("memory_mib", mode="before")
+    @classmethod
+    def _catalogue_memory(cls, value: Any, info: ValidationInfo) -> Any:
+        model = info.data.get("model")
+        if value is not None or not isinstance(model, str):
+            return value
+        return gpu_catalogue.registered_memory(model, None)
+
+    @field_validator("memory_mib")
+    @classmethod
+    def _nvml_memory(cls, value: int, info: ValidationInfo) -> int:
+        model = info.data.get("model")
+        return gpu_catalogue.registered_memory(model, value) if isinstance(model, str) else value
+
+    @property
+    def in_catalogue(self) -> bool:
+        """False for a model the catalogue does not know: its memory is the stack's word, not checked."""
+        return gpu_catalogue.lookup(self.model) is not None
+
+    @property
+    def registered_type(self) -> str:
+        """The device type HAMi registers for these cards."""
+        return hami.device_type(self.model)
+
+
+def card_counts(gpus: Iterable[GpuConfig]) -> Counter[tuple[str, int]]:
+    """How many cards of each (NVML name, MiB)."""
+    counts: Counter[tuple[str, int]] = Counter()
+    for gpu in gpus:
+        counts[(gpu.model, gpu.memory_mib)] += gpu.count
+    return counts
+
+
+def describe_cards(counts: Counter[tuple[str, int]]) -> str:
+    return ", ".join(f"{count} x {model} ({mib} MiB)" for (model, mib), count in sorted(counts.items())) or "none"
 
 
 class ContainerGpuRequest(_Model):
@@ -133,6 +177,8 @@ class WorkerHostConfig(_Model):
     address: Annotated[str, StringConstraints(min_length=1)]
     user: Annotated[str, StringConstraints(pattern=r"^[a-z_][a-z0-9_-]*$")]
     port: int = Field(default=22, gt=0, lt=65536)
+    # The cards in this host; a tenant's only host has the tenant's `gpus` unless it says otherwise.
+    gpus: list[GpuConfig] = Field(default_factory=list)
 
     @field_validator("address")
     @classmethod
@@ -189,11 +235,41 @@ class TenantConfig(_Model):
         for key, amount in value.items():
             if key not in QUOTA_KEYS:
                 raise ValueError(f"unknown quota key {key!r}; allowed: {', '.join(QUOTA_KEYS)}")
-            # HAMi reads a gpumem/gpucores quota of 0 as "no limit", not "nothing": refuse it.
-            minimum = 0 if key == "limits.nvidia.com/gpu" else 1
-            if amount < minimum:
-                raise ValueError(f"quota {key!r} must be >= {minimum}")
+            # 0 is a limit like any other: HAMi v2.10.0 keeps an explicit 0 as a hard block (pkg/device/
+            # quota.go `LimitSet`), and Kubernetes' quota admits no pod asking for requests.nvidia.com/gpu.
+            if amount < 0:
+                raise ValueError(f"quota {key!r} must be >= 0 (0 admits no pod asking for it)")
         return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _single_host_has_the_tenants_gpus(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            workers = data.get("workers")
+            only = workers[0] if isinstance(workers, list) and len(workers) == 1 else None
+            if isinstance(only, dict) and "gpus" not in only and "gpus" in data:
+                data = {**data, "workers": [{**only, "gpus": data["gpus"]}]}
+        return data
+
+    @model_validator(mode="after")
+    def _hosts_hold_the_tenants_gpus(self) -> TenantConfig:
+        tenant = self
+        if not tenant.workers:
+            return tenant
+        for index, worker in enumerate(tenant.workers):
+            if not worker.gpus:
+                raise ValueError(
+                    f"workers[{index}].gpus is required when a tenant has several hosts: say which cards "
+                    f"host {worker.name} has"
+                )
+        declared = card_counts(tenant.gpus)
+        hosted = card_counts(gpu for worker in tenant.workers for gpu in worker.gpus)
+        if declared != hosted:
+            raise ValueError(
+                f"its hosts' gpus ({describe_cards(hosted)}) differ from its gpus ({describe_cards(declared)}): "
+                "the tenant's gpus are the sum of its hosts'"
+            )
+        return tenant
 
     @model_validator(mode="after")
     def _unique_workloads(self) -> TenantConfig:
@@ -385,6 +461,20 @@ class StackConfig(_Model):
         return claims
 
 
+def _field_aliases() -> dict[str, str]:
+    """Field name -> the key a stack file spells (pydantic reports a defaulted field by its name)."""
+    models: list[type[BaseModel]] = [
+        GpuConfig, ContainerGpuRequest, WorkloadConfig, WorkerHostConfig, TenantConfig, VersionsConfig,
+        KindConfig, MetalLBConfig, ControlPlaneConfig, StackConfig,
+    ]
+    return {name: info.alias for model in models for name, info in model.model_fields.items() if info.alias}
+
+
+def stack_key_location(location: tuple[int | str, ...]) -> tuple[int | str, ...]:
+    aliases = _field_aliases()
+    return tuple(aliases.get(part, part) if isinstance(part, str) else part for part in location)
+
+
 def _format_location(location: tuple[int | str, ...]) -> str:
     key = f"{NAMESPACE}:{location[0]}" if location else NAMESPACE
     for part in location[1:]:
@@ -394,7 +484,7 @@ def _format_location(location: tuple[int | str, ...]) -> str:
 
 def _first_error_line(error: ValidationError) -> str:
     detail = error.errors(include_url=False)[0]
-    location = tuple(p for p in detail["loc"] if not str(p).startswith("function-"))
+    location = stack_key_location(tuple(p for p in detail["loc"] if not str(p).startswith("function-")))
     message = detail["msg"].removeprefix("Value error, ")
     if detail["type"] == "missing":
         message = "is required"
@@ -495,17 +585,6 @@ def _nvml_mock_errors(config: StackConfig) -> list[tuple[str, str]]:
                     f"{nvml_mock.MAX_GPUS_PER_NODE} per node (k8s-test-infra engine/device.go MaxDevices)",
                 )
             )
-        for gpu_index, gpu in enumerate(tenant.gpus):
-            # HAMi registers NVML's name as the type, prefixed 'NVIDIA-' unless it starts with 'NVIDIA'
-            # (register.go getAPIDevices): the declared model would not be what HAMi reports.
-            if not gpu.model.startswith(("NVIDIA-", "NVIDIA ")):
-                errors.append(
-                    (
-                        f"tenants[{index}].gpus[{gpu_index}].model",
-                        f"{gpu.model!r}: in mode 'sim-nvml' write it as NVML names cards, e.g. 'NVIDIA-L4' "
-                        "or 'NVIDIA L4'",
-                    )
-                )
     return errors
 
 

@@ -39,20 +39,31 @@ def device_id(tenant: str, index: int) -> str:
     return f"GPU-{uuid.uuid5(_DEVICE_ID_NAMESPACE, f'{tenant}/{index}')}"
 
 
+def device_type(nvml_name: str) -> str:
+    """The type HAMi's device plugin registers for a card NVML names `nvml_name`: kept when it starts with
+    "NVIDIA", else prefixed "NVIDIA-" (register.go `getAPIDevices`). The scheduler only considers devices
+    whose type contains "NVIDIA" (score.go getNodeResources), so the prefix is what makes "Tesla T4" count."""
+    return nvml_name if nvml_name.startswith(DEVICE_VENDOR) else f"{DEVICE_VENDOR}-{nvml_name}"
+
+
 def device_inventory(
     tenant: str, gpus: list[dict[str, Any]], split_count: int = DEFAULT_SPLIT_COUNT
 ) -> list[dict[str, Any]]:
-    """Expand stack-config GPU groups into HAMi DeviceInfo dicts, one per physical GPU."""
+    """What HAMi's device plugin registers for a node with these cards, one entry per physical GPU.
+
+    `gpus` are stack-config GPU groups as the config resolves them (`model`: NVML's name, `memoryMiB`: NVML's
+    total, `count`). Each entry is a `DeviceInfo` as register.go `getAPIDevices` fills it: the NVML name as
+    `device_type` writes it, NVML's MiB (deviceMemoryScaling 1), the chart's deviceSplitCount, 100 cores
+    (deviceCoreScaling 1), NUMA 0, mode hami-core, healthy; ids are stable per `tenant` and index.
+    """
     if split_count < 1:
         raise ValueError("split_count must be at least 1")
     devices: list[dict[str, Any]] = []
     for group in gpus:
         model = str(group["model"])
-        if DEVICE_VENDOR.lower() not in model.lower():
-            raise ValueError(f"GPU model {model!r} must contain {DEVICE_VENDOR!r}, HAMi ignores other device types")
         memory_mib = int(group["memoryMiB"])
         count = int(group["count"])
-        if memory_mib <= 0 or count < 0:
+        if not model or memory_mib <= 0 or count < 0:
             raise ValueError(f"invalid GPU group {group!r}")
         for _ in range(count):
             index = len(devices)
@@ -63,7 +74,7 @@ def device_inventory(
                     "count": split_count,
                     "devmem": memory_mib,
                     "devcore": FULL_DEVICE_CORES,
-                    "type": model,
+                    "type": device_type(model),
                     "numa": 0,
                     "mode": "hami-core",
                     "health": True,

@@ -1,62 +1,48 @@
-"""Declared GPU inventory against what HAMi's device plugin reports (mode real)."""
+"""What HAMi's device plugin registered on each node against what the plan counts on it (sim-nvml, real)."""
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gpu_tenancy.config import GpuConfig
 
-# Drivers reserve part of a card's memory: a "24 GB" L4 reports less than 24576 MiB. Within this
-# fraction below the declared size a card still counts as the declared model.
-MEMORY_TOLERANCE = 0.10
-
-
-def _model_key(text: str) -> str:
-    """'NVIDIA-NVIDIA A100-SXM4-80GB' and 'NVIDIA-A100-SXM4-80GB' both become 'a100sxm480gb'."""
-    return re.sub(r"[^a-z0-9]", "", text.lower()).replace("nvidia", "")
+def _cards(devices: Sequence[Mapping[str, Any]]) -> Counter[tuple[str, int]]:
+    return Counter((str(d.get("type", "?")), int(d.get("devmem", 0))) for d in devices)
 
 
 def inventory_mismatches(
-    declared: Sequence[GpuConfig], reported: Mapping[str, Sequence[Mapping[str, Any]]]
+    expected: Mapping[str, Sequence[Mapping[str, Any]]], reported: Mapping[str, Sequence[Mapping[str, Any]]]
 ) -> list[str]:
-    """Problems, one line each, between a tenant's declared `gpus` and its nodes' devices.
+    """Problems, one line each, between the register the plan counts on each node and what HAMi registered.
 
-    `reported` maps node name to the devices of its `hami.io/node-nvidia-register` annotation.
-    Empty when every declared card is there (by model, within MEMORY_TOLERANCE of its memory,
-    healthy) and nothing else is.
+    Both map a node name to `hami.io/node-nvidia-register` entries. A card matches on its exact type and
+    MiB: HAMi fits requests on exactly these numbers, so any difference changes what fits. Empty when every
+    node registered exactly its planned cards, all healthy.
     """
     problems: list[str] = []
-    wanted = Counter({(_model_key(g.model), g.model, g.memory_mib): g.count for g in declared})
-    found: Counter[tuple[str, str, int]] = Counter()
-    for node, devices in sorted(reported.items()):
-        for device in devices:
-            device_type = str(device.get("type", "?"))
-            if not device.get("health", False):
-                problems.append(f"node {node}: GPU {device.get('id', '?')} ({device_type}) is unhealthy")
-                continue
-            match = next(
-                (
-                    key
-                    for key in wanted
-                    if key[0] in _model_key(device_type)
-                    and key[2] * (1 - MEMORY_TOLERANCE) <= int(device.get("devmem", 0)) <= key[2]
-                    and found[key] < wanted[key]
-                ),
-                None,
-            )
-            if match is None:
+    for node in sorted(set(expected) | set(reported)):
+        want = _cards(expected.get(node, ()))
+        healthy = []
+        for device in reported.get(node, ()):
+            if device.get("health", False):
+                healthy.append(device)
+            else:
+                problems.append(f"node {node}: GPU {device.get('id', '?')} ({device.get('type', '?')}) is unhealthy")
+        got = _cards(healthy)
+        for model, mib in sorted(want - got):
+            others = sorted(m for (t, m) in got - want if t == model)
+            if others:
                 problems.append(
-                    f"node {node}: GPU {device.get('id', '?')} ({device_type}, {device.get('devmem', '?')} MiB) "
-                    "is not in the tenant's declared gpus"
+                    f"node {node}: {model} registers {', '.join(map(str, others))} MiB where the plan counts {mib} "
+                    "MiB (the memory NVML reports for it in the GPU catalogue)"
                 )
             else:
-                found[match] += 1
-    for key, count in sorted(wanted.items()):
-        if found[key] < count:
-            problems.append(
-                f"declared {count} x {key[1]} ({key[2]} MiB) but the nodes report {found[key]}"
-            )
+                problems.append(
+                    f"node {node}: declares {want[(model, mib)]} x {model} ({mib} MiB), HAMi registered "
+                    f"{got[(model, mib)]}"
+                )
+        for (model, mib), count in sorted((got - want).items()):
+            if not any(t == model for (t, _m) in want - got):
+                problems.append(f"node {node}: {count} x {model} ({mib} MiB) registered but not declared on this node")
     return problems

@@ -26,11 +26,10 @@ plugin/register.go` `getAPIDevices`).
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Sequence
 from typing import Any
 
-from gpu_tenancy import hami, manifests, versions
+from gpu_tenancy import gpu_catalogue, hami, manifests, versions
 
 HOST_ROOT = "/var/lib/nvml-mock"
 DRIVER_ROOT = f"{HOST_ROOT}/driver"
@@ -40,36 +39,7 @@ CONFIG_PATH_IN_POD = "/etc/nvml-mock/config.yaml"
 IMAGE_REPOSITORY = "gpu-tenancy/nvml-mock"
 CONFIG_VERSION = "1.0"  # the `version` every upstream profile states; validateYAMLConfig requires one
 
-# CUDA compute capability and architecture of the cards a tenant is likely to declare (NVIDIA's published
-# tables). A model not listed keeps what the mock's dgxa100 base device reports (8.0, Ampere): HAMi does
-# not schedule on either.
-_KNOWN_CARDS: tuple[tuple[str, tuple[int, int], str], ...] = (
-    ("B200", (10, 0), "blackwell"),
-    ("H200", (9, 0), "hopper"),
-    ("H100", (9, 0), "hopper"),
-    ("L40S", (8, 9), "ada"),
-    ("L40", (8, 9), "ada"),
-    ("L4", (8, 9), "ada"),
-    ("A100", (8, 0), "ampere"),
-    ("A30", (8, 0), "ampere"),
-    ("A10", (8, 6), "ampere"),
-    ("A10G", (8, 6), "ampere"),
-    ("T4", (7, 5), "turing"),
-    ("V100", (7, 0), "volta"),
-)
-
 MIB = 1024 * 1024
-
-
-def nvml_name(model: str) -> str:
-    """What NVML reports for a declared model: 'NVIDIA-A100-SXM4-80GB' -> 'NVIDIA A100-SXM4-80GB'.
-
-    Real drivers name cards 'NVIDIA <product>' (nvmlDeviceGetName); the declaration's 'NVIDIA-' form is how
-    HAMi writes names that lack the prefix. Either way HAMi keeps a name that starts with 'NVIDIA'.
-    """
-    if model.startswith("NVIDIA-"):
-        return "NVIDIA " + model.removeprefix("NVIDIA-")
-    return model
 
 
 def device_uuid(tenant: str, index: int) -> str:
@@ -79,16 +49,19 @@ def device_uuid(tenant: str, index: int) -> str:
 
 
 def _card_facts(model: str) -> dict[str, Any]:
-    tokens = set(re.split(r"[^A-Z0-9]+", model.upper()))
-    for family, (major, minor), architecture in _KNOWN_CARDS:
-        if family in tokens:
-            return {"architecture": architecture, "compute_capability": {"major": major, "minor": minor}}
-    return {}
+    """Architecture and compute capability of a catalogued card; a model outside the catalogue keeps what
+    the mock's dgxa100 base device reports (8.0, Ampere). HAMi schedules on neither."""
+    known = gpu_catalogue.lookup(model)
+    if known is None:
+        return {}
+    major, minor = known.compute_capability
+    return {"architecture": known.architecture, "compute_capability": {"major": major, "minor": minor}}
 
 
 def mock_config(tenant: str, gpus: Sequence[Any]) -> dict[str, Any]:
     """The mock's `YAMLConfig` for one node with a tenant's declared `gpus` (GpuConfig: model, memory_mib,
-    count), devices in declaration order."""
+    count), devices in declaration order: each named as NVML names the card, with the memory NVML reports
+    for it (the catalogue's, not the marketed size upstream's profiles state)."""
     devices: list[dict[str, Any]] = []
     for gpu in gpus:
         for _ in range(gpu.count):
@@ -100,7 +73,7 @@ def mock_config(tenant: str, gpus: Sequence[Any]) -> dict[str, Any]:
                     "index": index,
                     "uuid": device_uuid(tenant, index),
                     "minor_number": index,
-                    "name": nvml_name(gpu.model),
+                    "name": gpu.model,
                     "brand": "nvidia",
                     **_card_facts(gpu.model),
                     # An idle card: all of it free (FreeBytes defaults to 0, which no real idle card reports).

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import Annotated, Any, Literal, cast
 
 import yaml
 from pydantic import (
@@ -26,7 +26,8 @@ from pydantic import (
     field_validator,
 )
 
-from gpu_tenancy.config import NAMESPACE, StackConfig, TenantConfig, WorkloadConfig
+from gpu_tenancy import gpu_nodes
+from gpu_tenancy.config import NAMESPACE, KindConfig, StackConfig, TenantConfig, WorkloadConfig, stack_key_location
 from gpu_tenancy.planner import (
     MAX_DEVICES_PER_NODE,
     ContainerRequest,
@@ -36,7 +37,12 @@ from gpu_tenancy.planner import (
     Workload,
     node_from_register,
 )
-from gpu_tenancy.workloads import DEFAULT_GPU_SCHEDULER_POLICY, DEFAULT_NODE_SCHEDULER_POLICY, plan_document
+from gpu_tenancy.workloads import (
+    DEFAULT_GPU_SCHEDULER_POLICY,
+    DEFAULT_NODE_SCHEDULER_POLICY,
+    plan_document,
+    stack_name,
+)
 
 UNASSIGNED = "(no tenant)"
 
@@ -130,7 +136,7 @@ def _key(location: Sequence[int | str], prefix: str = "") -> str:
 
 def _error_line(path: str, error: ValidationError, prefix: str = "") -> str:
     detail = error.errors(include_url=False)[0]
-    location = [p for p in detail["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
+    location = list(stack_key_location(tuple(p for p in detail["loc"] if not str(p).startswith("function-"))))
     message = str(detail["msg"]).removeprefix("Value error, ")
     if detail["type"] == "missing":
         message = "is required"
@@ -215,15 +221,32 @@ def _load_stack(path: str, text: str) -> PlanDocument:
     for i, tenant in enumerate(tenants):
         if names.count(tenant.name) > 1:
             raise InputError(f"{path}: {key}[{i}].name: duplicate tenant name {tenant.name!r}")
-        gpus = sum(g.count for g in tenant.gpus)
-        if gpus > MAX_DEVICES_PER_NODE:
+    mode = _stack_value(path, config, "mode", _MODE)
+    kind = _stack_value(path, config, "kind", _KIND)
+    # Tenants, mode and the kind cluster's name: where the cards are and what their nodes are called. Secrets
+    # and versions do not change what fits.
+    stack = StackConfig.model_construct(tenants=tenants, mode=mode, kind=kind)
+    for node in gpu_nodes.gpu_nodes(stack, stack.cluster_name(stack_name(path))):
+        cards = sum(g.count for g in node.gpus)
+        if cards > MAX_DEVICES_PER_NODE:
+            index = names.index(node.tenant)
             raise InputError(
-                f"{path}: {key}[{i}].gpus: {gpus} GPUs on the tenant's one planned node; the planner reproduces "
-                f"HAMi's device order only up to {MAX_DEVICES_PER_NODE} per node"
+                f"{path}: {key}[{index}].gpus: {cards} GPUs on node {node.name}; the planner reproduces HAMi's "
+                f"device order only up to {MAX_DEVICES_PER_NODE} per node"
             )
-    # Only the tenants are read: mode, secrets and versions do not change what fits.
-    stack = StackConfig.model_construct(tenants=tenants)
-    return PlanDocument.model_validate(plan_document(stack))
+    return PlanDocument.model_validate(plan_document(stack, stack.cluster_name(stack_name(path))))
+
+
+_MODE: TypeAdapter[str] = TypeAdapter(Literal["sim", "sim-nvml", "real"])
+_KIND: TypeAdapter[KindConfig | None] = TypeAdapter(KindConfig | None)
+
+
+def _stack_value(path: str, config: dict[str, Any], name: str, adapter: TypeAdapter[Any]) -> Any:
+    key = f"{NAMESPACE}:{name}"
+    try:
+        return adapter.validate_python(config.get(key))
+    except ValidationError as error:
+        raise InputError(_error_line(path, error, prefix=key)) from None
 
 
 def load_document(path: str) -> PlanDocument:

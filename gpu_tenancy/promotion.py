@@ -49,6 +49,8 @@ _DEVICE_COMPONENTS = {"mock-gpu-agent", "nvml-mock", "worker"}
 # Fields of tenant-layer resources that describe the device layer: (type, path).
 _DEVICE_FIELDS = (
     ("gpu-tenancy:tenant:Tenant", ("mode",)),
+    # Which node holds which card, under the node's name: a kind worker per tenant, or the GPU hosts.
+    ("gpu-tenancy:tenant:Tenant", ("gpuNodes",)),
     ("kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane", ("spec", "kubernetes", "kubelet")),
     ("kubernetes:helm.sh/v3:Release", ("values", "devicePlugin")),
     # The node-lock timeout depends on who releases HAMi's locks: the device plugin or the mock agent.

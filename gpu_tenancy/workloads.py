@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from gpu_tenancy import hami, manifests
+from gpu_tenancy import gpu_nodes, hami, manifests
 from gpu_tenancy.config import NAMESPACE, ContainerGpuRequest, StackConfig, TenantConfig, WorkloadConfig, load_config
 
 WORKLOAD_NAMESPACE = "workloads"
@@ -183,22 +183,20 @@ def has_workloads(tenant: TenantConfig) -> bool:
 # --------------------------------------------------------------------------- planner inputs
 
 
-def plan_document(stack: StackConfig) -> dict[str, Any]:
+def plan_document(stack: StackConfig, cluster_name: str) -> dict[str, Any]:
     """The stack's GPUs, workloads and quotas in `gpu_tenancy.plan_cli`'s input format.
 
-    Devices are what the mock-GPU agent registers (`hami.device_inventory`, split count 10); each tenant
-    has one worker node; unset scheduler policies take the HAMi release's defaults.
+    Nodes are the ones the live cluster will have (`gpu_nodes`: one kind worker per tenant in sim and
+    sim-nvml, one node per host in real), each with the register HAMi's device plugin writes for its cards
+    (split count 10); unset scheduler policies take the HAMi release's defaults.
     """
-    nodes = []
     workloads: list[dict[str, Any]] = []
     quota: dict[str, dict[str, int]] = {}
+    nodes = [
+        {"name": node.name, "tenant": node.tenant, "devices": node.register()}
+        for node in gpu_nodes.gpu_nodes(stack, cluster_name)
+    ]
     for tenant in stack.tenants:
-        gpus = [gpu.model_dump(by_alias=True) for gpu in tenant.gpus]
-        nodes.append({
-            "name": f"{tenant.name}-worker",
-            "tenant": tenant.name,
-            "devices": hami.device_inventory(tenant.name, gpus),
-        })
         for workload in tenant.workloads:
             workloads.append(_plan_workload(tenant.name, workload))
         if tenant.quota:
@@ -229,6 +227,14 @@ def _plan_workload(tenant: str, workload: WorkloadConfig) -> dict[str, Any]:
     }
 
 
+def stack_name(path: str | Path) -> str:
+    """'Pulumi.dev.yaml' -> 'dev' (the stack a stack file configures)."""
+    name = Path(path).name
+    for suffix in (".yaml", ".yml"):
+        name = name.removesuffix(suffix)
+    return name.removeprefix("Pulumi.")
+
+
 def load_stack_file(path: str | Path) -> StackConfig:
     """A `Pulumi.<stack>.yaml`'s `gpu-tenancy:*` config, validated like the program does."""
     raw = yaml.safe_load(Path(path).read_text())["config"]
@@ -242,7 +248,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(args) != 1:
         print("usage: python -m gpu_tenancy.workloads Pulumi.<stack>.yaml", file=sys.stderr)
         return 2
-    print(json.dumps(plan_document(load_stack_file(args[0])), indent=2))
+    stack = load_stack_file(args[0])
+    print(json.dumps(plan_document(stack, stack.cluster_name(stack_name(args[0]))), indent=2))
     return 0
 
 

@@ -436,14 +436,16 @@ no_privileged_tenant_workloads = ResourceValidationPolicy(
 # --------------------------------------------------------------------------- 12 gpu-plan-fits (issue 7)
 
 
-def _declaration(tenant_res: Res) -> tuple[dict[str, Any] | None, str]:
-    """(gpus/workloads/quota of a tenant, where they came from); None when neither source has them."""
+def _declaration(tenant_res: Res, resources: list[Res]) -> tuple[dict[str, Any] | None, str]:
+    """(gpus by node/workloads/quota of a tenant, where they came from); None when neither source has them.
+
+    `nodes` is [(node name, GPU groups)] as the cluster will name its GPU nodes (gpu_tenancy.gpu_nodes)."""
     props = tenant_res.props
-    if isinstance(props.get("gpus"), list) and not contains_unknown(
-        [props.get("gpus"), props.get("workloads"), props.get("quota")]
+    if isinstance(props.get("gpuNodes"), list) and not contains_unknown(
+        [props.get("gpuNodes"), props.get("workloads"), props.get("quota")]
     ):
         return {
-            "gpus": props["gpus"],
+            "nodes": [(str(n["name"]), as_list(n.get("gpus"))) for n in props["gpuNodes"] if isinstance(n, dict)],
             "workloads": as_list(props.get("workloads")),
             "quota": as_dict(props.get("quota")),
         }, "Tenant component"
@@ -453,11 +455,22 @@ def _declaration(tenant_res: Res) -> tuple[dict[str, Any] | None, str]:
     for tenant in as_list(stack_config("tenants")):
         if isinstance(tenant, dict) and tenant.get("name") == name and isinstance(tenant.get("gpus"), list):
             return {
-                "gpus": tenant["gpus"],
+                "nodes": _stack_config_nodes(tenant, resources),
                 "workloads": as_list(tenant.get("workloads")),
                 "quota": as_dict(tenant.get("quota")),
             }, "stack config"
     return None, ""
+
+
+def _stack_config_nodes(tenant: dict[str, Any], resources: list[Res]) -> list[tuple[str, list[Any]]]:
+    """A tenant's GPU nodes from its stack config: a host each (real; a tenant's only host has its gpus), or
+    its one worker container (sim, sim-nvml)."""
+    workers = [w for w in as_list(tenant.get("workers")) if isinstance(w, dict)]
+    if len(workers) == 1:
+        return [(str(workers[0].get("name")), as_list(workers[0].get("gpus") or tenant["gpus"]))]
+    if workers:
+        return [(str(w.get("name")), as_list(w.get("gpus"))) for w in workers]
+    return [(_node_name(resources, str(tenant["name"])), tenant["gpus"])]
 
 
 def _split_count(resources: list[Res], tenant: str) -> int:
@@ -493,7 +506,7 @@ def validate_gpu_plan_fits(args: StackValidationArgs, report: ReportViolation) -
         if res.type != TENANT_TYPE:
             continue
         tenant = tenant_component_name(res)
-        declaration, _source = _declaration(res)
+        declaration, _source = _declaration(res, resources)
         if declaration is None:
             report(
                 f"tenant {tenant!r}: cannot check its GPU plan, the Tenant component exposes no gpus/workloads/"
@@ -504,8 +517,7 @@ def validate_gpu_plan_fits(args: StackValidationArgs, report: ReportViolation) -
         try:
             nodes, workloads, quota = planner_inputs(
                 tenant,
-                _node_name(resources, tenant),
-                declaration["gpus"],
+                declaration["nodes"],
                 declaration["workloads"],
                 declaration["quota"],
                 _split_count(resources, tenant),

@@ -543,22 +543,34 @@ def _optional_int(value: Any) -> int | None:
 
 def planner_inputs(
     tenant: str,
-    node_name: str,
-    gpus: Sequence[Mapping[str, Any]],
+    nodes: Sequence[tuple[str, Sequence[Mapping[str, Any]]]],
     workloads: Sequence[Mapping[str, Any]],
     quota: Mapping[str, Any] | None,
     split_count: int,
 ) -> tuple[list[Any], list[Any], Any]:
     """The tenant's declaration (Tenant props / stack config, by alias) as gpu_tenancy.planner inputs.
 
-    Devices are expanded exactly as the mock-GPU agent registers them (gpu_tenancy.hami.device_inventory);
-    fitting itself is left to gpu_tenancy.planner.plan. Raises ValueError on a malformed declaration.
+    `nodes` are (node name, the GPU groups on it). Each node's register is what HAMi's device plugin writes
+    for its cards (gpu_tenancy.hami.device_inventory, memory from the GPU catalogue where the declaration
+    leaves it out); fitting itself is left to gpu_tenancy.planner.plan. Raises ValueError on a malformed
+    declaration.
     """
-    from gpu_tenancy import hami, planner
+    from gpu_tenancy import gpu_catalogue, hami, planner
 
     try:
-        devices = hami.device_inventory(tenant, [dict(g) for g in gpus], split_count)
-        nodes = [planner.node_from_register(node_name, devices, tenant)]
+        planned_nodes = []
+        for node_name, gpus in nodes:
+            groups = [
+                {
+                    "model": str(g["model"]),
+                    "memoryMiB": gpu_catalogue.registered_memory(str(g["model"]), _optional_int(g.get("memoryMiB"))),
+                    "count": int(g["count"]),
+                }
+                for g in gpus
+            ]
+            key = tenant if len(nodes) == 1 else f"{tenant}/{node_name}"
+            devices = hami.device_inventory(key, groups, split_count)
+            planned_nodes.append(planner.node_from_register(node_name, devices, tenant))
         planned = [
             planner.Workload(
                 name=str(w["name"]),
@@ -584,4 +596,4 @@ def planner_inputs(
         limits = planner.Quota.from_dict(quota) if quota else None
     except (KeyError, TypeError, AttributeError) as error:
         raise ValueError(f"malformed declaration ({type(error).__name__}: {error})") from None
-    return nodes, planned, limits
+    return planned_nodes, planned, limits

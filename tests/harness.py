@@ -30,6 +30,7 @@ from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.rpc import UNKNOWN
 
 from gpu_tenancy import hami, manifests, nvml_mock
+from tests import hami_register
 
 REPO = Path(__file__).resolve().parents[1]
 PROJECT = "gpu-tenancy"
@@ -79,15 +80,16 @@ def nodeport_gpu_config() -> dict[str, Any]:
 
 
 def registered_gpus(config: dict[str, Any]) -> dict[str, str]:
-    """Node name -> the register annotation HAMi's device plugin would write for the declared gpus."""
+    """Node name -> the register annotation HAMi's device plugin writes on each real host (mode real): the
+    recorded cards (tests/fixtures/nvidia_smi) through the register.go double (tests/hami_register.py)."""
     annotations: dict[str, str] = {}
     for tenant in config["tenants"]:
         workers = tenant.get("workers") or []
-        if workers:
-            devices = hami.device_inventory(tenant["name"], tenant["gpus"])
-            annotations[workers[0]["name"]] = hami.register_annotation(devices)
-            for worker in workers[1:]:
-                annotations[worker["name"]] = "[]"
+        for worker in workers:
+            groups = worker.get("gpus") or (tenant["gpus"] if len(workers) == 1 else [])
+            annotations[worker["name"]] = hami_register.annotation(
+                hami_register.register(hami_register.real_host_nvml(worker["name"], groups))
+            )
     return annotations
 
 
@@ -309,33 +311,15 @@ class LabMocks(Mocks):
         }
 
     def _hami_registers_mock_nvml(self, config_map: dict[str, Any]) -> None:
-        """HAMi v2.10.0's device plugin on the mock NVML of a tenant's node, as it registers the devices
-        (pkg/device-plugin/nvidiadevice/nvinternal/plugin/register.go `getAPIDevices`): NVML's name as the
-        type ("NVIDIA-" prefixed unless it starts with "NVIDIA"), `MemoryInfo.Total / 1024 / 1024` MiB,
-        the chart's deviceSplitCount 10, devcore 100 (deviceCoreScaling 1), healthy, hami-core mode; the mock
-        answers with its configuration (k8s-test-infra engine/config.go, `minor_number`, `uuid`, `memory`)."""
+        """HAMi v2.10.0's device plugin on the mock NVML of a tenant's node registers what the mock answers
+        for its configuration (tests/hami_register.py follows register.go `getAPIDevices`)."""
         tenant = config_map["metadata"]["labels"][manifests.TENANT_LABEL]
         config = yaml.safe_load(config_map["data"]["config.yaml"])
-        devices = []
-        for device in config["devices"]:
-            name = str(device["name"])
-            devices.append(
-                {
-                    "id": device["uuid"],
-                    "index": device["index"],
-                    "count": hami.DEFAULT_SPLIT_COUNT,
-                    "devmem": int(device["memory"]["total_bytes"]) // 1024 // 1024,
-                    "devcore": hami.FULL_DEVICE_CORES,
-                    "type": name if name.startswith("NVIDIA") else f"NVIDIA-{name}",
-                    "numa": 0,
-                    "mode": "hami-core",
-                    "health": True,
-                }
-            )
+        devices = hami_register.register(hami_register.mock_nvml_devices(config))
         for (typ, node), state in self.live.items():
             metadata = state["metadata"]
             if typ == "kubernetes:core/v1:Node" and metadata["labels"].get(manifests.TENANT_LABEL) == tenant:
-                registered = self.node_register.get(node, hami.register_annotation(devices))
+                registered = self.node_register.get(node, hami_register.annotation(devices))
                 metadata["annotations"][hami.NODE_REGISTER_ANNOTATION] = registered
 
     def _read(self, args: MockResourceArgs) -> dict[str, Any]:

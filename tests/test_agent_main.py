@@ -12,7 +12,7 @@ from gpu_tenancy import hami
 from gpu_tenancy.agent import __main__ as entry
 from gpu_tenancy.agent import kube
 
-GPUS = [{"model": "NVIDIA-L4", "memoryMiB": 24576, "count": 2}]
+GPUS = [{"model": "NVIDIA L4", "memoryMiB": 23034, "count": 2}]
 
 
 @pytest.fixture
@@ -46,6 +46,6 @@ def test_inline_inventory_and_bad_inventory(monkeypatch: pytest.MonkeyPatch, rec
     monkeypatch.setenv("INVENTORY_JSON", json.dumps(GPUS))
     assert entry.main(["--once"]) == 0
     assert hami.total_slots(recorded[0][2]) == 20
-    monkeypatch.setenv("INVENTORY_JSON", json.dumps([{"model": "Tesla-K80", "memoryMiB": 1, "count": 1}]))
-    with pytest.raises(ValueError, match="NVIDIA"):
+    monkeypatch.setenv("INVENTORY_JSON", json.dumps([{"model": "NVIDIA L4", "memoryMiB": 0, "count": 1}]))
+    with pytest.raises(ValueError, match="invalid GPU group"):
         entry.main(["--once"])

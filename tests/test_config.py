@@ -8,7 +8,8 @@ import pytest
 from gpu_tenancy.config import ConfigError, load_config
 from tests.harness import LabMocks, _run, dev_config
 
-A100 = {"model": "NVIDIA-A100-SXM4-80GB", "memoryMiB": 81920, "count": 1}
+A100 = {"model": "NVIDIA A100-SXM4-80GB", "count": 1}
+L4 = {"model": "NVIDIA L4", "count": 1}
 
 
 def with_tenants(*tenants: dict[str, Any], **extra: Any) -> dict[str, Any]:
@@ -29,7 +30,10 @@ BAD_CONFIGS: list[tuple[str, dict[str, Any], str]] = [
     ("negative count", with_tenants({"name": "a", "gpus": [{**A100, "count": -1}]}), "gpu-tenancy:tenants[0].gpus[0].count: "),
     ("memory as string", with_tenants({"name": "a", "gpus": [{**A100, "memoryMiB": "80Gi"}]}), "gpu-tenancy:tenants[0].gpus[0].memoryMiB: "),
     ("tenants not a list", {"mode": "sim", "tenants": "tenant-a"}, "gpu-tenancy:tenants: "),
-    ("non-NVIDIA model", with_tenants({"name": "a", "gpus": [{**A100, "model": "MI300X"}]}), "gpu-tenancy:tenants[0].gpus[0].model: "),
+    ("uncatalogued model without memory", with_tenants({"name": "a", "gpus": [{**A100, "model": "NVIDIA RTX 9000"}]}), "gpu-tenancy:tenants[0].gpus[0].memoryMiB: is required for 'NVIDIA RTX 9000', which the GPU catalogue does not know: the MiB that `nvidia-smi --query-gpu=memory.total --format=csv` reports"),
+    ("marketed memory of a known model", with_tenants({"name": "a", "gpus": [{**L4, "memoryMiB": 24576}]}), "gpu-tenancy:tenants[0].gpus[0].memoryMiB: 24576 MiB is not what an NVIDIA L4 registers: NVML reports 23034 MiB (leave memoryMiB out to take it)"),
+    ("model spelt as HAMi prefixes it", with_tenants({"name": "a", "gpus": [{**L4, "model": "NVIDIA-L4"}]}), "gpu-tenancy:tenants[0].gpus[0].model: 'NVIDIA-L4' is not how NVML names the card: write 'NVIDIA L4' (what nvidia-smi prints)"),
+    ("memory beyond HAMi's int32", with_tenants({"name": "a", "gpus": [{"model": "NVIDIA X", "memoryMiB": 2**31, "count": 1}]}), "gpu-tenancy:tenants[0].gpus[0].memoryMiB: Input should be less than or equal to 2147483647"),
     ("unknown tenant key", with_tenants({"name": "a", "gpus": [A100], "gpu": []}), "gpu-tenancy:tenants[0].gpu: is not a known setting"),
     ("unknown top-level key", with_tenants({"name": "a", "gpus": [A100]}, tenantz=[]), "gpu-tenancy:tenantz: is not a known setting"),
     ("missing model", with_tenants({"name": "a", "gpus": [{"memoryMiB": 1, "count": 1}]}), "gpu-tenancy:tenants[0].gpus[0].model: is required"),
@@ -42,7 +46,7 @@ BAD_CONFIGS: list[tuple[str, dict[str, Any], str]] = [
     ("zero pool", with_tenants({"name": "a", "gpus": [A100]}, metallb={"poolSize": 0}), "gpu-tenancy:metallb.poolSize: "),
     ("pool too small", with_tenants({"name": "a", "gpus": [A100]}, {"name": "b", "gpus": [A100]}, metallb={"poolSize": 1}), "gpu-tenancy:metallb.poolSize: 1 addresses for 2 tenants' control planes"),
     ("unpinned workload image", with_tenants({"name": "a", "gpus": [A100], "workloads": [{"name": "w", "image": "nginx", "containers": [{"gpus": 1, "gpumemMiB": 1024}]}]}), "gpu-tenancy:tenants[0].workloads[0].image: 'nginx' must carry an explicit tag"),
-    ("zero memory quota", with_tenants({"name": "a", "gpus": [A100], "quota": {"limits.nvidia.com/gpumem": 0}}), "gpu-tenancy:tenants[0].quota: quota 'limits.nvidia.com/gpumem' must be >= 1"),
+    ("negative memory quota", with_tenants({"name": "a", "gpus": [A100], "quota": {"limits.nvidia.com/gpumem": -1}}), "gpu-tenancy:tenants[0].quota: quota 'limits.nvidia.com/gpumem' must be >= 0 (0 admits no pod asking for it)"),
     ("unknown quota key", with_tenants({"name": "a", "gpus": [A100], "quota": {"requests.cpu": 1}}), "gpu-tenancy:tenants[0].quota: unknown quota key"),
 ]
 
@@ -69,6 +73,8 @@ MODE_CONFIGS: list[tuple[str, dict[str, Any], str]] = [
     ("bad metallb range", real({"name": "a", "gpus": [A100], "workers": [HOST]}, metallb={"enabled": True, "addresses": ["10.0.0.9-10.0.0.1"]}), "gpu-tenancy:metallb.addresses: '10.0.0.9-10.0.0.1' is not an IPv4"),
     ("bad host address", real({"name": "a", "gpus": [A100], "workers": [{**HOST, "address": "not a host!"}]}), "gpu-tenancy:tenants[0].workers[0].address: 'not a host!' is neither"),
     ("duplicate node names", real({"name": "a", "gpus": [A100], "workers": [HOST, {**HOST, "address": "10.20.0.12"}]}), "gpu-tenancy:tenants[0].workers: duplicate worker name(s): gpu-01"),
+    ("several hosts, one without gpus", real({"name": "a", "gpus": [{**L4, "count": 2}], "workers": [{**HOST, "gpus": [L4]}, {**HOST, "name": "gpu-02", "address": "10.20.0.12"}]}), "gpu-tenancy:tenants[0]: workers[1].gpus is required when a tenant has several hosts: say which cards host gpu-02 has"),
+    ("hosts' cards differ from the tenant's", real({"name": "a", "gpus": [{**L4, "count": 3}], "workers": [{**HOST, "gpus": [L4]}, {**HOST, "name": "gpu-02", "address": "10.20.0.12", "gpus": [L4]}]}), "gpu-tenancy:tenants[0]: its hosts' gpus (2 x NVIDIA L4 (23034 MiB)) differ from its gpus (3 x NVIDIA L4 (23034 MiB)): the tenant's gpus are the sum of its hosts'"),
     ("unknown mismatch policy", real({"name": "a", "gpus": [A100], "workers": [HOST]}, inventoryMismatch="ignore"), "gpu-tenancy:inventoryMismatch: "),
 ]
 
@@ -135,3 +141,34 @@ def test_mixed_mode_config_registers_no_resource(case: str, config: dict[str, An
         _run(mocks, config, preview=True, stack="gpu")
     assert expected in str(error.value)
     assert mocks.resources == [], [r.name for r in mocks.resources]
+
+
+def test_a_catalogued_card_takes_the_memory_nvml_reports() -> None:
+    config = load_config(with_tenants({"name": "a", "gpus": [L4, {"model": "Tesla T4", "count": 2}]}))
+    # NVML's totals on a current driver (gpu_tenancy/gpu_catalogue.py names the published output).
+    assert [(g.model, g.memory_mib, g.registered_type) for g in config.tenants[0].gpus] == [
+        ("NVIDIA L4", 23034, "NVIDIA L4"),
+        ("Tesla T4", 15360, "NVIDIA-Tesla T4"),
+    ]
+    assert all(g.in_catalogue for g in config.tenants[0].gpus)
+
+
+def test_an_uncatalogued_card_keeps_its_declared_memory_and_is_flagged() -> None:
+    gpu = load_config(with_tenants({"name": "a", "gpus": [{"model": "NVIDIA RTX 9000", "memoryMiB": 98304, "count": 1}]})).tenants[0].gpus[0]
+    assert (gpu.memory_mib, gpu.in_catalogue) == (98304, False)
+
+
+def test_quota_zero_is_a_limit() -> None:
+    quota = {"limits.nvidia.com/gpu": 0, "limits.nvidia.com/gpumem": 0, "limits.nvidia.com/gpucores": 0}
+    assert load_config(with_tenants({"name": "a", "gpus": [A100], "quota": quota})).tenants[0].quota == quota
+
+
+def test_a_tenants_only_host_holds_the_tenants_gpus() -> None:
+    config = load_config(real({"name": "a", "gpus": [{**L4, "count": 2}], "workers": [HOST]}), frozenset(SECRETS))
+    assert [(g.model, g.count) for g in config.tenants[0].workers[0].gpus] == [("NVIDIA L4", 2)]
+
+
+def test_hosts_may_split_a_tenants_gpus() -> None:
+    hosts = [{**HOST, "gpus": [L4]}, {**HOST, "name": "gpu-02", "address": "10.20.0.12", "gpus": [L4]}]
+    config = load_config(real({"name": "a", "gpus": [{**L4, "count": 2}], "workers": hosts}), frozenset(SECRETS))
+    assert [[g.count for g in w.gpus] for w in config.tenants[0].workers] == [[1], [1]]

@@ -195,7 +195,13 @@ def test_preview_adding_a_gpu_host_to_a_deployed_stack(variant: str, monkeypatch
     before = STACKS[variant]()
     existing = deployed(before, "gpu")
     config = copy.deepcopy(before)
-    config["tenants"][0]["workers"].append({"name": "gpu-a100-02", "address": "10.20.0.13", "user": "ubuntu"})
+    # A second A100 host: the tenant's gpus are the sum of its hosts', each host says which it has.
+    a100 = {"model": "NVIDIA A100-SXM4-80GB", "count": 1}
+    config["tenants"][0]["gpus"] = [{**a100, "count": 2}]
+    config["tenants"][0]["workers"][0]["gpus"] = [a100]
+    config["tenants"][0]["workers"].append(
+        {"name": "gpu-a100-02", "address": "10.20.0.13", "user": "ubuntu", "gpus": [a100]}
+    )
     resources = record_engine_view(
         config, stack="gpu", preview=True, existing=existing, node_register=registered_gpus(before)
     )

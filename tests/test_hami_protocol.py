@@ -6,7 +6,7 @@ from gpu_tenancy import hami
 
 
 def test_inventory_expands_groups_with_deterministic_ids() -> None:
-    gpus = [{"model": "NVIDIA-L4", "memoryMiB": 24576, "count": 2}]
+    gpus = [{"model": "NVIDIA L4", "memoryMiB": 23034, "count": 2}]
     devices = hami.device_inventory("tenant-b", gpus)
     assert [d["index"] for d in devices] == [0, 1]
     assert devices == hami.device_inventory("tenant-b", gpus)
@@ -17,9 +17,9 @@ def test_inventory_expands_groups_with_deterministic_ids() -> None:
         "id": "x",
         "index": 0,
         "count": 10,
-        "devmem": 24576,
+        "devmem": 23034,
         "devcore": 100,
-        "type": "NVIDIA-L4",
+        "type": "NVIDIA L4",
         "numa": 0,
         "mode": "hami-core",
         "health": True,
@@ -27,9 +27,17 @@ def test_inventory_expands_groups_with_deterministic_ids() -> None:
     assert hami.total_slots(devices) == 20
 
 
-def test_inventory_rejects_non_nvidia_model() -> None:
-    with pytest.raises(ValueError):
-        hami.device_inventory("t", [{"model": "Tesla-K80", "memoryMiB": 1, "count": 1}])
+def test_a_card_nvml_names_without_nvidia_registers_with_the_prefix() -> None:
+    # register.go: `if !strings.HasPrefix(Model, "NVIDIA") { Model = fmt.Sprintf("NVIDIA-%s", Model) }`.
+    devices = hami.device_inventory("t", [{"model": "Tesla T4", "memoryMiB": 15360, "count": 1}])
+    assert [d["type"] for d in devices] == ["NVIDIA-Tesla T4"]
+    assert hami.device_type("NVIDIA L4") == "NVIDIA L4"
+    assert hami.device_type("NVIDIAL4") == "NVIDIAL4"  # HasPrefix "NVIDIA", no space required
+
+
+def test_inventory_rejects_an_empty_group() -> None:
+    with pytest.raises(ValueError, match="invalid GPU group"):
+        hami.device_inventory("t", [{"model": "NVIDIA L4", "memoryMiB": 0, "count": 1}])
 
 
 def test_register_annotation_round_trips_compact_json() -> None:
@@ -79,7 +87,7 @@ def test_parse_lock_formats() -> None:
 
 def test_register_annotation_is_the_json_hami_2_10_decodes() -> None:
     # pkg/device/devices.go DeviceInfo json tags at v2.10.0: id,index,count,devmem,devcore,type,numa,mode,health.
-    devices = hami.device_inventory("t", [{"model": "NVIDIA-L4", "memoryMiB": 24576, "count": 1}])
+    devices = hami.device_inventory("t", [{"model": "NVIDIA L4", "memoryMiB": 23034, "count": 1}])
     decoded = json.loads(hami.register_annotation(devices))
     assert list(decoded[0]) == ["id", "index", "count", "devmem", "devcore", "type", "numa", "mode", "health"]
     assert decoded[0]["health"] is True and "NVIDIA" in decoded[0]["type"]

@@ -26,6 +26,7 @@ import yaml
 
 from gpu_tenancy import hami, nvml_mock, versions
 from gpu_tenancy.config import GpuConfig, load_config
+from tests import hami_register
 from tests.go_structs import struct_fields
 from tests.harness import nvml_config
 
@@ -82,9 +83,9 @@ def _gpus(*groups: tuple[str, int, int]) -> list[GpuConfig]:
 
 
 CASES = {
-    "one A100": _gpus(("NVIDIA-A100-SXM4-80GB", 81920, 1)),
-    "two L4": _gpus(("NVIDIA-L4", 24576, 2)),
-    "mixed, eight": _gpus(("NVIDIA H100 80GB HBM3", 81559, 4), ("NVIDIA-T4", 15360, 3), ("NVIDIA-Unlisted-X", 1024, 1)),
+    "one A100": _gpus(("NVIDIA A100-SXM4-80GB", 81920, 1)),
+    "two L4": _gpus(("NVIDIA L4", 23034, 2)),
+    "mixed, eight": _gpus(("NVIDIA H100 80GB HBM3", 81559, 4), ("Tesla T4", 15360, 3), ("NVIDIA Unlisted X", 1024, 1)),
 }
 
 
@@ -161,17 +162,15 @@ def test_setup_sh_counts_the_devices_and_adds_num_devices_once(case: str, tmp_pa
 
 
 def test_hami_registers_exactly_the_declaration() -> None:
-    """register.go getAPIDevices: type = NVML name (kept, it starts with NVIDIA), devmem = total / 1 MiB."""
-    gpus = CASES["mixed, eight"]
-    config = nvml_mock.mock_config("tenant-a", gpus)
-    declared = [(gpu.model, gpu.memory_mib) for gpu in gpus for _ in range(gpu.count)]
-    registered = [(d["name"], d["memory"]["total_bytes"] // 1024 // 1024) for d in config["devices"]]
-    assert [memory for _, memory in registered] == [memory for _, memory in declared]
-    assert [name for name, _ in registered] == [
-        "NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3",
-        "NVIDIA T4", "NVIDIA T4", "NVIDIA T4", "NVIDIA Unlisted-X",
+    """Through the register.go double: the type is NVML's name ("NVIDIA-" added to "Tesla T4"), the MiB NVML's
+    total, so the mock's devices register as the same cards on a real host would."""
+    config = nvml_mock.mock_config("tenant-a", CASES["mixed, eight"])
+    registered = hami_register.register(hami_register.mock_nvml_devices(config))
+    assert [(d["type"], d["devmem"]) for d in registered] == [
+        ("NVIDIA H100 80GB HBM3", 81559), ("NVIDIA H100 80GB HBM3", 81559), ("NVIDIA H100 80GB HBM3", 81559),
+        ("NVIDIA H100 80GB HBM3", 81559), ("NVIDIA-Tesla T4", 15360), ("NVIDIA-Tesla T4", 15360),
+        ("NVIDIA-Tesla T4", 15360), ("NVIDIA Unlisted X", 1024),
     ]
-    assert all(name.startswith("NVIDIA") for name, _ in registered)
 
 
 def test_device_ids_are_the_agents_so_a_device_keeps_its_id_across_simulated_modes() -> None:
@@ -191,7 +190,7 @@ def test_known_cards_report_their_compute_capability_and_unknown_ones_keep_the_m
 
 def test_more_than_eight_gpus_on_one_node_is_refused() -> None:
     with pytest.raises(ValueError, match="at most 8"):
-        nvml_mock.mock_config("t", _gpus(("NVIDIA-L4", 24576, 9)))
+        nvml_mock.mock_config("t", _gpus(("NVIDIA L4", 23034, 9)))
 
 
 def test_dev_nvml_stack_declares_the_dev_tenants() -> None:

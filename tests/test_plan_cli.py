@@ -71,9 +71,9 @@ def test_report_exits_1_when_something_does_not_fit(tmp_path: Path) -> None:
 
 
 def test_report_fits_exit_0_table_and_json(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = main(capsys, "report", str(DEV_JSON), "--width", "120")
+    code, out, _ = main(capsys, "report", str(DEV_JSON), "--width", "200")
     assert code == 0
-    assert "tenant-a-worker / NVIDIA-A100-SXM4-80GB #0" in out and "a-infer ×4: 40960 MiB, 80%" in out
+    assert "gpu-tenancy-dev-tenant-a-worker / NVIDIA A100-SXM4-80GB #0" in out and "a-infer ×4: 40960 MiB, 80%" in out
     assert "quota: gpu 4/6 · gpumem 40960/61440 MiB · gpucores 80/100%" in out
     code, out, _ = main(capsys, "report", str(DEV_JSON), "--json")
     view = json.loads(out)

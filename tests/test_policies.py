@@ -143,7 +143,7 @@ def undeclare(resources: list[Recorded]) -> list[Recorded]:
     """The engine's view when Tenant.register_outputs carries no declaration: the pack falls back to config."""
     for resource in resources:
         if resource.type == TENANT and resource.registered_outputs:
-            for key in ("tenant", "mode", "gpus", "workloads", "quota"):
+            for key in ("tenant", "mode", "gpus", "gpuNodes", "workloads", "quota"):
                 resource.registered_outputs.pop(key, None)
     return resources
 
@@ -869,7 +869,11 @@ def test_the_mock_nvml_is_a_platform_component_only_under_its_label(nvml: list[R
 def declare(stack: list[Recorded], tenant: str, **changes: Any) -> Recorded:
     """Register `tenant`'s declaration as Tenant outputs (what register_outputs should carry), changed."""
     resource = find(stack, TENANT, tenant)
-    declaration = {k: resource.inputs[k] for k in ("tenant", "mode", "gpus", "workloads", "quota")}
+    declaration = {k: resource.inputs[k] for k in ("tenant", "mode", "gpus", "gpuNodes", "workloads", "quota")}
+    if "gpus" in changes and "gpuNodes" not in changes:
+        # The tenant's one node now holds the changed cards.
+        (node,) = declaration["gpuNodes"]
+        changes["gpuNodes"] = [{"name": node["name"], "gpus": changes["gpus"]}]
     resource.registered_outputs = {**(resource.registered_outputs or {}), **declaration, **changes}
     return resource
 
@@ -903,7 +907,7 @@ def test_unset_gpucores_stay_unset_for_the_planner() -> None:
     # HAMi's webhook (device.go defaultExclusiveCoreIfNeeded) gives a whole-card request without gpucores
     # 100 cores, a memory slice 0; reading "unset" as 0 lost the first case.
     _, workloads, _ = lib.planner_inputs(
-        "t", "t-worker", [{"model": "NVIDIA-L4", "memoryMiB": 24576, "count": 1}],
+        "t", [("t-worker", [{"model": "NVIDIA L4", "count": 1}])],
         [{"name": "whole", "containers": [{"gpus": 1}]}, {"name": "slice", "containers": [{"gpumemMiB": 1024}]}],
         {}, 10,
     )
@@ -912,12 +916,13 @@ def test_unset_gpucores_stay_unset_for_the_planner() -> None:
 
 def test_a_sixteen_gpu_tenant_is_planned(stack: list[Recorded], pack_env: None) -> None:
     # Above 12 cards HAMi's tie order is not reproduced, but the verdict is: the policy still plans it.
-    declare(stack, "tenant-b", gpus=[{"model": "NVIDIA-L4", "memoryMiB": 24576, "count": 16}], workloads=[
-        {"name": "b-infer", "replicas": 16, "containers": [{"gpus": 1, "gpumemMiB": 24576, "gpucores": 100}]}
+    # Each replica takes an L4's whole 23034 MiB, what NVML reports for the card.
+    declare(stack, "tenant-b", gpus=[{"model": "NVIDIA L4", "count": 16}], workloads=[
+        {"name": "b-infer", "replicas": 16, "containers": [{"gpus": 1, "gpumemMiB": 23034, "gpucores": 100}]}
     ], quota={})
     assert run(tp.gpu_plan_fits, stack) == []
-    declare(stack, "tenant-b", workloads=[
-        {"name": "b-infer", "replicas": 17, "containers": [{"gpus": 1, "gpumemMiB": 24576, "gpucores": 100}]}
+    declare(stack, "tenant-b", gpus=[{"model": "NVIDIA L4", "count": 16}], workloads=[
+        {"name": "b-infer", "replicas": 17, "containers": [{"gpus": 1, "gpumemMiB": 23034, "gpucores": 100}]}
     ])
     assert_violation(run(tp.gpu_plan_fits, stack), "workload 'b-infer' replica 16")
 
@@ -992,16 +997,21 @@ def test_quantities_networks_and_provider_clusters() -> None:
     assert cluster(None).kind == "other"
 
 
-def test_planner_inputs_expand_groups_like_the_agent() -> None:
+def test_planner_inputs_register_each_node_as_hami_would() -> None:
     nodes, workloads, quota = lib.planner_inputs(
-        "t", "t-worker", [{"model": "NVIDIA-L4", "memoryMiB": 24576, "count": 2}],
+        "t", [("h1", [{"model": "NVIDIA L4", "count": 1}]), ("h2", [{"model": "NVIDIA L4", "memoryMiB": 23034.0, "count": 1}])],
         [{"name": "w", "containers": [{"gpus": 1, "gpumemPercentage": 50}]}], {"limits.nvidia.com/gpu": 3}, 10,
     )
-    assert [d.devmem for d in nodes[0].devices] == [24576, 24576] and nodes[0].tenant == "t"
+    # One planned node per host, each card as HAMi registers an L4 (NVML's name and total, the catalogue's
+    # memory when the declaration leaves it out; the engine hands numbers over as floats).
+    assert [(n.name, n.tenant, [(d.type, d.devmem) for d in n.devices]) for n in nodes] == [
+        ("h1", "t", [("NVIDIA L4", 23034)]), ("h2", "t", [("NVIDIA L4", 23034)])]
     assert workloads[0].replicas == 1 and workloads[0].containers[0].gpumem_percentage == 50
     assert quota.gpu == 3
     with pytest.raises(ValueError, match="malformed"):
-        lib.planner_inputs("t", "n", [{"memoryMiB": 1}], [], {}, 10)
+        lib.planner_inputs("t", [("n", [{"memoryMiB": 1}])], [], {}, 10)
+    with pytest.raises(ValueError, match="24576 MiB is not what an NVIDIA L4 registers: NVML reports 23034 MiB"):
+        lib.planner_inputs("t", [("n", [{"model": "NVIDIA L4", "memoryMiB": 24576, "count": 1}])], [], {}, 10)
 
 
 def test_resource_policies_are_type_filtered() -> None:

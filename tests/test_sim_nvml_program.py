@@ -10,6 +10,7 @@ from policy_support import Recorded, nvml_stack, record_engine_view
 
 from gpu_tenancy import hami, nvml_mock
 from gpu_tenancy.config import load_config
+from tests import hami_register
 from tests.harness import nvml_config, record_mocks
 
 TENANTS = ("tenant-a", "tenant-b")
@@ -81,13 +82,19 @@ def test_hami_registers_the_declaration_and_the_inventory_check_passes() -> None
     devices = hami.parse_register_annotation(
         nodes["gpu-tenancy-dev-nvml-tenant-b-worker"]["metadata"]["annotations"][hami.NODE_REGISTER_ANNOTATION]
     )
-    assert [(d["type"], d["devmem"], d["count"]) for d in devices] == [("NVIDIA L4", 24576, 10)] * 2
+    # What an L4 registers on a real host: NVML's name and total (tests/fixtures/nvidia_smi/cards.json).
+    assert [(d["type"], d["devmem"], d["count"]) for d in devices] == [("NVIDIA L4", 23034, 10)] * 2
     assert [d["id"] for d in devices] == [hami.device_id("tenant-b", 0), hami.device_id("tenant-b", 1)]
 
 
 def test_a_worker_whose_gpus_differ_from_the_declaration_fails_up() -> None:
-    wrong = hami.register_annotation(hami.device_inventory("tenant-a", [{"model": "NVIDIA-T4", "memoryMiB": 15360, "count": 1}]))
-    with pytest.raises(Exception, match=r"tenant tenant-a: the hosts' GPUs differ from gpu-tenancy:tenants gpus"):
+    wrong = hami_register.annotation(hami_register.register(hami_register.real_host_nvml("h", [{"model": "Tesla T4", "count": 1}])))
+    with pytest.raises(
+        Exception,
+        match=r"tenant tenant-a: HAMi registered other GPUs than the plan counts: node gpu-tenancy-dev-nvml-tenant-a-worker: "
+        r"declares 1 x NVIDIA A100-SXM4-80GB \(81920 MiB\), HAMi registered 0; node gpu-tenancy-dev-nvml-tenant-a-worker: "
+        r"1 x NVIDIA-Tesla T4 \(15360 MiB\) registered but not declared on this node",
+    ):
         record_mocks(nvml_config(), stack="dev-nvml", node_register={"gpu-tenancy-dev-nvml-tenant-a-worker": wrong})
 
 

@@ -64,23 +64,23 @@ def test_live_view_per_tenant_and_gpu(mode: str, cluster: dict[str, FakeTenant])
     assert [t.tenant for t in view.tenants] == ["tenant-a", "tenant-b"]
     a, b = tenant(view, "tenant-a"), tenant(view, "tenant-b")
     (a100,) = a.gpus
-    assert a100.model == ("NVIDIA-A100-SXM4-80GB" if mode == "sim" else "NVIDIA A100-SXM4-80GB")
+    # Both modes register the card as a real host does: NVML's name and total.
+    assert a100.model == "NVIDIA A100-SXM4-80GB"
     assert (a100.index, a100.memory_mib, a100.cores, a100.split_count) == (0, 81920, 100, 10)
     assert (a100.memory_allocated, a100.cores_allocated, a100.slots_used) == (40960, 80, 4)
     assert {s.workload for s in a100.slices} == {"a-infer"}
     assert sorted(s.pod for s in a100.slices) == [f"a-infer-6c9f7d8b5-{s}" for s in ("c2vhn", "m4q9w", "t8zr5", "x7k2p")]
-    l4_memory = 24576 if mode == "sim" else 23034  # real: what NVML reports for an L4
     assert [(g.index, g.memory_mib, g.slots_used, g.memory_allocated, g.cores_allocated) for g in b.gpus] == [
-        (0, l4_memory, 0, 0, 0),  # real: the Succeeded nvidia-smi pod's slice no longer counts
-        (1, l4_memory, 2, l4_memory, 60),  # two 50 % notebooks packed on one card (binpack)
+        (0, 23034, 0, 0, 0),  # real: the Succeeded nvidia-smi pod's slice no longer counts
+        (1, 23034, 2, 23034, 60),  # two 50 % notebooks packed on one card (binpack): 11517 MiB each
     ]
-    assert b.gpus[1].label.endswith("/ NVIDIA-L4 #1" if mode == "sim" else "/ NVIDIA L4 #1")
+    assert b.gpus[1].label.endswith("/ NVIDIA L4 #1")
     (pending,) = b.unplaced
     assert (pending.workload, pending.pod) == ("b-train", "b-train-7f6b9c4d8-q2w7e")
     assert "2/2 CardTypeMismatch" in pending.reason
     assert {q.key: (q.used, q.limit) for q in b.quota} == {
         "limits.nvidia.com/gpucores": (60, 150),
-        "limits.nvidia.com/gpumem": (2 * (l4_memory // 2), 36864),
+        "limits.nvidia.com/gpumem": (2 * 11517, 36864),
         "requests.nvidia.com/gpu": (3, 4),
     }
     assert view.verdict == "1 pending" and not view.fits
@@ -206,7 +206,7 @@ def test_a_pod_with_two_gpu_containers_names_each() -> None:
     pod["spec"]["containers"].append({**pod["spec"]["containers"][0], "name": "gpu-1"})
     l4 = [d["id"] for d in json.loads(GOLDEN["tenant-b"])]
     pod["metadata"]["annotations"][hami.DEVICES_ALLOCATED_ANNOTATION] = (
-        f"{l4[1]},NVIDIA,12288,30:;{l4[0]},NVIDIA,1024,10:;")
+        f"{l4[1]},NVIDIA,11517,30:;{l4[0]},NVIDIA,1024,10:;")
     gpus = view("tenant-b", data).gpus
     name = pod["metadata"]["name"]
     assert [s.pod for s in gpus[0].slices] == [f"{name}/gpu-1"]

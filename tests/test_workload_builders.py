@@ -11,7 +11,7 @@ from gpu_tenancy import manifests
 from gpu_tenancy import workloads as wl
 from gpu_tenancy.config import ContainerGpuRequest, TenantConfig, WorkloadConfig, load_config
 
-A100 = {"model": "NVIDIA-A100-SXM4-80GB", "memoryMiB": 81920, "count": 1}
+A100 = {"model": "NVIDIA A100-SXM4-80GB", "count": 1}
 
 
 def workload(**fields: Any) -> WorkloadConfig:
@@ -215,14 +215,15 @@ def test_plan_document_mirrors_the_config() -> None:
              "workloads": [{"name": "w", "replicas": 2, "useGpuType": ["A100"],
                             "containers": [{"gpus": 1, "gpumemPercentage": 25}]}],
              "quota": {"limits.nvidia.com/gpumem": 40960}},
-            {"name": "b", "gpus": [{"model": "NVIDIA-L4", "memoryMiB": 24576, "count": 2}]},
+            {"name": "b", "gpus": [{"model": "NVIDIA L4", "count": 2}]},
         ],
     })
-    doc = wl.plan_document(stack)
-    assert [(n["name"], n["tenant"], len(n["devices"])) for n in doc["nodes"]] == [("a-worker", "a", 1),
-                                                                                  ("b-worker", "b", 2)]
+    doc = wl.plan_document(stack, "lab")
+    # The nodes as the cluster names them: each tenant's kind worker container (`<cluster>-<tenant>-worker`).
+    assert [(n["name"], n["tenant"], len(n["devices"])) for n in doc["nodes"]] == [("lab-a-worker", "a", 1),
+                                                                                  ("lab-b-worker", "b", 2)]
     assert doc["nodes"][1]["devices"][0] | {"id": "x"} == {
-        "id": "x", "index": 0, "count": 10, "devmem": 24576, "devcore": 100, "type": "NVIDIA-L4", "numa": 0,
+        "id": "x", "index": 0, "count": 10, "devmem": 23034, "devcore": 100, "type": "NVIDIA L4", "numa": 0,
         "mode": "hami-core", "health": True}
     assert doc["workloads"] == [{
         "name": "w", "tenant": "a", "replicas": 2, "containers": [{"gpus": 1, "gpumemPercentage": 25}],

@@ -151,7 +151,7 @@ def dev_plan() -> tuple[list[planner.Node], list[planner.Workload], Any]:
     """The dev stack's declared GPUs, workloads and quotas, read the way `plan_cli` reads its input."""
     import tempfile
 
-    document = wl.plan_document(wl.load_stack_file(DEV_STACK_FILE))
+    document = wl.plan_document(wl.load_stack_file(DEV_STACK_FILE), "gpu-tenancy-dev")
     with tempfile.TemporaryDirectory() as scratch:
         path = Path(scratch) / "plan.json"
         path.write_text(json.dumps(document))

@@ -11,6 +11,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -352,13 +353,10 @@ DEVICE_PLUGIN_SELECTOR = "app.kubernetes.io/component=hami-device-plugin"  # HAM
 DEVICES_TO_ALLOCATE_ANNOTATION = "hami.io/vgpu-devices-to-allocate"
 
 
-def nvml_name(model: str) -> str:
-    """What the mock's NVML reports for a declared model: 'NVIDIA-A100-SXM4-80GB' -> 'NVIDIA A100-SXM4-80GB'.
-
-    Real NVML names cards 'NVIDIA <product>'; the program writes that into the mock's configuration. A model
-    without the 'NVIDIA-' prefix is reported as declared.
-    """
-    return "NVIDIA " + model.removeprefix("NVIDIA-") if model.startswith("NVIDIA-") else model
+def recorded_card_memory() -> dict[str, int]:
+    """NVML name -> total MiB of real cards, recorded from published nvidia-smi output (not from the program)."""
+    data = json.loads((Path(__file__).parent.parent / "fixtures" / "nvidia_smi" / "cards.json").read_text())
+    return {card["name"]: int(card["memory_total_mib"]) for card in data["cards"]}
 
 
 def hami_device_type(name: str) -> str:
@@ -369,14 +367,18 @@ def hami_device_type(name: str) -> str:
 def nvml_inventory(tenants: Iterable[Mapping[str, Any]]) -> dict[str, Counter[tuple[str, int]]]:
     """Per tenant, the devices HAMi's plugin must register over the mock: (type, MiB) -> how many.
 
-    The mock reports memory.total_bytes = memoryMiB * 1048576 and HAMi registers total / 1024 / 1024 (with
-    deviceMemoryScaling 1), so the memory is exactly the declared MiB.
+    A stack declares a card by NVML's name; the mock is configured with what NVML reports for that card on a
+    real host and HAMi registers total / 1024 / 1024 (deviceMemoryScaling 1): so the memory is exactly the
+    recorded total of a real card of that model (or the declared MiB of a model nobody recorded).
     """
+    recorded = recorded_card_memory()
     inventory: dict[str, Counter[tuple[str, int]]] = {}
     for tenant in tenants:
         wanted: Counter[tuple[str, int]] = Counter()
         for group in tenant.get("gpus", []):
-            wanted[(hami_device_type(nvml_name(str(group["model"]))), int(group["memoryMiB"]))] += int(group["count"])
+            model = str(group["model"])
+            memory = int(group["memoryMiB"]) if "memoryMiB" in group else recorded[model]
+            wanted[(hami_device_type(model), memory)] += int(group["count"])
         inventory[str(tenant["name"])] = wanted
     return inventory
 

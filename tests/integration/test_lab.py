@@ -34,8 +34,9 @@ pytestmark = pytest.mark.e2e
 
 # The dev stack's GPUs (tests/test_integration_support.py keeps this in step with Pulumi.dev.yaml).
 EXPECTED_INVENTORY = {
-    "tenant-a": {"type": "NVIDIA-A100-SXM4-80GB", "devmem": 81920, "devices": 1},
-    "tenant-b": {"type": "NVIDIA-L4", "devmem": 24576, "devices": 2},
+    # What HAMi registers for these cards on a real host: NVML's name and total (an L4 reports 23034 MiB).
+    "tenant-a": {"type": "NVIDIA A100-SXM4-80GB", "devmem": 81920, "devices": 1},
+    "tenant-b": {"type": "NVIDIA L4", "devmem": 23034, "devices": 2},
 }
 SPLIT_COUNT = 10
 POD_IMAGE = "registry.k8s.io/pause:3.10"
