@@ -15,7 +15,7 @@ import pulumi_command as command
 import pulumi_kubernetes as k8s
 
 from components.cluster_role_account import cluster_role_account
-from gpu_tenancy import image_load, manifests, nvml_mock
+from gpu_tenancy import cuda_control, image_load, manifests, nvml_mock
 
 NAMESPACE = "kube-system"
 
@@ -31,6 +31,7 @@ class MockNvmlArgs:
     node_name: pulumi.Input[str]
     # The worker container's id: a replaced worker (same name, empty containerd) gets the image again.
     worker_id: pulumi.Input[str]
+    kubernetes_version: str
     depends_on: list[pulumi.Resource] = field(default_factory=list)
 
 
@@ -83,6 +84,21 @@ class MockNvml(pulumi.ComponentResource):
                 provider=args.provider,
                 depends_on=[self.image_load, account.binding, *args.depends_on],
             ),
+        )
+        # GPU containers start without a driver in them (gpu_tenancy.cuda_control).
+        ga = cuda_control.api_version(args.kubernetes_version).endswith("/v1")
+        api = k8s.admissionregistration.v1 if ga else k8s.admissionregistration.v1beta1
+        policy = api.MutatingAdmissionPolicy(
+            f"{name}-cuda-control-policy",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=cuda_control.POLICY_NAME, labels=labels),
+            spec=cuda_control.policy_spec(),
+            opts=k8s_opts,
+        )
+        self.cuda_control = api.MutatingAdmissionPolicyBinding(
+            f"{name}-cuda-control-binding",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=cuda_control.POLICY_NAME, labels=labels),
+            spec=cuda_control.binding_spec(),
+            opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[policy])),
         )
         self.register_outputs(
             {

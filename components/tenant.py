@@ -24,7 +24,7 @@ from components.tenant_control_plane import TenantControlPlane, TenantControlPla
 from components.tenant_network import TenantNetwork, TenantNetworkArgs
 from components.worker import Worker, WorkerArgs
 from components.workloads import Workloads, WorkloadsArgs
-from gpu_tenancy import gpu_nodes, workloads
+from gpu_tenancy import cuda_control, gpu_nodes, workloads
 from gpu_tenancy.config import StackConfig, TenantConfig
 
 
@@ -86,6 +86,9 @@ class Tenant(pulumi.ComponentResource):
                 address=args.config.control_plane_address,
                 port=api_port,
                 konnectivity_port=konnectivity_port,
+                api_server_args=(
+                    cuda_control.api_server_args(versions.kubernetes) if args.stack.mode == "sim-nvml" else []
+                ),
             ),
             child,
         )
@@ -225,6 +228,7 @@ class Tenant(pulumi.ComponentResource):
                 worker_container=container,
                 node_name=worker.node_name,
                 worker_id=worker.container.id,
+                kubernetes_version=args.stack.versions.kubernetes,
                 depends_on=[worker.join, network],
             ),
             child,
@@ -243,7 +247,8 @@ class Tenant(pulumi.ComponentResource):
             ),
             child,
         )
-        return [hami, check]
+        # Workloads wait for the CUDA-control mutation too: a GPU pod admitted before it would not start.
+        return [hami, check, mock.cuda_control]
 
     def _gpu_hosts(
         self, name: str, args: TenantArgs, control_plane: TenantControlPlane, pod_cidr: str

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
@@ -27,6 +27,8 @@ class TenantControlPlaneArgs:
     address: str | None = None
     port: int = manifests.TCP_PORT
     konnectivity_port: int = manifests.KONNECTIVITY_PORT
+    # Flags the device layer needs on the tenant's API server (sim-nvml: gpu_tenancy.cuda_control).
+    api_server_args: list[str] = field(default_factory=list)
 
 
 class KamajiTenantControlPlane(pulumi.CustomResource):
@@ -100,6 +102,7 @@ class TenantControlPlane(pulumi.ComponentResource):
                 address=args.address,
                 port=args.port,
                 konnectivity_port=args.konnectivity_port,
+                api_server_args=args.api_server_args,
             ),
             opts=pulumi.ResourceOptions.merge(on_management, pulumi.ResourceOptions(depends_on=[namespace])),
         )

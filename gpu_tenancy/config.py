@@ -26,7 +26,7 @@ from pydantic import (
     model_validator,
 )
 
-from gpu_tenancy import addressing, gpu_catalogue, hami, kind, nvml_mock, versions
+from gpu_tenancy import addressing, cuda_control, gpu_catalogue, hami, kind, nvml_mock, versions
 from gpu_tenancy.manifests import KONNECTIVITY_PORT, TCP_PORT, DeviceLayer
 
 NAMESPACE = "gpu-tenancy"
@@ -575,6 +575,10 @@ def mode_errors(config: StackConfig, raw: Mapping[str, Any]) -> list[tuple[str, 
 def _nvml_mock_errors(config: StackConfig) -> list[tuple[str, str]]:
     """sim-nvml puts each tenant's GPUs on one worker, served by NVIDIA's mock NVML."""
     errors: list[tuple[str, str]] = []
+    try:
+        cuda_control.api_version(config.versions.kubernetes)
+    except ValueError as error:
+        errors.append(("versions.kubernetes", str(error)))
     for index, tenant in enumerate(config.tenants):
         total = sum(gpu.count for gpu in tenant.gpus)
         if total > nvml_mock.MAX_GPUS_PER_NODE:

@@ -155,6 +155,7 @@ def tenant_control_plane_spec(
     address: str | None = None,
     port: int = TCP_PORT,
     konnectivity_port: int = KONNECTIVITY_PORT,
+    api_server_args: list[str] | None = None,
 ) -> dict[str, Any]:
     """TCP with Konnectivity; `node_runtime` "kind" (kindest/node workers) or "host" (real hosts)."""
     # Both kindest/node and the prepared hosts run containerd with SystemdCgroup=true. `add`, not
@@ -167,10 +168,12 @@ def tenant_control_plane_spec(
     network_profile: dict[str, Any] = {"port": port, "podCidrs": [pod_cidr], "serviceCidrs": [service_cidr]}
     if address:
         network_profile["address"] = address
+    deployment: dict[str, Any] = {"extraArgs": {"apiServer": list(api_server_args)}} if api_server_args else {}
     return {
         "dataStore": DATASTORE_NAME,
         "controlPlane": {
             "deployment": {
+                **deployment,
                 "replicas": 1,
                 "resources": {
                     "apiServer": {"requests": {"cpu": "100m", "memory": "256Mi"}},

@@ -52,6 +52,8 @@ _DEVICE_FIELDS = (
     # Which node holds which card, under the node's name: a kind worker per tenant, or the GPU hosts.
     ("gpu-tenancy:tenant:Tenant", ("gpuNodes",)),
     ("kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane", ("spec", "kubernetes", "kubelet")),
+    # sim-nvml: the API server flags its CUDA-control admission policy needs (gpu_tenancy.cuda_control).
+    ("kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane", ("spec", "controlPlane", "deployment", "extraArgs")),
     ("kubernetes:helm.sh/v3:Release", ("values", "devicePlugin")),
     # The node-lock timeout depends on who releases HAMi's locks: the device plugin or the mock agent.
     ("kubernetes:helm.sh/v3:Release", ("values", "scheduler", "extender", "extraArgs")),

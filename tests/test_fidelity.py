@@ -40,7 +40,12 @@ SUBCHARTS = {"kamaji-etcd": "kamaji-etcd/0.15.0"}
 # Maps whose keys are free-form in the upstream chart: resource requirements, and pod annotations (HAMi's
 # devicePlugin.podAnnotations, rendered with toYaml into the pod template).
 FREE_FORM = {"resources", "podAnnotations"}
-CORE_PREFIXES = ("kubernetes:core/v1:", "kubernetes:apps/v1:", "kubernetes:rbac.authorization.k8s.io/v1:")
+CORE_PREFIXES = (
+    "kubernetes:core/v1:",
+    "kubernetes:apps/v1:",
+    "kubernetes:rbac.authorization.k8s.io/v1:",
+    "kubernetes:admissionregistration.k8s.io/",
+)
 
 
 

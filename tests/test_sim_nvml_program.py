@@ -74,6 +74,10 @@ def test_order_build_then_load_then_mock_then_hami_then_inventory(stack: list[Re
     assert _depends(stack, f"{tenant}-hami-chart", f"{tenant}-mock-nvml-daemonset")
     registered = f"{tenant}-inventory-gpu-tenancy-dev-nvml-{tenant}-worker-registered"
     assert _depends(stack, registered, f"{tenant}-hami-chart")
+    # A GPU pod admitted before the CUDA-control policy is bound would be killed by HAMi's preload.
+    assert _depends(stack, f"{tenant}-mock-nvml-cuda-control-binding", f"{tenant}-mock-nvml-cuda-control-policy")
+    # The workloads' namespace comes first of the tenant's workloads (components/workloads.py).
+    assert _depends(stack, f"{tenant}-workloads-namespace", f"{tenant}-mock-nvml-cuda-control-binding")
 
 
 def test_hami_registers_the_declaration_and_the_inventory_check_passes() -> None:

@@ -337,6 +337,56 @@ def test_09_overcommit_stays_pending_with_filtering_failed(lab: DeployedLab) -> 
         delete_pods(core, [name])
 
 
+# Dynamically linked (glibc, libpython): HAMi's Allocate preloads libvgpu.so into every process of a GPU
+# container, which needs libcuda.so.1 and libnvidia-ml.so.1; `pause` is static and would not notice.
+DYNAMIC_IMAGE = "python:3.11.11-slim-bookworm"
+
+
+def test_09b_dynamically_linked_gpu_pod_runs_to_completion(lab: DeployedLab) -> None:
+    core = tenant_core(lab, "tenant-b")
+    name = "e2e-dynamic"
+    pod = gpu_pod(name, {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "1024"})
+    pod.spec.containers[0].image = DYNAMIC_IMAGE
+    pod.spec.containers[0].command = ["python3", "-c", "import ctypes, ssl; print('dynamically linked ok')"]
+    created = create_pod(core, pod)
+    try:
+        if lab.mode == "sim-nvml":
+            env = {e.name: e.value for e in created.spec.containers[0].env or []}
+            assert env.get("CUDA_DISABLE_CONTROL") == "true", (
+                f"the CUDA-control admission policy did not set CUDA_DISABLE_CONTROL on {name}: env {env}"
+            )
+        phase = wait_for(
+            lambda: (p := pod_phase(core, name)) in ("Succeeded", "Failed") and p,
+            timeout_s=300,
+            message=f"pod {name} ({DYNAMIC_IMAGE}) to run to completion",
+        )
+        log = core.read_namespaced_pod_log(name, NAMESPACE)
+        assert phase == "Succeeded" and "dynamically linked ok" in log, (
+            f"a dynamically linked GPU container ended {phase} with log {log!r} (exit 127 before main: HAMi's "
+            "ld.so.preload of libvgpu.so without libcuda in the container)"
+        )
+    finally:
+        delete_pods(core, [name])
+
+
+def test_09c_a_request_of_the_whole_registered_memory_fits_and_one_mib_more_waits(lab: DeployedLab) -> None:
+    """An L4 registers 23034 MiB (NVML's total, as on a real host), so the plan's edge is the cluster's edge."""
+    core = tenant_core(lab, "tenant-b")
+    fits, waits = "e2e-l4-whole", "e2e-l4-over"
+    try:
+        create_pod(core, gpu_pod(fits, {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "23034"}))
+        wait_running(core, fits)
+        create_pod(core, gpu_pod(waits, {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "23035"}))
+        messages = wait_for(
+            lambda: filtering_failed_messages([e.to_dict() for e in core.list_namespaced_event(NAMESPACE).items], waits),
+            timeout_s=90,
+            message=f"a FilteringFailed event for pod {waits} asking one MiB more than an L4 registers",
+        )
+        assert any("CardInsufficientMemory" in m for m in messages), messages
+    finally:
+        delete_pods(core, [fits, waits])
+
+
 def _status_of(call: Any) -> int | None:
     try:
         call()
