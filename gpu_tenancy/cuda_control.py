@@ -65,7 +65,10 @@ def api_server_args(kubernetes_version: str) -> list[str]:
     """What the tenant's API server needs for the policy: nothing from 1.36, the beta API before."""
     if api_version(kubernetes_version).endswith("/v1"):
         return []
-    return ["--feature-gates=MutatingAdmissionPolicy=true", "--runtime-config=admissionregistration.k8s.io/v1beta1=true"]
+    return [
+        "--feature-gates=MutatingAdmissionPolicy=true",
+        "--runtime-config=admissionregistration.k8s.io/v1beta1=true",
+    ]
 
 
 def policy_spec() -> dict[str, Any]:
