@@ -80,8 +80,13 @@ e2e: venv ## Live suite: deploy a throwaway copy of the dev stack (sim) on this 
 e2e-nvml: venv ## Live suite on a copy of dev-nvml (sim-nvml: HAMi's device plugin on a mock NVML)
 	$(call E2E_SUITE,dev-nvml)
 
-promotion-diff: venv ## Print what each promotion (dev, dev-nvml, gpu) changes; fails if a tenant layer differs
+# Promotions checked by `make promotion-diff` (from:to stack names); PROMOTIONS="dev:gpu" checks one.
+PROMOTIONS ?= dev:gpu dev:dev-nvml dev-nvml:gpu
+promotion-diff: venv ## Print what each promotion changes; fails if a tenant layer or a plan differs
 	$(BIN)/pytest tests/test_promotion.py -q -s -k tenant_layer_identical
+	@status=0; for step in $(PROMOTIONS); do \
+	  $(BIN)/python -m gpu_tenancy.promotion_plan Pulumi.$${step%%:*}.yaml Pulumi.$${step##*:}.yaml || status=1; \
+	done; exit $$status
 
 bench: venv ## Benchmarks: program evaluation, agent reconcile, planner
 	$(BIN)/python benchmarks/program_eval.py

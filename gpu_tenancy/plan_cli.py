@@ -24,6 +24,7 @@ from dataclasses import asdict
 from typing import Any, NoReturn
 
 from gpu_tenancy.allocation import AllocationView, GpuView, QuotaUse, Slice, TenantView, Unplaced
+from gpu_tenancy import plan_input
 from gpu_tenancy.plan_input import UNASSIGNED, InputError, load
 from gpu_tenancy.planner import (
     QUOTA_GPU,
@@ -37,6 +38,26 @@ from gpu_tenancy.planner import (
 )
 
 EXIT_FITS, EXIT_DOES_NOT_FIT, EXIT_USAGE = 0, 1, 2
+# HAMi's device plugin registers a node's cards in Go map order (register.go getAPIDevices): the order changes
+# between registrations on sim-nvml and real hosts, while the mock-GPU agent keeps index order (sim).
+CARD_CHOICE_NOTE = (
+    "Exact: what fits, HAMi's reasons and each node's totals. Not exact on sim-nvml and real hosts: which of "
+    "two equal cards a slice lands on (HAMi registers cards in a different order each time).\n"
+)
+
+
+def card_order_note(nodes: Sequence[Node], mode: str | None) -> str:
+    """What of the plan holds whatever order HAMi registers the cards in (nothing to say for sim)."""
+    if mode == "sim":
+        return ""
+    mixed = sorted(n.name for n in nodes if len({(d.type, d.devmem) for d in n.devices}) > 1)
+    if not mixed:
+        return CARD_CHOICE_NOTE
+    return (
+        f"Not exact: node(s) {', '.join(mixed)} mix card models; where HAMi's scores tie, which model a slice "
+        "lands on changes with the order HAMi registers the cards in, and with it totals and later fits. This "
+        "plan is one possible outcome.\n"
+    )
 
 
 # --------------------------------------------------------------------------- results
@@ -179,12 +200,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     code = EXIT_FITS if res.fits else EXIT_DOES_NOT_FIT
     width = args.width or shutil.get_terminal_size().columns
+    note = card_order_note(nodes, plan_input.stack_mode(args.file))
     view = planned_view(nodes, workloads, quota, res)
     if args.cmd == "plan":
         if args.json:
             print(json.dumps(result_json(res), indent=2))
         else:
-            print(_plan_table(view, res, width), end="")
+            print(_plan_table(view, res, width) + note, end="")
         return code
     from gpu_tenancy.allocation_chart import render_json, render_png, render_table
 
@@ -197,7 +219,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         print(json.dumps(render_json(view), indent=2))
     else:
-        print(render_table(view, width, color=sys.stdout.isatty()), end="")
+        print(render_table(view, width, color=sys.stdout.isatty()) + note, end="")
     if args.png:
         print(f"picture: {args.png}", file=sys.stderr)
     return code

@@ -249,6 +249,18 @@ def _stack_value(path: str, config: dict[str, Any], name: str, adapter: TypeAdap
         raise InputError(_error_line(path, error, prefix=key)) from None
 
 
+def stack_mode(path: str) -> str | None:
+    """The `gpu-tenancy:mode` of a stack file; None for the JSON form (registers of unknown origin) or when
+    the file cannot say."""
+    if not _is_stack_file(path):
+        return None
+    try:
+        mode = (yaml.safe_load(Path(path).read_text()) or {}).get("config", {}).get(f"{NAMESPACE}:mode")
+    except (OSError, yaml.YAMLError, AttributeError):
+        return None
+    return mode if isinstance(mode, str) else None
+
+
 def load_document(path: str) -> PlanDocument:
     """Read and validate ``path`` (stack file or JSON form); raise InputError with one line."""
     text = _read(path)
