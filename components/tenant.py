@@ -68,6 +68,13 @@ class Tenant(pulumi.ComponentResource):
             opts,
         )
         child = pulumi.ResourceOptions(parent=self)
+        for gpu in args.config.gpus:
+            if not gpu.in_catalogue:
+                pulumi.log.warn(
+                    f"tenant {tenant}: {gpu.model!r} is not in the GPU catalogue: its {gpu.memory_mib} MiB are the "
+                    "stack's word, which plans, simulations and the inventory check then hold the hosts to",
+                    self,
+                )
         versions = args.stack.versions
         pod_cidr, service_cidr = args.stack.cidrs(args.config)
 

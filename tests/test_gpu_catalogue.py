@@ -3,10 +3,13 @@ published nvidia-smi and HAMi register output)."""
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from gpu_tenancy import gpu_catalogue
 from tests import hami_register
+from tests.harness import dev_config, record_stack
 
 
 @pytest.mark.parametrize(("name", "mib"), sorted(hami_register.recorded_cards().items()))
@@ -55,3 +58,18 @@ def test_registered_memory_names_the_real_value_or_asks_for_one() -> None:
         gpu_catalogue.registered_memory("NVIDIA H100 80GB HBM3", 81920)
     with pytest.raises(ValueError, match=r"^is required for 'NVIDIA RTX 9000', which the GPU catalogue does not know"):
         gpu_catalogue.registered_memory("NVIDIA RTX 9000", None)
+
+
+def test_the_program_warns_about_an_uncatalogued_card(caplog: pytest.LogCaptureFixture) -> None:
+    config = dev_config()
+    config["tenants"][0]["gpus"] = [{"model": "NVIDIA RTX 9000", "memoryMiB": 98304, "count": 1}]
+    with caplog.at_level(logging.WARNING):
+        record_stack(config)
+    assert [r.getMessage() for r in caplog.records if "GPU catalogue" in r.getMessage()] == [
+        "tenant tenant-a: 'NVIDIA RTX 9000' is not in the GPU catalogue: its 98304 MiB are the stack's word, which "
+        "plans, simulations and the inventory check then hold the hosts to"
+    ]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        record_stack(dev_config())
+    assert not [r for r in caplog.records if "GPU catalogue" in r.getMessage()]
