@@ -58,7 +58,11 @@ class Worker(pulumi.ComponentResource):
             image=image.image_id,
             privileged=True,
             tty=True,
-            security_opts=["seccomp=unconfined", "apparmor=unconfined"],
+            # kind's two options, plus the one Docker stores for any privileged container anyway (moby
+            # daemon/create.go generateSecurityOpt appends `label=disable` unless a `label=` option is given).
+            # The Docker provider reads the stored list back into `security_opts`, a ForceNew set: sent
+            # without it, every later `up` would see three stored options against two and replace the worker.
+            security_opts=list(kind_node.SECURITY_OPTS),
             tmpfs={"/tmp": "", "/run": ""},
             volumes=host.apply(
                 lambda flags: [

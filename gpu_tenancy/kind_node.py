@@ -62,6 +62,12 @@ def host_flags(docker_info: str) -> KindHostFlags:
     return KindHostFlags(userns_host=userns, mount_dev_mapper=dev_mapper, mount_fuse=rootless)
 
 
+# kind's `--security-opt seccomp=unconfined --security-opt apparmor=unconfined` (provision.go runArgsForNode),
+# and `label=disable`, which the Docker daemon stores for every privileged container that names no `label=`
+# option (moby v28.5 daemon/create.go generateSecurityOpt): sending it changes nothing on the host and keeps
+# what the provider reads back equal to what the program sends.
+SECURITY_OPTS = ("seccomp=unconfined", "apparmor=unconfined", "label=disable")
+
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
 # What kind adds to NO_PROXY for in-cluster names (best effort on the default CoreDNS spec).
 CLUSTER_DNS_SUFFIXES = (".svc", ".svc.cluster", ".svc.cluster.local")

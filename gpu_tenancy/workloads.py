@@ -28,6 +28,7 @@ import yaml
 
 from gpu_tenancy import hami, manifests
 from gpu_tenancy.config import NAMESPACE, ContainerGpuRequest, StackConfig, TenantConfig, WorkloadConfig, load_config
+from gpu_tenancy.quantity import decimal_si
 
 WORKLOAD_NAMESPACE = "workloads"
 COMPONENT = "workload"
@@ -73,13 +74,14 @@ def namespace_metadata(tenant: str) -> dict[str, Any]:
 
 def gpu_limits(request: ContainerGpuRequest) -> dict[str, str]:
     """HAMi container limits; memory is MiB or a percentage, absent means the whole card."""
-    limits = {hami.RESOURCE_GPU: str(request.gpus)}
+    # In the API server's canonical form (gpu_tenancy/quantity.py), or every `up` would update the pods.
+    limits = {hami.RESOURCE_GPU: decimal_si(request.gpus)}
     if request.gpumem_mib is not None:
-        limits[hami.RESOURCE_GPU_MEMORY] = str(request.gpumem_mib)
+        limits[hami.RESOURCE_GPU_MEMORY] = decimal_si(request.gpumem_mib)
     if request.gpumem_percentage is not None:
-        limits[hami.RESOURCE_GPU_MEMORY_PERCENTAGE] = str(request.gpumem_percentage)
+        limits[hami.RESOURCE_GPU_MEMORY_PERCENTAGE] = decimal_si(request.gpumem_percentage)
     if request.gpucores is not None:
-        limits[hami.RESOURCE_GPU_CORES] = str(request.gpucores)
+        limits[hami.RESOURCE_GPU_CORES] = decimal_si(request.gpucores)
     return limits
 
 
@@ -168,7 +170,7 @@ def resource_quota_hard(quota: Mapping[str, int]) -> dict[str, str]:
     unknown = sorted(set(quota) - set(QUOTA_KEY_MAP))
     if unknown:
         raise ValueError(f"unknown quota key(s): {', '.join(unknown)}")
-    return {QUOTA_KEY_MAP[key]: str(amount) for key, amount in sorted(quota.items())}
+    return {QUOTA_KEY_MAP[key]: decimal_si(amount) for key, amount in sorted(quota.items())}
 
 
 def resource_quota_metadata(tenant: str) -> dict[str, Any]:
