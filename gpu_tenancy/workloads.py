@@ -61,9 +61,17 @@ MEMORY_LIMIT = "32Mi"
 
 
 def namespace_metadata(tenant: str) -> dict[str, Any]:
-    """The tenant's workload namespace; Pod Security `restricted` is enforced on it."""
+    """The tenant's workload namespace; Pod Security `restricted` is enforced on it.
+
+    A Namespace stays Terminating until its pods are gone, and a pod on a node whose kubelet is dead is gone
+    only once its Node is removed (PodGC force-deletes pods of a missing node), which `destroy` does after
+    the workloads (the worker's leave). pulumi-kubernetes waits for a deleted object to disappear unless it
+    is annotated `pulumi.com/skipAwait` (honoured on delete for Namespaces: `metadata/overrides.go`
+    `allowsSkipAwaitWithDelete`), so without it a dead worker holds `destroy` for 10 minutes and fails it.
+    """
     return {
         "name": WORKLOAD_NAMESPACE,
+        "annotations": dict(manifests.SKIP_AWAIT),
         "labels": {
             **manifests.labels(tenant, COMPONENT),
             "pod-security.kubernetes.io/enforce": "restricted",
@@ -125,7 +133,13 @@ def container(index: int, image: str, request: ContainerGpuRequest) -> dict[str,
 
 
 def deployment_metadata(tenant: str, workload: WorkloadConfig) -> dict[str, Any]:
-    return {"name": workload.name, "namespace": WORKLOAD_NAMESPACE, "labels": workload_labels(tenant, workload.name)}
+    """Deleted in the background: the foreground default waits for every pod (manifests.BACKGROUND_DELETION)."""
+    return {
+        "name": workload.name,
+        "namespace": WORKLOAD_NAMESPACE,
+        "labels": workload_labels(tenant, workload.name),
+        "annotations": dict(manifests.BACKGROUND_DELETION),
+    }
 
 
 def deployment_spec(tenant: str, workload: WorkloadConfig) -> dict[str, Any]:
