@@ -177,7 +177,9 @@ def stack_locks(state_dir: Path, stack: str) -> list[dict[str, Any]]:
     return locks
 
 
-def pending_operations(stack: str) -> list[str]:
+def pending_operations(stack: str) -> list[dict[str, str]]:
+    """What an interrupted `up` left unfinished (`pulumi stack export`: deployment.pending_operations), with the
+    names a recovery needs (a container's name, a Kubernetes object's or Helm release's namespace and name)."""
     result = run(["pulumi", "stack", "export", "--stack", stack], timeout=120)
     if not result or result[0] != 0:
         return []
@@ -185,10 +187,20 @@ def pending_operations(stack: str) -> list[str]:
         deployment = json.loads(result[1]).get("deployment") or {}
     except ValueError:
         return []
-    return [
-        f"{op.get('resource', {}).get('urn', '?').rsplit('::', 1)[-1]} ({op.get('type', '?')})"
-        for op in deployment.get("pending_operations") or []
-    ]
+    pending = []
+    for operation in deployment.get("pending_operations") or []:
+        resource = operation.get("resource") or {}
+        inputs = resource.get("inputs") or {}
+        metadata = inputs.get("metadata")
+        metadata = metadata if isinstance(metadata, dict) else {}
+        pending.append({
+            "name": str(resource.get("urn", "?")).rsplit("::", 1)[-1],
+            "type": str(resource.get("type", "?")),
+            "op": str(operation.get("type", "?")),
+            "object": str(inputs.get("name") or metadata.get("name") or ""),
+            "namespace": str(inputs.get("namespace") or metadata.get("namespace") or ""),
+        })
+    return pending
 
 
 def _kubectl_json(kubeconfig: Path, *args: str) -> tuple[Any, str]:

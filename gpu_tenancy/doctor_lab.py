@@ -58,7 +58,7 @@ class LabFacts:
     containers: dict[str, str | None]  # container -> Docker state ("running", "exited", ...); None: missing
     clusters: list[ClusterFacts]
     locks: list[dict[str, Any]]  # {"path", "pid", "hostname", "alive"}
-    pending_operations: list[str]  # "<urn> (<type>)"
+    pending_operations: list[dict[str, str]]  # name, type, op ("creating", ...), object, namespace
     now: datetime.datetime
 
 
@@ -165,13 +165,30 @@ def state_problems(facts: LabFacts) -> list[Problem]:
         problems.append(Problem(
             f"stack {facts.stack}", f"locked by pid {lock.get('pid')} on {lock.get('hostname')}, which is no longer "
             f"running ({lock.get('path')})", f"`pulumi cancel --stack {facts.stack} --yes`"))
-    if facts.pending_operations:
+    for operation in facts.pending_operations:
         problems.append(Problem(
-            f"stack {facts.stack}",
-            "an interrupted `up` left pending operations: " + ", ".join(facts.pending_operations),
-            f"`pulumi refresh --stack {facts.stack} --clear-pending-creates --yes` (it reads what exists and drops "
-            "creates that never finished), then `make up`"))
+            f"stack {facts.stack}", f"an interrupted `up` left {operation['name']} ({operation['type']}) "
+            f"{operation['op']}", f"`pulumi refresh --stack {facts.stack} --clear-pending-creates --yes`, then "
+            + _after_cut_off(operation, facts.stack)))
     return problems
+
+
+def _after_cut_off(operation: dict[str, str], stack: str) -> str:
+    """What else a create that was cut off needs before the next `up` can make it again."""
+    if operation["op"] != "creating":
+        return f"`make up STACK={stack}`"
+    kind, name, namespace = operation["type"], operation["object"], operation["namespace"]
+    if kind == "docker:index/container:Container":
+        # terraform-provider-docker creates with the fixed name: a container left by the cut-off create blocks it.
+        return f"`docker rm -f {name}` (if it exists), then `make up STACK={stack}`"
+    if kind == "kubernetes:helm.sh/v3:Release":
+        return (f"free the release name (`kubectl -n {namespace} delete secret -l owner=helm,name={name},"
+                f"status=pending-install`, or `helm uninstall -n {namespace} {name}`), then `make up STACK={stack}`")
+    if kind.startswith("kubernetes:"):
+        # pulumi-kubernetes' server-side-apply create refuses an object that exists unless upsertExistingObjects.
+        return (f"`PULUMI_K8S_UPSERT_EXISTING_OBJECTS=true make up STACK={stack}` (the provider then adopts the "
+                "object the cut-off create may have made)")
+    return f"`make up STACK={stack}` (the command runs again and finds what it made)"
 
 
 def lab_problems(facts: LabFacts) -> list[Problem]:

@@ -270,16 +270,35 @@ def test_a_stale_state_lock_and_pending_operations_after_an_interrupted_up(tmp_p
     dead_pid = 2**22 + 12345  # above the kernel's pid_max default: never running
     lock.write_text(json.dumps({"pid": dead_pid, "username": "me", "hostname": socket.gethostname(),
                                 "timestamp": NOW.isoformat()}))
-    export = {"version": 3, "deployment": {"pending_operations": [{"resource": {
-        "urn": "urn:pulumi:dev::gpu-tenancy::gpu-tenancy:kamaji:Kamaji$kubernetes:helm.sh/v3:Release::kamaji-chart",
-        "type": "kubernetes:helm.sh/v3:Release"}, "type": "creating"}]}}
+    urn = "urn:pulumi:dev::gpu-tenancy::gpu-tenancy:kamaji:Kamaji$kubernetes:helm.sh/v3:Release::kamaji-chart"
+    worker = ("urn:pulumi:dev::gpu-tenancy::gpu-tenancy:tenant:Tenant$gpu-tenancy:worker:Worker$"
+              "docker:index/container:Container::tenant-b-worker-container")
+    tcp = "urn:pulumi:dev::gpu-tenancy::gpu-tenancy:tenant:Tenant$kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane::tenant-b-tcp"
+    join = "urn:pulumi:dev::gpu-tenancy::gpu-tenancy:tenant:Tenant$command:local:Command::tenant-b-worker-join"
+    export = {"version": 3, "deployment": {"pending_operations": [
+        {"resource": {"urn": urn, "type": "kubernetes:helm.sh/v3:Release",
+                      "inputs": {"name": "kamaji", "namespace": "kamaji-system"}}, "type": "creating"},
+        {"resource": {"urn": worker, "type": "docker:index/container:Container",
+                      "inputs": {"name": "gpu-tenancy-dev-tenant-b-worker"}}, "type": "creating"},
+        {"resource": {"urn": tcp, "type": "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane",
+                      "inputs": {"metadata": {"name": "tenant-b", "namespace": "tenant-b"}}}, "type": "creating"},
+        {"resource": {"urn": join, "type": "command:local:Command", "inputs": {}}, "type": "creating"},
+    ]}}
     found = problems(_lab(export=export).run(tmp_path, "--stack", "dev", "--state-dir", str(state))[0])
+    refresh = "Fix: `pulumi refresh --stack dev --clear-pending-creates --yes`, then "
     assert found == [
         f"stack dev: locked by pid {dead_pid} on {socket.gethostname()}, which is no longer running ({lock}). Fix: "
         "`pulumi cancel --stack dev --yes`",
-        "stack dev: an interrupted `up` left pending operations: kamaji-chart (creating). Fix: `pulumi refresh "
-        "--stack dev --clear-pending-creates --yes` (it reads what exists and drops creates that never finished), "
-        "then `make up`",
+        f"stack dev: an interrupted `up` left kamaji-chart (kubernetes:helm.sh/v3:Release) creating. {refresh}free the "
+        "release name (`kubectl -n kamaji-system delete secret -l owner=helm,name=kamaji,status=pending-install`, or "
+        "`helm uninstall -n kamaji-system kamaji`), then `make up STACK=dev`",
+        "stack dev: an interrupted `up` left tenant-b-worker-container (docker:index/container:Container) creating. "
+        f"{refresh}`docker rm -f gpu-tenancy-dev-tenant-b-worker` (if it exists), then `make up STACK=dev`",
+        "stack dev: an interrupted `up` left tenant-b-tcp (kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane) "
+        f"creating. {refresh}`PULUMI_K8S_UPSERT_EXISTING_OBJECTS=true make up STACK=dev` (the provider then adopts "
+        "the object the cut-off create may have made)",
+        "stack dev: an interrupted `up` left tenant-b-worker-join (command:local:Command) creating. "
+        f"{refresh}`make up STACK=dev` (the command runs again and finds what it made)",
     ]
 
 
