@@ -177,16 +177,29 @@ def stack_locks(state_dir: Path, stack: str) -> list[dict[str, Any]]:
     return locks
 
 
-def pending_operations(stack: str) -> list[dict[str, str]]:
-    """What an interrupted `up` left unfinished (`pulumi stack export`: deployment.pending_operations), with the
-    names a recovery needs (a container's name, a Kubernetes object's or Helm release's namespace and name)."""
+def stack_deployment(stack: str) -> dict[str, Any]:
+    """`pulumi stack export`'s deployment (resources, pending operations); {} when it cannot be read."""
     result = run(["pulumi", "stack", "export", "--stack", stack], timeout=120)
     if not result or result[0] != 0:
-        return []
+        return {}
     try:
         deployment = json.loads(result[1]).get("deployment") or {}
-    except ValueError:
-        return []
+    except (ValueError, AttributeError):
+        return {}
+    return deployment if isinstance(deployment, dict) else {}
+
+
+def image_loads(deployment: Mapping[str, Any]) -> dict[str, str]:
+    """Name -> URN of the commands that load an image into a worker's containerd."""
+    urns = [str(r.get("urn", "")) for r in deployment.get("resources") or []]
+    return {urn.rsplit("::", 1)[-1]: urn for urn in urns if urn.endswith("-image-load")}
+
+
+def pending_operations(stack: str, deployment: Mapping[str, Any] | None = None) -> list[dict[str, str]]:
+    """What an interrupted `up` left unfinished (`pulumi stack export`: deployment.pending_operations), with the
+    names a recovery needs (a container's name, a Kubernetes object's or Helm release's namespace and name)."""
+    if deployment is None:
+        deployment = stack_deployment(stack)
     pending = []
     for operation in deployment.get("pending_operations") or []:
         resource = operation.get("resource") or {}
@@ -237,10 +250,11 @@ def read_cluster(name: str, kubeconfig_text: str, directory: Path, hint: str, re
 def gather_lab(shape: LabShape, outputs: Mapping[str, Any], state_dir: Path, clusters_known: list[str]) -> LabFacts:
     cluster_name = str(outputs.get("kindClusterName") or shape.cluster_name) if shape.simulated else None
     tenants = stack_outputs.tenants(outputs, shape.stack) if "tenants" in outputs else {}
+    deployment = stack_deployment(shape.stack)
     facts = LabFacts(
         stack=shape.stack, mode=str(outputs.get("mode") or shape.mode), cluster_name=cluster_name,
         kind_clusters=clusters_known, containers={}, clusters=[], locks=stack_locks(state_dir, shape.stack),
-        pending_operations=pending_operations(shape.stack), now=datetime.datetime.now(datetime.UTC),
+        pending_operations=pending_operations(shape.stack, deployment), now=datetime.datetime.now(datetime.UTC),
     )
     if cluster_name is not None and cluster_name not in clusters_known:
         return facts
@@ -259,6 +273,7 @@ def gather_lab(shape: LabShape, outputs: Mapping[str, Any], state_dir: Path, clu
             facts.clusters.append(read_cluster(
                 tenant, stack_outputs.tenant_kubeconfig(outputs, shape.stack, tenant), Path(directory),
                 f"`make -s kubeconfig STACK={shape.stack} TENANT={tenant}`", registration=True))
+            facts.clusters[-1].image_loads = image_loads(deployment)
     return facts
 
 

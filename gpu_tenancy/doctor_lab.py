@@ -47,6 +47,7 @@ class ClusterFacts:
     pods: list[dict[str, Any]] = field(default_factory=list)
     helm_secrets: list[dict[str, Any]] = field(default_factory=list)
     expects_registration: bool = True
+    image_loads: dict[str, str] = field(default_factory=dict)  # name -> urn of the commands loading images
 
 
 @dataclass
@@ -128,6 +129,7 @@ def cluster_problems(cluster: ClusterFacts, now: datetime.datetime) -> list[Prob
                 problems.append(Problem(f"{where} node {name}", f"HAMi's node lock is stale ({lock})",
                                         f"`kubectl annotate node {name} {NODE_LOCK_ANNOTATION}-`"))
     for pod in cluster.pods:
+        problems += _image_gone(cluster, pod, where)
         annotations = _annotations(pod)
         if annotations.get(BIND_PHASE_ANNOTATION) != "allocating":
             continue
@@ -154,6 +156,23 @@ def cluster_problems(cluster: ClusterFacts, now: datetime.datetime) -> list[Prob
                 "to install or upgrade it again",
                 f"`kubectl -n {namespace} delete secret {secret['metadata']['name']}` ({cluster.kubeconfig_hint}; or "
                 f"`helm uninstall -n {namespace} {release}`), then `make up`"))
+    return problems
+
+
+def _image_gone(cluster: ClusterFacts, pod: dict[str, Any], where: str) -> list[Problem]:
+    """A pod of an image the program loads into the node's containerd (pull policy Never) that is no longer
+    there: the kubelet reports `ErrImageNeverPull`. The load is a command, which no refresh reads."""
+    problems = []
+    for status in (pod.get("status") or {}).get("containerStatuses") or []:
+        waiting = (status.get("state") or {}).get("waiting") or {}
+        if waiting.get("reason") != "ErrImageNeverPull":
+            continue
+        node = (pod.get("spec") or {}).get("nodeName", "?")
+        load = next((urn for name, urn in cluster.image_loads.items() if name.startswith(f"{cluster.name}-")), None)
+        fix = f"`pulumi up --replace '{load}'` loads it again" if load else \
+            "replace the tenant's `*-image-load` command (`pulumi up --replace <its urn>`) to load it again"
+        problems.append(Problem(f"{where} pod {pod['metadata'].get('namespace')}/{pod['metadata']['name']}",
+                                f"image {status.get('image')} is gone from node {node}'s containerd", fix))
     return problems
 
 

@@ -225,9 +225,10 @@ def test_worker_containers_removed_or_stopped_by_hand(tmp_path: Path) -> None:
 
 
 def test_what_is_wrong_inside_the_tenants(tmp_path: Path) -> None:
-    stale = (NOW - datetime.timedelta(minutes=20)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    fresh = NOW.strftime("%Y-%m-%dT%H:%M:%SZ")
-    stuck_since = int((NOW - datetime.timedelta(minutes=12)).timestamp())
+    now = datetime.datetime.now(datetime.UTC)
+    stale = (now - datetime.timedelta(minutes=20)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    fresh = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    stuck_since = int((now - datetime.timedelta(minutes=12, seconds=30)).timestamp())  # "12 min" for 30 s
     case = _lab()
     case.answer("kubectl", ["tenant-a.kubeconfig", "get nodes"], _items(
         _node("gpu-tenancy-dev-tenant-a-worker", annotations={"hami.io/mutex.lock": f"{stale},workloads,p-1"})))
@@ -339,3 +340,21 @@ def test_a_deployed_lab_needs_only_headroom_not_a_second_footprint(tmp_path: Pat
 def test_a_lab_counts_as_gone_only_when_its_cluster_is_seen_gone(tmp_path: Path, case: HostCase, gone: bool) -> None:
     result, _ = case.run(tmp_path, "--stack", "dev", "--lab-gone")
     assert result.returncode == (0 if gone else 1), result.stdout + result.stderr
+
+
+def test_an_image_gone_from_a_worker_is_named_with_the_command_that_loads_it(tmp_path: Path) -> None:
+    """The load is a command (no Read): `make up --refresh` cannot see the image gone; the kubelet can."""
+    load = ("urn:pulumi:dev::gpu-tenancy::gpu-tenancy:tenant:Tenant$gpu-tenancy:mock_gpu_agent:MockGpuAgent$"
+            "command:local:Command::tenant-a-mock-gpu-agent-image-load")
+    export = {"version": 3, "deployment": {"resources": [{"urn": load, "type": "command:local:Command"}]}}
+    case = _lab(export=export)
+    case.answer("kubectl", ["tenant-a.kubeconfig", "get pods"], _items({
+        "metadata": {"name": "tenant-a-mock-gpu-agent-x", "namespace": "kube-system"},
+        "spec": {"nodeName": "gpu-tenancy-dev-tenant-a-worker"},
+        "status": {"phase": "Pending", "containerStatuses": [{"name": "agent", "image": "gpu-tenancy/mock-gpu-agent:0123",
+                   "state": {"waiting": {"reason": "ErrImageNeverPull", "message": "Container image ... is not present"}}}]},
+    }))
+    (found,) = problems(case.run(tmp_path, "--stack", "dev")[0])
+    assert found == (
+        "tenant tenant-a pod kube-system/tenant-a-mock-gpu-agent-x: image gpu-tenancy/mock-gpu-agent:0123 is gone from "
+        f"node gpu-tenancy-dev-tenant-a-worker's containerd. Fix: `pulumi up --replace '{load}'` loads it again")
