@@ -92,3 +92,26 @@ def test_an_up_that_never_reaches_the_step_is_not_interrupted(tmp_path: Path) ->
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
     result = interrupt_up_at("e2e-1", "tenant-b-tcp", tmp_path, env, tmp_path, tmp_path / "policies", timeout_s=10)
     assert result.urn is None and result.returncode == 0
+
+
+def test_lab_subjects_cover_every_lab_problem_and_no_host_problem() -> None:
+    """The fault checks wait for the lab's problems to clear; the runner's own (inotify, proxy) are not theirs."""
+    from gpu_tenancy import doctor_host, doctor_lab
+    from tests.integration.faults import LAB_SUBJECTS
+
+    now = datetime.datetime.now(datetime.UTC)
+    lab = doctor_lab.LabFacts(
+        "e2e", "sim", "gpu-tenancy-e2e", [], {"c-worker": None, "d-worker": "exited"},
+        [doctor_lab.ClusterFacts("tenant-a", "hint", error="Unable to connect"),
+         doctor_lab.ClusterFacts("management", "hint", error="Unable to connect")],
+        [{"path": "p", "pid": 1, "hostname": "h", "alive": False}],
+        [{"name": "x", "type": "command:local:Command", "op": "creating", "object": "", "namespace": ""}], now)
+    found = [*doctor_lab.state_problems(lab), *doctor_lab.kind_cluster_problems(lab), *doctor_lab.container_problems(lab),
+             *(p for c in lab.clusters for p in doctor_lab.cluster_problems(c, now))]
+    assert len(found) == 7 and all(p.line().startswith(LAB_SUBJECTS) for p in found), [p.line() for p in found]
+    shape = doctor_host.LabShape("e2e", "sim", "gpu-tenancy-e2e", "kind", ("a", "b"))
+    facts = doctor_host.HostFacts(docker_info={"ServerVersion": "20.10", "CgroupVersion": "1"}, inotify_instances=1,
+                                  environ={"HTTP_PROXY": "http://p"}, network_subnets=["172.18.0.0/16"],
+                                  kind_clusters=["gpu-tenancy-other"], tool_versions={"kind": "kind v0.1.0"})
+    host = doctor_host.host_problems(facts, shape, deployed=True)
+    assert len(host) >= 5 and not any(p.line().startswith(LAB_SUBJECTS) for p in host), [p.line() for p in host]

@@ -121,6 +121,15 @@ def doctor_problems(result: subprocess.CompletedProcess[str]) -> list[str]:
     return [line.removeprefix("problem: ") for line in result.stdout.splitlines() if line.startswith("problem: ")]
 
 
+# `make doctor`'s lab and state subjects (gpu_tenancy/doctor_lab.py); the host's (inotify, proxy, ...) are what
+# the runner brings and are not the lab's to recover.
+LAB_SUBJECTS = ("container ", "tenant ", "management cluster", "kind cluster", "stack ")
+
+
+def lab_problems(result: subprocess.CompletedProcess[str]) -> list[str]:
+    return [line for line in doctor_problems(result) if line.startswith(LAB_SUBJECTS)]
+
+
 def documented_helm_fix(problem: str) -> list[str] | None:
     """The `kubectl -n <ns> delete secret <record>` a pending-Helm-release problem names, as argv (kubeconfig
     to be added by the caller)."""
