@@ -26,7 +26,7 @@ export DOCKER_HOST ?= $(shell docker context inspect --format '{{.Endpoints.dock
 endif
 
 .DEFAULT_GOAL := help
-.PHONY: help venv preflight up preview destroy test lint typecheck unit e2e e2e-nvml bench promotion-diff
+.PHONY: help venv preflight up doctor preview destroy test lint typecheck unit e2e e2e-nvml bench promotion-diff
 
 help: ## List the targets
 	@echo "usage: make <target> [STACK=<name>: Pulumi.<name>.yaml, default dev] [CONFIRM=1: no prompt on a real stack]"
@@ -47,18 +47,32 @@ preflight: ## Check the stack file, tools on PATH, Docker engine (sim, sim-nvml)
 	@if [ "$(MODE)" != real ]; then docker info >/dev/null 2>&1 || { echo "docker: the Docker engine is not reachable (is the daemon running, may this user use it?)"; exit 1; }; fi
 	@test -n "$$PULUMI_CONFIG_PASSPHRASE$$PULUMI_CONFIG_PASSPHRASE_FILE" || { echo "set PULUMI_CONFIG_PASSPHRASE (secrets in the local state are encrypted with it)"; exit 1; }
 
-up: preflight venv ## Deploy STACK (created on first use); previews with the policy pack first
+# `make doctor`'s host checks first (nothing is created when they fail), then an `up` that refreshes from
+# the live lab (a worker removed or stopped by hand, an image gone) before it diffs.
+up: preflight venv ## Deploy STACK (created on first use): host checks, refresh, then preview with the policy pack
 	mkdir -p $(STATE_DIR)
 	pulumi stack select --create $(STACK)
-	pulumi up --stack $(STACK) --policy-pack policies $(AUTO_APPROVE)
+	$(BIN)/python -m gpu_tenancy.doctor --stack $(STACK) --state-dir $(STATE_DIR) --before-up
+	pulumi up --stack $(STACK) --refresh --policy-pack policies $(AUTO_APPROVE)
+
+doctor: venv ## Check this host and, when deployed, the lab: one line per problem with its fix (exit 1 if any)
+	@$(BIN)/python -m gpu_tenancy.doctor --stack $(STACK) --state-dir $(STATE_DIR)
 
 preview: preflight venv ## What `up` would change, with the policy pack (creates STACK on first use)
 	mkdir -p $(STATE_DIR)
 	pulumi stack select --create $(STACK)
 	pulumi preview --stack $(STACK) --policy-pack policies --diff
 
-destroy: preflight venv ## Delete everything STACK deployed
-	pulumi destroy --stack $(STACK) $(AUTO_APPROVE)
+# A sim lab whose kind cluster is already gone cannot answer for its Kubernetes objects: those are dropped from
+# the state (pulumi-kubernetes deleteUnreachable, during the refresh) and the workers leave without removing
+# their Nodes (GPU_TENANCY_LAB_GONE); both say so per resource. Only when `doctor --lab-gone` saw the cluster gone.
+destroy: preflight venv ## Delete everything STACK deployed (also when its kind cluster was deleted by hand)
+	@if $(BIN)/python -m gpu_tenancy.doctor --stack $(STACK) --lab-gone; then \
+	  echo "destroy: the kind cluster of stack $(STACK) is gone; dropping its Kubernetes objects from the state"; \
+	  GPU_TENANCY_LAB_GONE=1 PULUMI_K8S_DELETE_UNREACHABLE=true pulumi destroy --stack $(STACK) --refresh $(AUTO_APPROVE); \
+	else \
+	  pulumi destroy --stack $(STACK) $(AUTO_APPROVE); \
+	fi
 
 lint: venv ## ruff
 	$(BIN)/ruff check $(LINT_PATHS)

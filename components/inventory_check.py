@@ -3,7 +3,7 @@ there (modes sim-nvml and real)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import pulumi
@@ -13,14 +13,27 @@ import pulumi_kubernetes as k8s
 from gpu_tenancy import hami, inventory, shell
 from gpu_tenancy.gpu_nodes import GpuNode
 
-# Polls until the device plugin has registered the node's GPUs (kubectl is a documented prerequisite).
+# Polls until the device plugin has registered the node's GPUs (kubectl is a documented prerequisite). With
+# GPU_TENANCY_EXPECTED_GPUS (the cards planned on the node) it keeps polling while the registration lists another
+# number of GPUs, for at most SETTLE_SECONDS: a plugin restarted for new devices registers again at once, an
+# unchanged one every 30 s (HAMi v2.10.0 plugin/register.go WatchAndRegister), so a registration left from
+# before the change is not taken for the new one; after that the comparison below reports what differs.
+SETTLE_SECONDS = 90
 WAIT_SCRIPT = (
     "set -eu\n"
     + shell.STDIN_KUBECONFIG
-    + """for _ in $(seq 1 120); do
+    + f"""expected="${{GPU_TENANCY_EXPECTED_GPUS:-}}"
+settled=0
+for _ in $(seq 1 120); do
   value=$(kubectl --kubeconfig "$kubeconfig" get node "$NODE" \\
-    -o jsonpath='{.metadata.annotations.hami\\.io/node-nvidia-register}' 2>/dev/null || true)
-  [ -n "$value" ] && exit 0
+    -o jsonpath='{{.metadata.annotations.hami\\.io/node-nvidia-register}}' 2>/dev/null || true)
+  if [ -n "$value" ]; then
+    [ -z "$expected" ] && exit 0
+    count=$(printf '%s' "$value" | grep -o '"id"' | wc -l | tr -d ' ')
+    [ "$count" -eq "$expected" ] && exit 0
+    settled=$((settled + 5))
+    [ "$settled" -ge {SETTLE_SECONDS} ] && exit 0
+  fi
   sleep 5
 done
 echo "gpu-tenancy: node $NODE registered no GPUs with HAMi in 10 minutes (check hami-device-plugin logs)" >&2
@@ -37,6 +50,12 @@ class InventoryCheckArgs:
     kubeconfig: pulumi.Output[str]
     on_mismatch: Literal["error", "warn"]
     depends_on: list[pulumi.Resource]
+    # Node name -> what identifies its current registration: the id of the join that registered it. A rejoined
+    # node (a new join, e.g. its container or host was replaced) is a fresh Node without HAMi's annotation, so
+    # the wait must run again; pulumi-command reruns a command only when its triggers change.
+    node_joins: dict[str, pulumi.Input[str]] = field(default_factory=dict)
+    # What the node's devices come from (sim-nvml: the mock's configuration digest): new devices re-arm the wait.
+    devices: pulumi.Input[str] | None = None
 
 
 class InventoryCheck(pulumi.ComponentResource):
@@ -45,14 +64,19 @@ class InventoryCheck(pulumi.ComponentResource):
     def __init__(self, name: str, args: InventoryCheckArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-tenancy:inventory_check:InventoryCheck", name, {"tenant": args.tenant}, opts)
         annotations: dict[str, pulumi.Output[Any]] = {}
-        for node in (gpu_node.name for gpu_node in args.nodes):
+        device_source = [args.devices] if args.devices is not None else []
+        for gpu_node in args.nodes:
+            node = gpu_node.name
+            environment = {"NODE": node, "GPU_TENANCY_EXPECTED_GPUS": str(sum(gpu.count for gpu in gpu_node.gpus))}
+            node_join = [args.node_joins[node]] if node in args.node_joins else []
             registered = command.local.Command(
                 f"{name}-{node}-registered",
                 create=WAIT_SCRIPT,
                 interpreter=["/bin/sh", "-c"],
                 stdin=args.kubeconfig,
-                environment={"NODE": node},
+                environment=environment,
                 logging=command.local.Logging.STDERR,
+                triggers=[*node_join, *device_source] or None,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on),
             )
             # The id waits for the wait command's stdout, so it stays unknown while the host is still to be

@@ -251,6 +251,8 @@ class Tenant(pulumi.ComponentResource):
                 kubeconfig=control_plane.kubeconfig,
                 on_mismatch="error",
                 depends_on=[hami],
+                node_joins={container: worker.join.id},
+                devices=mock.config_digest,
             ),
             child,
         )
@@ -307,6 +309,7 @@ class Tenant(pulumi.ComponentResource):
                 kubeconfig=control_plane.kubeconfig,
                 on_mismatch=args.stack.inventory_mismatch,
                 depends_on=[hami],
+                node_joins={host.name: worker.join.id for host, worker in zip(args.config.workers, hosts, strict=True)},
             ),
             child,
         )

@@ -48,7 +48,7 @@ class Worker(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
         host = docker_info.stdout.apply(kind_node.host_flags)
-        proxy = self._proxy_env(args)
+        node_env = self._node_env(args)
         # The flags kind itself uses for node containers (kind pkg/cluster/internal/providers/docker/provision.go
         # runArgsForNode and commonArgs).
         self.container = docker.Container(
@@ -58,7 +58,11 @@ class Worker(pulumi.ComponentResource):
             image=image.image_id,
             privileged=True,
             tty=True,
-            security_opts=["seccomp=unconfined", "apparmor=unconfined"],
+            # kind's two options, plus the one Docker stores for any privileged container anyway (moby
+            # daemon/create.go generateSecurityOpt appends `label=disable` unless a `label=` option is given).
+            # The Docker provider reads the stored list back into `security_opts`, a ForceNew set: sent
+            # without it, every later `up` would see three stored options against two and replace the worker.
+            security_opts=list(kind_node.SECURITY_OPTS),
             tmpfs={"/tmp": "", "/run": ""},
             volumes=host.apply(
                 lambda flags: [
@@ -83,7 +87,7 @@ class Worker(pulumi.ComponentResource):
             max_retry_count=1,
             init=False,
             cgroupns_mode="private",
-            envs=proxy,
+            envs=node_env,
             labels=[
                 docker.ContainerLabelArgs(label=manifests.TENANT_LABEL, value=tenant),
                 docker.ContainerLabelArgs(label=manifests.COMPONENT_LABEL, value="worker"),
@@ -120,9 +124,20 @@ class Worker(pulumi.ComponentResource):
         self.node_name = self.join.id.apply(lambda _: args.container_name)
         self.register_outputs({"containerName": args.container_name, "nodeName": self.node_name})
 
-    def _proxy_env(self, args: WorkerArgs) -> pulumi.Output[list[str]] | None:
-        """HTTP(S)_PROXY/NO_PROXY as kind gives its nodes (gpu_tenancy/kind_node.proxy_env); none without a proxy."""
+    def _node_env(self, args: WorkerArgs) -> pulumi.Input[list[str]] | None:
+        """What kind passes to its node containers from the host environment: the proxy settings and the
+        containerd snapshotter (kind_node.node_env); absent when none is set, exactly like kind's arguments."""
         environ = os.environ if args.environ is None else args.environ
+        snapshotter = kind_node.snapshotter_env(environ)
+        proxy = self._proxy_env(args, environ)
+        if proxy is None:
+            return snapshotter or None
+        if not snapshotter:
+            return proxy
+        return proxy.apply(lambda values: sorted([*values, *snapshotter]))
+
+    def _proxy_env(self, args: WorkerArgs, environ: Mapping[str, str]) -> pulumi.Output[list[str]] | None:
+        """HTTP(S)_PROXY/NO_PROXY as kind gives its nodes (gpu_tenancy/kind_node.proxy_env); none without a proxy."""
         if not kind_node.has_proxy(environ):
             return None
         network = docker.get_network_output(

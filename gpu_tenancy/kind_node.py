@@ -62,6 +62,23 @@ def host_flags(docker_info: str) -> KindHostFlags:
     return KindHostFlags(userns_host=userns, mount_dev_mapper=dev_mapper, mount_fuse=rootless)
 
 
+# kind's `--security-opt seccomp=unconfined --security-opt apparmor=unconfined` (provision.go runArgsForNode),
+# and `label=disable`, which the Docker daemon stores for every privileged container that names no `label=`
+# option (moby v28.5 daemon/create.go generateSecurityOpt): sending it changes nothing on the host and keeps
+# what the provider reads back equal to what the program sends.
+SECURITY_OPTS = ("seccomp=unconfined", "apparmor=unconfined", "label=disable")
+
+SNAPSHOTTER_VARIABLE = "KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER"
+
+
+def snapshotter_env(environ: Mapping[str, str]) -> list[str]:
+    """kind's `-e KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER` (provision.go runArgsForNode): the host's value
+    reaches the node's entrypoint, which switches containerd's snapshotter; unset on the host, unset in the
+    node (the docker CLI drops `-e NAME` for an unset NAME)."""
+    value = environ.get(SNAPSHOTTER_VARIABLE)
+    return [f"{SNAPSHOTTER_VARIABLE}={value}"] if value else []
+
+
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
 # What kind adds to NO_PROXY for in-cluster names (best effort on the default CoreDNS spec).
 CLUSTER_DNS_SUFFIXES = (".svc", ".svc.cluster", ".svc.cluster.local")

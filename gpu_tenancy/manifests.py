@@ -30,6 +30,9 @@ def to_yaml(document: Any) -> str:
 # (provider/pkg/await/await.go Deletion, metadata.DeletionPropagation); pods on a node whose kubelet is
 # already dead are never finalised, so a DaemonSet on the node would hold `destroy` until its timeout.
 BACKGROUND_DELETION = {"pulumi.com/deletionPropagationPolicy": "background"}
+# Not awaited, on create or delete (pulumi-kubernetes metadata/overrides.go: on delete only for Namespace,
+# Pod, ReplicationController, DaemonSet, Deployment, StatefulSet and Job).
+SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
 
 
 def labels(tenant: str, component: str) -> dict[str, str]:

@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any, NoReturn
 
-from gpu_tenancy.allocation import AllocationView, GpuView, QuotaUse, Slice, TenantView, Unplaced
 from gpu_tenancy import plan_input
+from gpu_tenancy.allocation import AllocationView, GpuView, QuotaUse, Slice, TenantView, Unplaced
 from gpu_tenancy.plan_input import UNASSIGNED, InputError, load
 from gpu_tenancy.planner import (
     QUOTA_GPU,

@@ -70,3 +70,8 @@ KINDNETD_IMAGE = "docker.io/kindest/kindnetd:v20260528-9350166c"
 KUBE_PROXY_REPOSITORY = "registry.k8s.io/kube-proxy"
 KUBE_SCHEDULER_REGISTRY = "registry.k8s.io"
 KUBE_SCHEDULER_REPOSITORY = "kube-scheduler"
+
+# --- Host tools `make doctor` checks (gpu_tenancy/doctor_host.py) ---------------------------------------------
+# kind must be KIND_BINARY exactly; kubectl within one minor of TENANT_KUBERNETES_VERSION (version skew policy).
+DOCKER_ENGINE_MINIMUM = "24.0"  # README Prerequisites (kind v0.32.0 is tested on Docker 28)
+PULUMI_CLI_MINIMUM = "3.272.0"  # the pulumi SDK pinned in requirements.txt

@@ -111,7 +111,9 @@ def leave_script() -> str:
     plane, join again instead of finding kubelet.conf and stopping there.
 
     Environment: GPU_TENANCY_WORKER (container = node name). Stdin: the tenant's admin kubeconfig.
-    A Node that is already gone is fine; any other failure fails the delete.
+    A Node that is already gone is fine; any other failure fails the delete, unless GPU_TENANCY_LAB_GONE=1
+    (set by `make destroy` only when the kind cluster, and with it every tenant's control plane, is gone):
+    then a tenant that does not answer is skipped, and the skip is said on stderr.
     """
     return (
         "set -eu\n"
@@ -119,6 +121,12 @@ def leave_script() -> str:
         + """worker="$GPU_TENANCY_WORKER"
 # A reset node's kubelet is stopped and cannot register the Node again.
 docker exec "$worker" kubeadm reset --force >/dev/null 2>&1 || true
+if [ "${GPU_TENANCY_LAB_GONE:-}" = 1 ]; then
+  if ! kubectl --kubeconfig "$kubeconfig" --request-timeout=10s delete node "$worker" --ignore-not-found; then
+    echo "gpu-tenancy: the tenant's control plane is gone with its kind cluster: skipped removing Node $worker" >&2
+  fi
+  exit 0
+fi
 kubectl --kubeconfig "$kubeconfig" --request-timeout=60s delete node "$worker" --ignore-not-found
 """
     )

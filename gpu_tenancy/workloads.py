@@ -28,6 +28,7 @@ import yaml
 
 from gpu_tenancy import gpu_nodes, hami, manifests
 from gpu_tenancy.config import NAMESPACE, ContainerGpuRequest, StackConfig, TenantConfig, WorkloadConfig, load_config
+from gpu_tenancy.quantity import decimal_si
 
 WORKLOAD_NAMESPACE = "workloads"
 COMPONENT = "workload"
@@ -60,9 +61,17 @@ MEMORY_LIMIT = "32Mi"
 
 
 def namespace_metadata(tenant: str) -> dict[str, Any]:
-    """The tenant's workload namespace; Pod Security `restricted` is enforced on it."""
+    """The tenant's workload namespace; Pod Security `restricted` is enforced on it.
+
+    A Namespace stays Terminating until its pods are gone, and a pod on a node whose kubelet is dead is gone
+    only once its Node is removed (PodGC force-deletes pods of a missing node), which `destroy` does after
+    the workloads (the worker's leave). pulumi-kubernetes waits for a deleted object to disappear unless it
+    is annotated `pulumi.com/skipAwait` (honoured on delete for Namespaces: `metadata/overrides.go`
+    `allowsSkipAwaitWithDelete`), so without it a dead worker holds `destroy` for 10 minutes and fails it.
+    """
     return {
         "name": WORKLOAD_NAMESPACE,
+        "annotations": dict(manifests.SKIP_AWAIT),
         "labels": {
             **manifests.labels(tenant, COMPONENT),
             "pod-security.kubernetes.io/enforce": "restricted",
@@ -73,13 +82,14 @@ def namespace_metadata(tenant: str) -> dict[str, Any]:
 
 def gpu_limits(request: ContainerGpuRequest) -> dict[str, str]:
     """HAMi container limits; memory is MiB or a percentage, absent means the whole card."""
-    limits = {hami.RESOURCE_GPU: str(request.gpus)}
+    # In the API server's canonical form (gpu_tenancy/quantity.py), or every `up` would update the pods.
+    limits = {hami.RESOURCE_GPU: decimal_si(request.gpus)}
     if request.gpumem_mib is not None:
-        limits[hami.RESOURCE_GPU_MEMORY] = str(request.gpumem_mib)
+        limits[hami.RESOURCE_GPU_MEMORY] = decimal_si(request.gpumem_mib)
     if request.gpumem_percentage is not None:
-        limits[hami.RESOURCE_GPU_MEMORY_PERCENTAGE] = str(request.gpumem_percentage)
+        limits[hami.RESOURCE_GPU_MEMORY_PERCENTAGE] = decimal_si(request.gpumem_percentage)
     if request.gpucores is not None:
-        limits[hami.RESOURCE_GPU_CORES] = str(request.gpucores)
+        limits[hami.RESOURCE_GPU_CORES] = decimal_si(request.gpucores)
     return limits
 
 
@@ -123,7 +133,13 @@ def container(index: int, image: str, request: ContainerGpuRequest) -> dict[str,
 
 
 def deployment_metadata(tenant: str, workload: WorkloadConfig) -> dict[str, Any]:
-    return {"name": workload.name, "namespace": WORKLOAD_NAMESPACE, "labels": workload_labels(tenant, workload.name)}
+    """Deleted in the background: the foreground default waits for every pod (manifests.BACKGROUND_DELETION)."""
+    return {
+        "name": workload.name,
+        "namespace": WORKLOAD_NAMESPACE,
+        "labels": workload_labels(tenant, workload.name),
+        "annotations": dict(manifests.BACKGROUND_DELETION),
+    }
 
 
 def deployment_spec(tenant: str, workload: WorkloadConfig) -> dict[str, Any]:
@@ -168,7 +184,7 @@ def resource_quota_hard(quota: Mapping[str, int]) -> dict[str, str]:
     unknown = sorted(set(quota) - set(QUOTA_KEY_MAP))
     if unknown:
         raise ValueError(f"unknown quota key(s): {', '.join(unknown)}")
-    return {QUOTA_KEY_MAP[key]: str(amount) for key, amount in sorted(quota.items())}
+    return {QUOTA_KEY_MAP[key]: decimal_si(amount) for key, amount in sorted(quota.items())}
 
 
 def resource_quota_metadata(tenant: str) -> dict[str, Any]:

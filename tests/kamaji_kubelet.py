@@ -106,7 +106,10 @@ def kamaji_kubelet_configuration(cgroupfs: str = "") -> dict[str, Any]:
         "enableProfilingHandler": True,
         "enableDebugFlagsHandler": True,
         "seccompDefault": False,
-        "failCgroupV1": False,
+        # Defaulted to true since Kubernetes 1.35 (kubernetes/kubernetes#134298; k8s.io/kubelet v0.36.1
+        # config/v1beta1/types.go "Default: true", pkg/kubelet/apis/config/v1beta1/defaults.go
+        # `obj.FailCgroupV1 = ptr.To(true)`): such a kubelet refuses to start on a cgroup v1 host.
+        "failCgroupV1": True,
         "memoryThrottlingFactor": 0.9,
         "registerNode": True,
         "localStorageCapacityIsolation": True,

@@ -420,7 +420,8 @@ def test_the_pod_mounts_the_mock_driver_root_and_runs_its_nvidia_smi() -> None:
 
 # ----------------------------------------------------------------------------------- the skip path
 
-E2E_TESTS = 24  # test_lab.py and test_nvml.py items, parametrized ones counted per case
+FAULT_TESTS = 9  # test_faults.py's (F1-F7, F5 and F6 in two cases each)
+E2E_TESTS = 26 + FAULT_TESTS  # test_lab.py, test_nvml.py and test_faults.py items, parametrized ones per case
 NVML_TESTS = 6  # test_nvml.py's: they skip against the default (dev, mode sim) stack
 
 
@@ -468,6 +469,8 @@ def test_teardown_runs_last_whatever_the_file_order(tmp_path: Path) -> None:
     ids = [line for line in result.stdout.splitlines() if "::test_" in line]
     assert len(ids) == E2E_TESTS and ids[-1].endswith("::test_13_teardown_leaves_nothing"), ids
     assert ids.index(next(i for i in ids if "test_nvml.py" in i)) > ids.index(next(i for i in ids if "test_12_" in i))
+    faults = [index for index, i in enumerate(ids) if "test_faults.py" in i]
+    assert len(faults) == FAULT_TESTS and faults == list(range(len(ids) - 1 - FAULT_TESTS, len(ids) - 1)), ids
 
 
 def test_without_opt_in_every_check_skips_with_the_reason(tmp_path: Path) -> None:

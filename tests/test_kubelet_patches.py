@@ -61,6 +61,15 @@ def test_kind_workers_get_what_kind_sets_for_node_containers() -> None:
     assert kubelet["evictionHard"] == {"nodefs.available": "0%", "nodefs.inodesFree": "0%", "imagefs.available": "0%"}
 
 
+@pytest.mark.parametrize("stack", ["dev", "gpu"])
+def test_every_kubelet_refuses_a_cgroup_v1_host(stack: str) -> None:
+    """Kubernetes 1.35 kubelets fail on cgroup v1 unless failCgroupV1 is set false, and no TCP of the program
+    sets it: such a host is refused up front (`make doctor`, gpu_tenancy/doctor.py) instead of in every join."""
+    assert kamaji_kubelet_configuration()["failCgroupV1"] is True
+    for spec in _registered_specs(stack):
+        assert apply_kubelet_patches(spec)["failCgroupV1"] is True
+
+
 @pytest.mark.parametrize("runtime", ["kind", "host"])
 def test_patches_apply_whatever_the_deprecated_cgroupfs_says(runtime: str) -> None:
     spec = manifests.tenant_control_plane_spec("v1.35.5", "10.100.0.0/16", "10.101.0.0/16", node_runtime=runtime)

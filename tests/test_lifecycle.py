@@ -158,14 +158,18 @@ def test_a_new_kubernetes_version_rejoins_a_real_host_by_resetting_it_first() ->
 
 def test_a_real_host_leaves_its_tenant_before_it_is_prepared_again() -> None:
     """Deleted in reverse of this order: `kubeadm reset` on the host, then its Node removed from the tenant
-    (`kubeadm join` refuses a name whose Node is still Ready), and only then new packages and a new join."""
+    (`kubeadm join` refuses a name whose Node is still Ready), and only then new packages and a new join.
+    The inventory wait, armed by that join, goes with it (it has no delete) and waits again for the rejoined
+    node's registration."""
     resources = _baseline("gpu")
     prepares = [r for r in resources if r.type == "command:remote:Command" and r.name.endswith("-prepare")]
     assert len(prepares) == 2
     for prepare in prepares:
         host = prepare.name.removesuffix("-prepare")
+        tenant, node_name = host.split("-", 2)[:2], host.split("-", 2)[2]
         first = [urn.rsplit("::", 1)[-1] for urn in deleted_first_with(resources, prepare.urn)]
-        assert first == [f"{host}-node", f"{host}-join"], first
+        wait = f"{'-'.join(tenant)}-inventory-{node_name}-registered"
+        assert first == [f"{host}-node", f"{host}-join", wait], first
         (node,) = [r for r in resources if r.name == f"{host}-node"]
         assert "delete node" in node.inputs["delete"] and node.delete_before_replace is True
 

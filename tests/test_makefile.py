@@ -75,7 +75,10 @@ def run_make(
             f'echo "{tool} $*" >> "{log}"\n'
             f'case "{tool} $*" in "{tool} $FAKE_FAIL"*) echo "error: {tool} $FAKE_FAIL failed in the stub" >&2; exit 255;; esac\n'
             f'case "{tool} $*" in "docker context inspect"*) echo "${{FAKE_CONTEXT_HOST:-}}";; '
-            f'"pulumi up"*) echo "pulumi-env DOCKER_HOST=${{DOCKER_HOST:-}}" >> "{log}";; esac',
+            f'"pulumi up"*) echo "pulumi-env DOCKER_HOST=${{DOCKER_HOST:-}}" >> "{log}";; '
+            f'"pulumi destroy"*) [ -z "${{GPU_TENANCY_LAB_GONE:-}}${{PULUMI_K8S_DELETE_UNREACHABLE:-}}" ] || echo '
+            f'"pulumi-destroy-env LAB_GONE=${{GPU_TENANCY_LAB_GONE:-}} DELETE_UNREACHABLE=${{PULUMI_K8S_DELETE_UNREACHABLE:-}}" '
+            f'>> "{log}";; esac',
         )
     python = tmp_path / "python"
     # `$(PYTHON) -m venv <dir>`: record it and leave a pip and a pytest that record their argv (pytest also the
@@ -87,6 +90,13 @@ def run_make(
             f"cat > \"$3/bin/pytest\" <<'EOF'\n#!/bin/sh\n"
             f'echo "pytest $* [E2E=${{GPU_TENANCY_E2E:-}} STACK=${{GPU_TENANCY_E2E_STACK:-}}]" >> "{log}"\n'
             'EOF\nchmod +x "$3/bin/pytest"\n'
+            # The venv's python runs `-m gpu_tenancy.doctor`: it answers FAKE_DOCTOR (exit code of a check, 0 by
+            # default) and FAKE_LAB_GONE (exit code of `--lab-gone`, 1: the lab is there).
+            f"cat > \"$3/bin/python\" <<'EOF'\n#!/bin/sh\n"
+            f'echo "venv-python $*" >> "{log}"\n'
+            'case "$*" in *--lab-gone*) exit "${FAKE_LAB_GONE:-1}";; esac\n'
+            'exit "${FAKE_DOCTOR:-0}"\n'
+            'EOF\nchmod +x "$3/bin/python"\n'
         )
     environment = {
         "PATH": str(bin_dir),
@@ -225,3 +235,43 @@ def test_e2e_targets_choose_the_example_stack(tmp_path: Path, goal: str, stack: 
     assert run.returncode == 0, run.output
     assert run.of("pytest") == [f"pytest tests/integration -m e2e -v -rs [E2E=1 STACK={stack}]"], run.calls
     assert not run.of("pulumi") and not run.of("docker"), "the suite checks its own prerequisites and skips"
+
+
+def test_up_runs_the_host_checks_first_and_refreshes(tmp_path: Path) -> None:
+    run = run_make(tmp_path, "up")
+    assert run.returncode == 0, run.output
+    doctor = [c for c in run.calls if c.startswith("venv-python -m gpu_tenancy.doctor")]
+    assert doctor == [f"venv-python -m gpu_tenancy.doctor --stack dev --state-dir {run.repo}/state --before-up"]
+    (up,) = [c for c in run.of("pulumi") if c.startswith("pulumi up ")]
+    assert "--refresh" in up.split() and "--policy-pack" in up.split()
+    assert run.calls.index(doctor[0]) < run.calls.index(up)
+
+
+def test_a_host_problem_stops_up_before_anything_is_created(tmp_path: Path) -> None:
+    run = run_make(tmp_path, "up", FAKE_DOCTOR="1")
+    assert run.returncode != 0
+    assert not [c for c in run.of("pulumi") if c.startswith("pulumi up")]
+
+
+def test_doctor_needs_no_deploy_tools(tmp_path: Path) -> None:
+    """It reports missing tools itself, so no preflight stands in its way."""
+    run = run_make(tmp_path, "doctor", tools=())
+    assert run.returncode == 0, run.output
+    assert [c for c in run.calls if "gpu_tenancy.doctor" in c] == [
+        f"venv-python -m gpu_tenancy.doctor --stack dev --state-dir {run.repo}/state"]
+
+
+def test_destroy_of_a_lab_that_is_there_deletes_everything(tmp_path: Path) -> None:
+    run = run_make(tmp_path, "destroy")
+    assert run.returncode == 0, run.output
+    assert [c for c in run.of("pulumi") if c.startswith("pulumi destroy")] == ["pulumi destroy --stack dev --yes"]
+    assert not [c for c in run.calls if c.startswith("pulumi-destroy-env")]
+
+
+def test_destroy_of_a_lab_whose_kind_cluster_is_gone_drops_what_cannot_answer(tmp_path: Path) -> None:
+    run = run_make(tmp_path, "destroy", FAKE_LAB_GONE="0")
+    assert run.returncode == 0, run.output
+    assert [c for c in run.of("pulumi") if c.startswith("pulumi destroy")] == [
+        "pulumi destroy --stack dev --refresh --yes"]
+    assert "destroy: the kind cluster of stack dev is gone" in run.output
+    assert "pulumi-destroy-env LAB_GONE=1 DELETE_UNREACHABLE=true" in run.calls

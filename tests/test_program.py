@@ -107,7 +107,8 @@ def test_workers_use_kind_flags_and_join_their_own_tenant(resources: list[MockRe
         inputs = container.inputs
         assert inputs["privileged"] is True
         assert inputs["networksAdvanced"] == [{"name": "kind"}]
-        assert set(inputs["securityOpts"]) == {"seccomp=unconfined", "apparmor=unconfined"}
+        # kind's two options, and the `label=disable` Docker stores for a privileged container anyway.
+        assert set(inputs["securityOpts"]) == {"seccomp=unconfined", "apparmor=unconfined", "label=disable"}
         assert inputs["cgroupnsMode"] == "private" and inputs["init"] is False
         assert set(inputs["tmpfs"]) == {"/tmp", "/run"}
     joins = [r for r in by_type(resources, "command:local:Command") if r.name.endswith("-worker-join")]

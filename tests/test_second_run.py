@@ -1,4 +1,5 @@
-"""The second `pulumi up` is a no-op: the program registers exactly the same inputs on every run.
+"""The second `pulumi up` is a no-op: the program registers exactly the same inputs on every run, and those
+inputs match what the providers stored after the first.
 
 The engine diffs each resource's new inputs against the state of the last run; any input computed fresh
 per run (a timestamp, a random value outside pulumi-random, an order taken from a set or from the file
@@ -21,6 +22,12 @@ Proof, for each example stack:
    concern: command ids (pulumi-command `resource.NewUniqueHex` on create) and pulumi-random results,
    both kept in the state.
 
+3. Against provider state: the engine hands each provider the *stored* state, not the last inputs, and a
+   provider stores what its Create and Read found (a daemon default, a normalised quantity, a computed
+   digest). tests/provider_state.py models that per provider, with the upstream file it follows; the
+   second run's inputs, diffed against the first run's stored state with each provider's own Diff rules,
+   must make no replacement and no update.
+
 What mocks cannot show, and is therefore named here: the kubeconfig the kind cluster command reads
 (`kind get kubeconfig`) is read once, on create, never per run; the mock-GPU agent's image tag is a digest
 of its source files (components/mock_gpu_agent.py `agent_source_digest`), stable while they are.
@@ -38,6 +45,8 @@ from typing import Any
 
 import harness
 import pytest
+from policy_support import Recorded
+from provider_state import changes_against_state
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = REPO / "tests"
@@ -98,6 +107,12 @@ def test_every_resource_registers_the_same_inputs_and_options(two_runs: tuple[An
     assert sorted(first) == sorted(second)
     assert [urn for urn in first if first[urn] != second[urn]] == []
     assert len(first) > 50  # the whole stack, not a failed half
+
+
+def test_the_second_up_changes_nothing_against_what_the_providers_stored(two_runs: tuple[Any, Any]) -> None:
+    first, second = ([Recorded(**r) for r in run["resources"]] for run in two_runs)
+    assert sum(r.type == "docker:index/container:Container" for r in first) in (0, 2)
+    assert changes_against_state(first, second) == {}
 
 
 # --------------------------------------------------------------------------- static scan

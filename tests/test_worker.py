@@ -529,3 +529,18 @@ def test_worker_container_has_no_proxy_env_without_a_proxy(monkeypatch: pytest.M
         monkeypatch.delenv(name, raising=False)
     containers = [r for r in record_stack() if r.typ == "docker:index/container:Container"]
     assert containers and all("envs" not in c.inputs for c in containers)
+
+
+def test_the_containerd_snapshotter_reaches_the_worker_as_it_reaches_kinds_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """kind passes `-e KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER` to every node (provision.go runArgsForNode);
+    the management cluster got it and the workers did not, so a host that needs another snapshotter (zfs,
+    fuse) ran the management cluster but not the tenants."""
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER", "native")
+    containers = [r for r in record_stack() if r.typ == "docker:index/container:Container"]
+    assert containers and all(c.inputs["envs"] == ["KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER=native"] for c in containers)
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy:3128")
+    for container in (r for r in record_stack() if r.typ == "docker:index/container:Container"):
+        envs = dict(e.split("=", 1) for e in container.inputs["envs"])
+        assert envs["KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER"] == "native" and envs["HTTP_PROXY"] == "http://proxy:3128"

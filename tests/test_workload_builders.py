@@ -26,8 +26,9 @@ def request(**fields: Any) -> ContainerGpuRequest:
 @pytest.mark.parametrize(
     ("fields", "expected"),
     [
+        # 3000 MiB as the API server stores it (apimachinery Quantity.String: 3e3 DecimalSI is "3k").
         ({"gpus": 1, "gpumemMiB": 3000, "gpucores": 30},
-         {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "3000", "nvidia.com/gpucores": "30"}),
+         {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "3k", "nvidia.com/gpucores": "30"}),
         ({"gpus": 2, "gpumemPercentage": 50, "gpucores": 30},
          {"nvidia.com/gpu": "2", "nvidia.com/gpumem-percentage": "50", "nvidia.com/gpucores": "30"}),
         ({"gpus": 1}, {"nvidia.com/gpu": "1"}),  # whole card memory, cores left to HAMi

@@ -56,6 +56,7 @@ DEV_STACK_FILE = REPO_ROOT / "Pulumi.dev.yaml"
 STRICT_ENV = "GPU_TENANCY_E2E_STRICT"
 MODE_MARKER = "e2e_mode"
 LAST_MARKER = "e2e_last"
+FAULT_MARKER = "e2e_fault"  # test_faults.py: after every other check, before the teardown
 # Per Kubernetes API call: (connect, read) seconds. Waits are done by polling, never by long reads.
 API_TIMEOUT = (10, 60)
 COMMAND_TIMEOUT = 120
@@ -108,6 +109,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", f"{MODE_MARKER}(*modes, reason): an e2e check that runs only against a stack of one of these modes"
     )
     config.addinivalue_line("markers", f"{LAST_MARKER}: the e2e check that runs after all others (it destroys the stack)")
+    config.addinivalue_line("markers", f"{FAULT_MARKER}: a fault check; runs after the other checks, before the last")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -118,7 +120,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if not e2e_items:
         return
     last = [item for item in e2e_items if item.get_closest_marker(LAST_MARKER)]
-    items[:] = [item for item in items if item not in last] + last
+    faults = [item for item in e2e_items if item.get_closest_marker(FAULT_MARKER) and item not in last]
+    items[:] = [item for item in items if item not in last and item not in faults] + faults + last
     reason = _skip_reason(config)
     if reason is None:
         stack = selected_stack()

@@ -1,0 +1,139 @@
+"""Stand-ins for the tools `make doctor` asks, answering as the real ones do on a given host.
+
+`HostCase()` is a healthy Linux host with a reachable Docker Engine and nothing deployed; a test changes what
+one tool answers (`case.answer(tool, match, stdout=..., rc=...)`, matched against the joined arguments, the most
+recent answer first) or removes a tool (`case.without(tool)`), then `case.run(tmp_path, *doctor_args)` runs
+`python -m gpu_tenancy.doctor` with a PATH holding only the stubs. Every call is logged.
+
+What each answer follows:
+* `docker info --format '{{json .}}'`: moby v28.5 `api/types/system.Info` marshalled (`ServerVersion`,
+  `CgroupVersion` "2"/"1", `SecurityOptions` as "name=seccomp,profile=builtin" etc., `OperatingSystem`
+  "Docker Desktop" on Desktop, `DockerRootDir`); an unreachable daemon prints "Cannot connect to the Docker
+  daemon at unix:///var/run/docker.sock. Is the docker daemon running?" on stderr and exits 1.
+* `docker network inspect NAME`: a JSON list with `IPAM.Config[].Subnet`; a missing network prints
+  "Error response from daemon: network NAME not found" and exits 1 (docker/cli `network inspect`).
+* `docker inspect --format ...`: the formatted field; a missing object "Error: No such object: NAME", exit 1.
+* `kind version`: "kind v0.32.0 go1.24.6 linux/amd64" (kind `pkg/cmd/kind/version` `DisplayVersion`);
+  `kind get clusters`: one name per line, "No kind clusters found." on stderr when none (exit 0).
+* `kubectl version --client -o json`: `{"clientVersion": {"gitVersion": "v1.35.5", ...}}`; `kubectl get ... -o
+  json`: a `List` with `items`; an unreachable server: "Unable to connect to the server: ..." on stderr, exit 1.
+* `pulumi version`: "v3.272.0"; `pulumi stack output` as tests/pulumi_stub.py; `pulumi stack export`: the
+  deployment JSON (`deployment.pending_operations`).
+* `sysctl -n KEY`: the value alone; `df -Pk PATH`: POSIX format; `free -b`: procps-ng 3.3 columns.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+
+STUB = r'''#!{python}
+import json, os, sys
+tool = os.path.basename(sys.argv[0])
+argv = " ".join(sys.argv[1:])
+with open(os.environ["FAKE_LOG"], "a") as log:
+    log.write(json.dumps([tool, *sys.argv[1:]]) + "\n")
+for answer in json.load(open(os.environ["FAKE_TOOLS"])).get(tool, []):
+    if all(part in argv for part in answer["match"]):
+        sys.stdout.write(answer["stdout"])
+        sys.stderr.write(answer["stderr"])
+        sys.exit(answer["rc"])
+sys.stderr.write(f"stub {{tool}}: unmodelled {{argv!r}}\n")
+sys.exit(127)
+'''
+
+DOCKER_INFO: dict[str, Any] = {
+    "ServerVersion": "28.5.2",
+    "CgroupVersion": "2",
+    "CgroupDriver": "systemd",
+    "SecurityOptions": ["name=apparmor", "name=seccomp,profile=builtin", "name=cgroupns"],
+    "OperatingSystem": "Ubuntu 24.04.3 LTS",
+    "DockerRootDir": "/var/lib/docker",
+    "MemTotal": 16_000_000_000,
+    "NCPU": 4,
+}
+KIND_NETWORK = [{"Name": "kind", "IPAM": {"Driver": "default", "Config": [
+    {"Subnet": "fc00:f853:ccd:e793::/64"}, {"Subnet": "172.18.0.0/16", "Gateway": "172.18.0.1"}]}}]
+DF = ("Filesystem     1024-blocks      Used Available Capacity Mounted on\n"
+      "/dev/sda1        102400000  20000000  82400000      20% /\n")
+FREE = ("               total        used        free      shared  buff/cache   available\n"
+        "Mem:     16000000000  4000000000  8000000000      100000  4000000000 12000000000\n"
+        "Swap:              0           0           0\n")
+
+
+def free_output(available: int) -> str:
+    return FREE.replace("12000000000", str(available))
+
+
+def df_output(available_kib: int) -> str:
+    return DF.replace("82400000", str(available_kib))
+
+
+class HostCase:
+    def __init__(self) -> None:
+        self.answers: dict[str, list[dict[str, Any]]] = {}
+        self.missing: set[str] = set()
+        self.env: dict[str, str] = {}
+        self.answer("docker", ["info"], json.dumps(DOCKER_INFO))
+        self.answer("docker", ["network", "inspect"], json.dumps(KIND_NETWORK))
+        self.answer("docker", ["ps", "-a"], "")
+        self.answer("docker", ["inspect", "--format", "{{.State.Status}}"], "running\n")
+        self.answer("kind", ["version"], "kind v0.32.0 go1.24.6 linux/amd64\n")
+        self.answer("kind", ["get", "clusters"], "", "No kind clusters found.\n")
+        self.answer("kubectl", ["version", "--client"], json.dumps(
+            {"clientVersion": {"major": "1", "minor": "35", "gitVersion": "v1.35.5", "platform": "linux/amd64"}}))
+        self.answer("pulumi", ["version"], "v3.272.0\n")
+        self.answer("pulumi", ["stack", "output"], "", "error: no stack named 'dev' found\n", 255)
+        self.answer("pulumi", ["stack", "export"], "", "error: no stack named 'dev' found\n", 255)
+        self.answer("sysctl", ["max_user_instances"], "8192\n")
+        self.answer("sysctl", ["max_user_watches"], "1048576\n")
+        self.answer("df", ["-Pk"], DF)
+        self.answer("free", ["-b"], FREE)
+
+    def answer(self, tool: str, match: list[str], stdout: str = "", stderr: str = "", rc: int = 0) -> HostCase:
+        self.answers.setdefault(tool, []).insert(0, {"match": match, "stdout": stdout, "stderr": stderr, "rc": rc})
+        return self
+
+    def without(self, tool: str) -> HostCase:
+        self.missing.add(tool)
+        return self
+
+    def deployed(self, outputs: dict[str, Any], clusters: list[str], export: dict[str, Any] | None = None) -> HostCase:
+        """A lab deployed for this stack: its outputs, the kind clusters there are, its state export."""
+        self.answer("pulumi", ["stack", "output"], json.dumps(outputs))
+        self.answer("pulumi", ["stack", "export"], json.dumps(export or {"version": 3, "deployment": {}}))
+        self.answer("kind", ["get", "clusters"], "".join(f"{c}\n" for c in clusters),
+                    "" if clusters else "No kind clusters found.\n")
+        return self
+
+    def run(self, tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], list[list[str]]]:
+        bin_dir = tmp_path / "stub-bin"
+        bin_dir.mkdir(parents=True, exist_ok=True)
+        tools = {"docker", "kind", "kubectl", "pulumi", "sysctl", "df", "free"} - self.missing
+        for tool in tools:
+            path = bin_dir / tool
+            path.write_text(STUB.format(python=sys.executable))
+            path.chmod(path.stat().st_mode | stat.S_IXUSR)
+        answers, log = tmp_path / "answers.json", tmp_path / "calls.jsonl"
+        answers.write_text(json.dumps(self.answers))
+        env = {"PATH": str(bin_dir), "FAKE_TOOLS": str(answers), "FAKE_LOG": str(log),
+               "PYTHONPATH": str(REPO), "HOME": str(tmp_path), **self.env}
+        done = subprocess.run([sys.executable, "-m", "gpu_tenancy.doctor", *args], cwd=REPO, env=env,
+                              capture_output=True, text=True, timeout=120)
+        calls = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+        return done, calls
+
+
+def problems(result: subprocess.CompletedProcess[str]) -> list[str]:
+    return [line.removeprefix("problem: ") for line in result.stdout.splitlines() if line.startswith("problem: ")]
+
+
+def environ_without_proxy() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}

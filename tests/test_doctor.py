@@ -1,0 +1,360 @@
+"""`make doctor` (gpu_tenancy/doctor.py) run for real against stub tools (tests/doctor_stubs.py), one host case
+each: every problem on its own line with its fix, exit 1 if any, all of them in one pass."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from doctor_stubs import DOCKER_INFO, HostCase, df_output, free_output, problems
+
+from gpu_tenancy import doctor_host, versions
+
+
+def _info(**changes: Any) -> str:
+    return json.dumps({**DOCKER_INFO, **changes})
+
+
+def test_a_healthy_host_has_no_problems(tmp_path: Path) -> None:
+    result, calls = HostCase().run(tmp_path, "--stack", "dev")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert problems(result) == []
+    assert "doctor: no problems" in result.stdout
+    asked = {" ".join(c[:2]) for c in calls}
+    assert {"docker info", "kind version", "pulumi version", "sysctl -n", "df -Pk", "free -b"} <= asked
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        (HostCase().answer("docker", ["info"], "", "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. "
+                           "Is the docker daemon running?\n", 1), "docker: the Docker engine does not answer"),
+        (HostCase().without("docker"), "docker: not found on PATH"),
+        (HostCase().answer("docker", ["info"], _info(ServerVersion="23.0.6")), "Docker Engine 23.0.6 is older than 24.0"),
+        (HostCase().answer("docker", ["info"], _info(CgroupVersion="1", CgroupDriver="cgroupfs")),
+         "cgroup: this host runs cgroup v1: Kubernetes 1.35 kubelets refuse"),
+        (HostCase().answer("docker", ["info"], _info(SecurityOptions=["name=seccomp,profile=builtin", "name=rootless",
+                                                                      "name=cgroupns"])), "docker: rootless Docker"),
+        (HostCase().answer("docker", ["info"], _info(OperatingSystem="Docker Desktop")), "docker: Docker Desktop runs"),
+        (HostCase().answer("sysctl", ["max_user_instances"], "128\n"),
+         "inotify: fs.inotify.max_user_instances is 128, below 512"),
+        (HostCase().answer("sysctl", ["max_user_watches"], "8192\n"), "inotify: fs.inotify.max_user_watches is 8192"),
+        (HostCase().answer("df", ["-Pk"], df_output(4 * 1024 * 1024)), "disk: 4.0 GiB free under /var/lib/docker"),
+        (HostCase().answer("free", ["-b"], free_output(2 * 1024**3)), "memory: 2.0 GiB available"),
+        (HostCase().answer("kind", ["version"], "kind v0.31.0 go1.24.2 linux/amd64\n"),
+         f"kind: version 'kind v0.31.0 go1.24.2 linux/amd64' is not the pinned {versions.KIND_BINARY}"),
+        (HostCase().without("kind"), "kind: not found on PATH"),
+        (HostCase().answer("kubectl", ["version", "--client"], json.dumps({"clientVersion": {"gitVersion": "v1.31.4"}})),
+         "kubectl: client v1.31.4 is more than one minor away"),
+        (HostCase().answer("pulumi", ["version"], "v3.200.0\n"), "pulumi: CLI v3.200.0 is older than 3.272.0"),
+    ],
+    ids=["engine-down", "no-docker-cli", "old-docker", "cgroup-v1", "rootless", "docker-desktop", "inotify-instances",
+         "inotify-watches", "disk", "memory", "kind-version", "no-kind", "kubectl-skew", "old-pulumi"],
+)
+def test_each_host_case_is_one_problem_with_its_fix(tmp_path: Path, case: HostCase, expected: str) -> None:
+    result, _ = case.run(tmp_path, "--stack", "dev")
+    found = problems(result)
+    assert result.returncode == 1
+    assert len(found) == 1, found
+    assert expected in found[0] and ". Fix: " in found[0], found
+
+
+def test_every_problem_is_found_in_one_pass(tmp_path: Path) -> None:
+    case = (HostCase().answer("docker", ["info"], _info(CgroupVersion="1"))
+            .answer("sysctl", ["max_user_instances"], "128\n").answer("pulumi", ["version"], "v3.100.0\n"))
+    case.env = {"HTTPS_PROXY": "http://proxy.corp:3128"}
+    result, _ = case.run(tmp_path, "--stack", "dev")
+    subjects = [line.split(":", 1)[0] for line in problems(result)]
+    assert sorted(subjects) == ["cgroup", "inotify", "proxy", "pulumi"]
+    assert result.stdout.strip().splitlines()[-1] == "doctor: 4 problem(s) (host, Pulumi state and lab, stack dev)"
+
+
+def test_more_tenants_need_more_inotify_instances() -> None:
+    shape = doctor_host.LabShape("big", "sim", "gpu-tenancy-big", "kind", tuple(f"t{i}" for i in range(6)))
+    facts = doctor_host.HostFacts(inotify_instances=512, inotify_watches=524288)
+    (problem,) = doctor_host.inotify_problems(facts, shape)
+    assert "below 896 for 7 kubelets" in problem.what
+
+
+# --------------------------------------------------------------------------- proxy
+
+
+@pytest.mark.parametrize(
+    ("no_proxy", "network_exists", "missing"),
+    [
+        ("", True, "172.18.0.0/16"),
+        ("localhost,127.0.0.1", True, "172.18.0.0/16"),
+        ("localhost,172.18.0.0/16", True, None),
+        ("172.16.0.0/12", True, None),  # a larger range covers it
+        ("", False, "172.16.0.0/12, 192.168.0.0/16"),  # before kind made the network: Docker's default pools
+        ("172.16.0.0/12,192.168.0.0/16", False, None),
+    ],
+)
+def test_a_proxy_must_leave_the_kind_network_alone(
+    tmp_path: Path, no_proxy: str, network_exists: bool, missing: str | None
+) -> None:
+    case = HostCase()
+    if not network_exists:
+        case.answer("docker", ["network", "inspect"], "[]\n", "Error response from daemon: network kind not found\n", 1)
+    case.env = {"http_proxy": "http://proxy.corp:3128", **({"no_proxy": no_proxy} if no_proxy else {})}
+    result, _ = case.run(tmp_path, "--stack", "dev")
+    found = problems(result)
+    if missing is None:
+        assert found == []
+    else:
+        assert len(found) == 1 and f"NO_PROXY does not cover {missing}" in found[0], found
+
+
+# --------------------------------------------------------------------------- another lab on the network
+
+
+def _other_lab(case: HostCase, cluster: str, network: str) -> HostCase:
+    case.answer("kind", ["get", "clusters"], f"{cluster}\n")
+    return case.answer("docker", ["inspect", "{{json .NetworkSettings.Networks}}", f"{cluster}-control-plane"],
+                       json.dumps({network: {"IPAddress": "172.18.0.2"}}))
+
+
+def test_a_second_lab_on_the_same_network_is_refused_before_anything_is_made(tmp_path: Path) -> None:
+    result, calls = _other_lab(HostCase(), "gpu-tenancy-dev-nvml", "kind").run(tmp_path, "--stack", "dev", "--before-up")
+    (found,) = problems(result)
+    assert result.returncode == 1
+    assert found.startswith("another lab: kind cluster gpu-tenancy-dev-nvml already run(s) on Docker network 'kind'")
+    assert "same control-plane addresses" in found and "make destroy STACK=" in found
+    assert not [c for c in calls if c[:2] in (["docker", "run"], ["docker", "create"], ["kind", "create"])]
+
+
+def test_a_lab_on_its_own_network_is_no_conflict(tmp_path: Path) -> None:
+    result, _ = _other_lab(HostCase(), "gpu-tenancy-dev-nvml", "lab-b").run(tmp_path, "--stack", "dev")
+    assert problems(result) == []
+
+
+def test_a_worker_of_another_lab_on_the_network_is_found_whatever_its_cluster_is_called(tmp_path: Path) -> None:
+    case = HostCase().answer("docker", ["ps", "-a", "network=kind"], "mylab-tenant-x-worker\n")
+    (found,) = problems(case.run(tmp_path, "--stack", "dev")[0])
+    assert "worker mylab-tenant-x-worker" in found
+
+
+def test_the_stacks_own_lab_is_not_another(tmp_path: Path) -> None:
+    case = HostCase().answer("docker", ["ps", "-a"], "gpu-tenancy-dev-tenant-a-worker\ngpu-tenancy-dev-tenant-b-worker\n")
+    case.answer("kind", ["get", "clusters"], "gpu-tenancy-dev\n")
+    assert problems(case.run(tmp_path, "--stack", "dev")[0]) == []
+
+
+def test_a_real_stack_asks_nothing_of_docker(tmp_path: Path) -> None:
+    result, calls = HostCase().answer("docker", ["info"], "", "Cannot connect\n", 1).run(tmp_path, "--stack", "gpu")
+    assert problems(result) == []
+    assert not [c for c in calls if c[0] in ("docker", "kind", "sysctl", "df", "free")]
+
+
+# --------------------------------------------------------------------------- a deployed lab
+
+
+def _kubeconfig(server: str) -> str:
+    return yaml.safe_dump({"apiVersion": "v1", "kind": "Config", "clusters": [{"name": "c", "cluster": {"server": server}}],
+                           "users": [{"name": "u", "user": {"token": "secret-token"}}]})
+
+
+OUTPUTS = {
+    "mode": "sim",
+    "kindClusterName": "gpu-tenancy-dev",
+    "managementKubeconfig": _kubeconfig("https://127.0.0.1:40000"),
+    "tenants": {
+        "tenant-a": {"endpoint": "172.18.255.250:6443", "nodes": ["gpu-tenancy-dev-tenant-a-worker"]},
+        "tenant-b": {"endpoint": "172.18.255.251:6443", "nodes": ["gpu-tenancy-dev-tenant-b-worker"]},
+    },
+    "tenantKubeconfigs": {"tenant-a": _kubeconfig("https://172.18.255.250:6443"),
+                          "tenant-b": _kubeconfig("https://172.18.255.251:6443")},
+}
+NOW = datetime.datetime.now(datetime.UTC)
+
+
+def _node(name: str, ready: bool = True, annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    register = json.dumps([{"id": "GPU-0", "count": 10, "devmem": 81920, "type": "NVIDIA-A100", "health": True}])
+    return {"metadata": {"name": name, "annotations": {"hami.io/node-nvidia-register": register, **(annotations or {})}},
+            "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "Unknown",
+                                       "reason": "KubeletReady" if ready else "NodeStatusUnknown"}]}}
+
+
+def _items(*items: dict[str, Any]) -> str:
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": list(items)})
+
+
+def _lab(clusters: tuple[str, ...] = ("gpu-tenancy-dev",), export: dict[str, Any] | None = None) -> HostCase:
+    case = HostCase().deployed(OUTPUTS, list(clusters), export)
+    case.answer("docker", ["ps", "-a"], "gpu-tenancy-dev-tenant-a-worker\ngpu-tenancy-dev-tenant-b-worker\n")
+    for cluster in ("management", "tenant-a", "tenant-b"):
+        nodes = [] if cluster == "management" else [_node(f"gpu-tenancy-dev-{cluster}-worker")]
+        case.answer("kubectl", [f"{cluster}.kubeconfig", "get nodes"], _items(*nodes))
+        case.answer("kubectl", [f"{cluster}.kubeconfig", "get pods"], _items())
+        case.answer("kubectl", [f"{cluster}.kubeconfig", "get secrets"], _items())
+    return case
+
+
+def test_a_healthy_lab_has_no_problems_and_no_kubeconfig_reaches_a_command_line(tmp_path: Path) -> None:
+    result, calls = _lab().run(tmp_path, "--stack", "dev", "--state-dir", str(tmp_path / "state"))
+    assert problems(result) == [], result.stdout + result.stderr
+    kubectl = [c for c in calls if c[0] == "kubectl" and "get" in c]
+    assert len(kubectl) == 9  # nodes, pods, Helm records in the management cluster and each tenant
+    assert all("secret-token" not in " ".join(c) for c in calls)
+    assert not list(Path("/tmp").glob("gpu-tenancy-doctor-*/*.kubeconfig")), "kubeconfigs are removed"
+
+
+def test_a_kind_cluster_deleted_out_of_band_is_named_with_its_recovery(tmp_path: Path) -> None:
+    for args in (["--stack", "dev"], ["--stack", "dev", "--before-up"]):
+        (found,) = problems(_lab(clusters=()).run(tmp_path / args[-1].strip("-"), *args)[0])
+        assert found.startswith("kind cluster: gpu-tenancy-dev is gone")
+        assert "make destroy STACK=dev" in found and "then `make up STACK=dev`" in found
+
+
+def test_worker_containers_removed_or_stopped_by_hand(tmp_path: Path) -> None:
+    case = _lab()
+    case.answer("docker", ["{{.State.Status}}", "gpu-tenancy-dev-tenant-a-worker"], "", "Error: No such object\n", 1)
+    case.answer("docker", ["{{.State.Status}}", "gpu-tenancy-dev-tenant-b-worker"], "exited\n")
+    found = problems(case.run(tmp_path, "--stack", "dev")[0])
+    assert found == [
+        "container gpu-tenancy-dev-tenant-a-worker: removed outside Pulumi. Fix: `make up STACK=dev`: its refresh "
+        "sees it gone, creates it again and rejoins it",
+        "container gpu-tenancy-dev-tenant-b-worker: is exited, not running. Fix: `make up STACK=dev` starts it again "
+        "(or `docker start gpu-tenancy-dev-tenant-b-worker`)",
+    ]
+
+
+def test_what_is_wrong_inside_the_tenants(tmp_path: Path) -> None:
+    now = datetime.datetime.now(datetime.UTC)
+    stale = (now - datetime.timedelta(minutes=20)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    fresh = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    stuck_since = int((now - datetime.timedelta(minutes=12, seconds=30)).timestamp())  # "12 min" for 30 s
+    case = _lab()
+    case.answer("kubectl", ["tenant-a.kubeconfig", "get nodes"], _items(
+        _node("gpu-tenancy-dev-tenant-a-worker", annotations={"hami.io/mutex.lock": f"{stale},workloads,p-1"})))
+    bare = _node("gpu-tenancy-dev-tenant-b-worker", ready=False, annotations={"hami.io/mutex.lock": f"{fresh},w,p"})
+    del bare["metadata"]["annotations"]["hami.io/node-nvidia-register"]
+    case.answer("kubectl", ["tenant-b.kubeconfig", "get nodes"], _items(bare))
+    case.answer("kubectl", ["tenant-a.kubeconfig", "get pods"], _items(
+        {"metadata": {"name": "a-infer-1", "namespace": "workloads",
+                      "annotations": {"hami.io/bind-phase": "allocating", "hami.io/bind-time": str(stuck_since)}}},
+        {"metadata": {"name": "a-infer-2", "namespace": "workloads",
+                      "annotations": {"hami.io/bind-phase": "success", "hami.io/bind-time": str(stuck_since)}}}))
+    case.answer("kubectl", ["tenant-b.kubeconfig", "get secrets"], _items(
+        {"metadata": {"name": "sh.helm.release.v1.hami.v1", "namespace": "kube-system",
+                      "labels": {"owner": "helm", "name": "hami", "status": "pending-install", "version": "1"}}}))
+    found = problems(case.run(tmp_path, "--stack", "dev")[0])
+    assert [line.split(". Fix: ")[0] for line in found] == [
+        f"tenant tenant-a node gpu-tenancy-dev-tenant-a-worker: HAMi's node lock is stale ({stale},workloads,p-1)",
+        "tenant tenant-a pod workloads/a-infer-1: stuck binding to a GPU for 12 min",
+        "tenant tenant-b node gpu-tenancy-dev-tenant-b-worker: not Ready (NodeStatusUnknown)",
+        "tenant tenant-b node gpu-tenancy-dev-tenant-b-worker: HAMi has no GPU registration for it",
+        "tenant tenant-b Helm release kube-system/hami: left pending-install by an interrupted `up`: Helm refuses to "
+        "install or upgrade it again",
+    ]
+    assert "kubectl annotate node gpu-tenancy-dev-tenant-a-worker hami.io/mutex.lock-" in found[0]
+    assert "kubectl -n kube-system delete secret sh.helm.release.v1.hami.v1" in found[4]
+
+
+def test_an_unreachable_tenant(tmp_path: Path) -> None:
+    case = _lab().answer("kubectl", ["tenant-b.kubeconfig", "get nodes"], "",
+                         "Unable to connect to the server: dial tcp 172.18.255.251:6443: i/o timeout\n", 1)
+    (found,) = problems(case.run(tmp_path, "--stack", "dev")[0])
+    assert found.startswith("tenant tenant-b: its API server does not answer (Unable to connect to the server")
+    assert "make -s kubeconfig STACK=dev TENANT=tenant-b" in found
+
+
+def test_a_stale_state_lock_and_pending_operations_after_an_interrupted_up(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    lock = state / ".pulumi" / "locks" / "organization" / "gpu-tenancy" / "dev" / "5f7c.json"
+    lock.parent.mkdir(parents=True)
+    dead_pid = 2**22 + 12345  # above the kernel's pid_max default: never running
+    lock.write_text(json.dumps({"pid": dead_pid, "username": "me", "hostname": socket.gethostname(),
+                                "timestamp": NOW.isoformat()}))
+    urn = "urn:pulumi:dev::gpu-tenancy::gpu-tenancy:kamaji:Kamaji$kubernetes:helm.sh/v3:Release::kamaji-chart"
+    worker = ("urn:pulumi:dev::gpu-tenancy::gpu-tenancy:tenant:Tenant$gpu-tenancy:worker:Worker$"
+              "docker:index/container:Container::tenant-b-worker-container")
+    tcp = "urn:pulumi:dev::gpu-tenancy::gpu-tenancy:tenant:Tenant$kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane::tenant-b-tcp"
+    join = "urn:pulumi:dev::gpu-tenancy::gpu-tenancy:tenant:Tenant$command:local:Command::tenant-b-worker-join"
+    export = {"version": 3, "deployment": {"pending_operations": [
+        {"resource": {"urn": urn, "type": "kubernetes:helm.sh/v3:Release",
+                      "inputs": {"name": "kamaji", "namespace": "kamaji-system"}}, "type": "creating"},
+        {"resource": {"urn": worker, "type": "docker:index/container:Container",
+                      "inputs": {"name": "gpu-tenancy-dev-tenant-b-worker"}}, "type": "creating"},
+        {"resource": {"urn": tcp, "type": "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane",
+                      "inputs": {"metadata": {"name": "tenant-b", "namespace": "tenant-b"}}}, "type": "creating"},
+        {"resource": {"urn": join, "type": "command:local:Command", "inputs": {}}, "type": "creating"},
+    ]}}
+    found = problems(_lab(export=export).run(tmp_path, "--stack", "dev", "--state-dir", str(state))[0])
+    refresh = "Fix: `pulumi refresh --stack dev --clear-pending-creates --yes`, then "
+    assert found == [
+        f"stack dev: locked by pid {dead_pid} on {socket.gethostname()}, which is no longer running ({lock}). Fix: "
+        "`pulumi cancel --stack dev --yes`",
+        f"stack dev: an interrupted `up` left kamaji-chart (kubernetes:helm.sh/v3:Release) creating. {refresh}free the "
+        "release name (`kubectl -n kamaji-system delete secret -l owner=helm,name=kamaji,status=pending-install`, or "
+        "`helm uninstall -n kamaji-system kamaji`), then `make up STACK=dev`",
+        "stack dev: an interrupted `up` left tenant-b-worker-container (docker:index/container:Container) creating. "
+        f"{refresh}`docker rm -f gpu-tenancy-dev-tenant-b-worker` (if it exists), then `make up STACK=dev`",
+        "stack dev: an interrupted `up` left tenant-b-tcp (kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane) "
+        f"creating. {refresh}`PULUMI_K8S_UPSERT_EXISTING_OBJECTS=true make up STACK=dev` (the provider then adopts "
+        "the object the cut-off create may have made)",
+        "stack dev: an interrupted `up` left tenant-b-worker-join (command:local:Command) creating. "
+        f"{refresh}`make up STACK=dev` (the command runs again and finds what it made)",
+    ]
+
+
+def test_outputs_that_cannot_be_read_are_a_problem_not_silence(tmp_path: Path) -> None:
+    case = HostCase().answer("pulumi", ["stack", "output"], "",
+                             "error: getting secrets manager: passphrase must be set with PULUMI_CONFIG_PASSPHRASE\n", 255)
+    (found,) = problems(case.run(tmp_path, "--stack", "dev")[0])
+    assert found.startswith("pulumi: cannot read the stack's outputs") and "PULUMI_CONFIG_PASSPHRASE" in found
+
+
+def test_an_unknown_stack_is_refused_in_one_line(tmp_path: Path) -> None:
+    result, _ = HostCase().run(tmp_path, "--stack", "stagin")
+    assert result.returncode == 2 and result.stderr.strip() == "doctor: Pulumi.stagin.yaml not found: STACK=stagin names no stack file"
+
+
+def test_a_deployed_lab_needs_only_headroom_not_a_second_footprint(tmp_path: Path) -> None:
+    case = _lab().answer("free", ["-b"], free_output(3 * 1024**3)).answer("df", ["-Pk"], df_output(5 * 1024 * 1024))
+    assert problems(case.run(tmp_path, "--stack", "dev")[0]) == []
+
+
+# --------------------------------------------------------------------------- `make destroy`: is the lab gone?
+
+
+@pytest.mark.parametrize(
+    ("case", "gone"),
+    [
+        (HostCase().deployed(OUTPUTS, []), True),
+        (HostCase().deployed(OUTPUTS, ["gpu-tenancy-dev"]), False),
+        (HostCase().deployed(OUTPUTS, ["some-other-cluster"]), True),
+        (HostCase(), False),  # nothing deployed
+        (HostCase().deployed(OUTPUTS, []).answer("kind", ["get", "clusters"], "", "ERROR: failed to list\n", 1), False),
+        (HostCase().deployed(OUTPUTS, []).without("kind"), False),
+        (HostCase().deployed({**OUTPUTS, "mode": "real"}, []), False),
+        (HostCase().answer("pulumi", ["stack", "output"], "", "error: passphrase must be set\n", 255), False),
+    ],
+    ids=["gone", "there", "other-cluster-only", "not-deployed", "kind-fails", "no-kind", "real", "outputs-unreadable"],
+)
+def test_a_lab_counts_as_gone_only_when_its_cluster_is_seen_gone(tmp_path: Path, case: HostCase, gone: bool) -> None:
+    result, _ = case.run(tmp_path, "--stack", "dev", "--lab-gone")
+    assert result.returncode == (0 if gone else 1), result.stdout + result.stderr
+
+
+def test_an_image_gone_from_a_worker_is_named_with_the_command_that_loads_it(tmp_path: Path) -> None:
+    """The load is a command (no Read): `make up --refresh` cannot see the image gone; the kubelet can."""
+    load = ("urn:pulumi:dev::gpu-tenancy::gpu-tenancy:tenant:Tenant$gpu-tenancy:mock_gpu_agent:MockGpuAgent$"
+            "command:local:Command::tenant-a-mock-gpu-agent-image-load")
+    export = {"version": 3, "deployment": {"resources": [{"urn": load, "type": "command:local:Command"}]}}
+    case = _lab(export=export)
+    case.answer("kubectl", ["tenant-a.kubeconfig", "get pods"], _items({
+        "metadata": {"name": "tenant-a-mock-gpu-agent-x", "namespace": "kube-system"},
+        "spec": {"nodeName": "gpu-tenancy-dev-tenant-a-worker"},
+        "status": {"phase": "Pending", "containerStatuses": [{"name": "agent", "image": "gpu-tenancy/mock-gpu-agent:0123",
+                   "state": {"waiting": {"reason": "ErrImageNeverPull", "message": "Container image ... is not present"}}}]},
+    }))
+    (found,) = problems(case.run(tmp_path, "--stack", "dev")[0])
+    assert found == (
+        "tenant tenant-a pod kube-system/tenant-a-mock-gpu-agent-x: image gpu-tenancy/mock-gpu-agent:0123 is gone from "
+        f"node gpu-tenancy-dev-tenant-a-worker's containerd. Fix: `pulumi up --replace '{load}'` loads it again")
