@@ -819,10 +819,21 @@ def test_the_report_says_what_ran_where_and_how_long_each_stage_took(tmp_path: P
 
 
 UPLOADED_FILES = {  # what a run can leave under reports/e2e/, which CI uploads
-    "timings.json", "summary.md", "pulumi.log", "management-tenantcontrolplanes.yaml",
+    "timings.json", "summary.md", "pulumi.log", "docker-ps.txt",
+    "management-tenantcontrolplanes.yaml", "management-events.txt", "management-logs.txt",
     *(f"{tenant}-{part}.txt" for tenant in ("tenant-a", "tenant-b") for part in ("nodes", "pods", "events", "logs", "unreachable")),
     "test_17-nvidia-smi.log",
 }
+
+
+def test_diagnostics_cover_the_management_clusters_charts() -> None:
+    from components import metallb
+    from gpu_tenancy import manifests
+    from tests.integration.conftest import MANAGEMENT_LOG_NAMESPACES
+
+    kamaji = (REPO_ROOT / "components" / "kamaji.py").read_text()
+    assert 'namespace="cert-manager"' in kamaji and "namespace=manifests.KAMAJI_NAMESPACE" in kamaji
+    assert set(MANAGEMENT_LOG_NAMESPACES) == {manifests.KAMAJI_NAMESPACE, "cert-manager", metallb.NAMESPACE}
 
 
 def test_nothing_secret_reaches_the_uploaded_reports(tmp_path: Path) -> None:
@@ -833,7 +844,9 @@ def test_nothing_secret_reaches_the_uploaded_reports(tmp_path: Path) -> None:
     state = Path(entries[0][2].removeprefix("file://"))
     try:
         uploaded = [path for path in reports.rglob("*") if path.is_file()]
-        assert uploaded and {path.name for path in uploaded} <= UPLOADED_FILES, sorted(p.name for p in uploaded)
+        names = {path.name for path in uploaded}
+        assert names <= UPLOADED_FILES, sorted(names)
+        assert {"pulumi.log", "timings.json", "summary.md", "docker-ps.txt", "management-logs.txt"} <= names, names
         for path in uploaded:
             text = path.read_text(errors="replace")
             assert passphrase not in text and "SECRET-KUBECONFIG-FAKE" not in text, path

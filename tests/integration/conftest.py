@@ -74,6 +74,8 @@ LAST_MARKER = "e2e_last"
 # Per Kubernetes API call: (connect, read) seconds. Waits are done by polling, never by long reads.
 API_TIMEOUT = (10, 60)
 COMMAND_TIMEOUT = 120
+# Management-cluster namespaces whose pod logs are kept when a check fails (the charts' namespaces in components/).
+MANAGEMENT_LOG_NAMESPACES = ("kamaji-system", "cert-manager", "metallb-system")
 FAILED_TESTS: list[str] = []
 # What the session prints at the end (pytest captures fixture output of passing runs).
 SUMMARY: list[str] = []
@@ -503,6 +505,34 @@ def collect_diagnostics(lab: DeployedLab, tenants: list[str]) -> None:
 
     dump("management-tenantcontrolplanes.yaml", management)
 
+    def management_core() -> Any:
+        return client.CoreV1Api(lab.management_client())
+
+    def management_events() -> str:
+        items = management_core().list_event_for_all_namespaces().items
+        return "\n".join(
+            f"{e.last_timestamp} {e.involved_object.namespace}/{e.involved_object.name} {e.reason}: {e.message}"
+            for e in items[-300:]
+        )
+
+    def management_logs() -> str:
+        """Kamaji (and its etcd DataStore), cert-manager and MetalLB (controller and speaker) pod logs."""
+        core, chunks = management_core(), []
+        for namespace in MANAGEMENT_LOG_NAMESPACES:
+            for pod in core.list_namespaced_pod(namespace).items:
+                for container in pod.spec.containers:
+                    try:
+                        text = core.read_namespaced_pod_log(
+                            pod.metadata.name, namespace, container=container.name, tail_lines=300
+                        )
+                    except Exception as error:
+                        text = f"<no log: {error!r}>"
+                    chunks.append(f"==== {namespace}/{pod.metadata.name}/{container.name}\n{text}")
+        return "\n".join(chunks)
+
+    dump("management-events.txt", management_events)
+    dump("management-logs.txt", management_logs)
+
 
 def _docker_disk_used() -> int | None:
     """Bytes in use on the filesystem that holds Docker's data (images, containers, volumes)."""
@@ -597,6 +627,8 @@ def lab() -> Iterator[DeployedLab]:
         yield lab
     finally:
         progress.record_into(timings)
+        if FAILED_TESTS or not lab.outputs:  # a check failed, or the deploy did
+            (run_dir / "docker-ps.txt").write_text(_run(["docker", "ps", "-a"]), encoding="utf-8")
         if FAILED_TESTS and lab.outputs:
             collect_diagnostics(lab, tenant_names)
         gone = lab.stack is None or lab.destroy()
