@@ -135,7 +135,9 @@ def run_preview(stack_name: str, policy_packs: list[str], work_dir: str = ".") -
     fresh = False
     try:
         workspace = auto.LocalWorkspace(work_dir=work_dir)
-        fresh = stack_name not in {summary.name for summary in workspace.list_stacks()}
+        # `pulumi stack ls` names a stack of this project "dev" on a diy backend, or "<org>/<project>/dev" when
+        # qualified (pulumi/pulumi pkg/backend/diy/backend.go diyBackendReference.String): compare the name.
+        fresh = stack_name not in {summary.name.rsplit("/", 1)[-1] for summary in workspace.list_stacks()}
         stack = auto.create_or_select_stack(stack_name, work_dir=work_dir)
         stack.preview(diff=True, policy_packs=policy_packs, color="never", on_output=output.append,
                       on_event=events.append)

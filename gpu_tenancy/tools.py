@@ -135,15 +135,13 @@ TOOLS = (
 TOOLS_BY_NAME = {tool.name: tool for tool in TOOLS}
 
 
-def host_platform(system: str | None = None, machine: str | None = None) -> str:
+def host_platform(system: str | None = None, machine: str | None = None) -> str | None:
+    """linux-amd64 or linux-arm64; None for a platform no tool is pinned for."""
     os_name = (system or platform.system()).lower()
-    arch = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}.get(
-        (machine or platform.machine()).lower(), (machine or platform.machine()).lower()
-    )
+    machine = (machine or platform.machine()).lower()
+    arch = {"x86_64": "amd64", "aarch64": "arm64"}.get(machine, machine)
     target = f"{os_name}-{arch}"
-    if target not in PLATFORMS:
-        raise ToolError(f"no pinned tools for {target}: `make tools` supports {', '.join(PLATFORMS)}")
-    return target
+    return target if target in PLATFORMS else None
 
 
 def mirrored(url: str, mirror: str | None) -> str:
@@ -211,29 +209,29 @@ def on_path_elsewhere(name: str, bin_dir: Path, path: str | None = None) -> str 
 @dataclass
 class Installer:
     bin_dir: Path
-    target: str
+    target: str | None  # None: a platform no tool is pinned for (only tools already on PATH can be used)
     fetch: Fetch = fetch
     mirror: str | None = None
     trust_published: bool = False
     say: Callable[[str], None] = print
 
-    def expected_sha256(self, tool: Tool) -> str:
-        recorded = tool.sha256.get((tool.version, self.target))
+    def expected_sha256(self, tool: Tool, target: str) -> str:
+        recorded = tool.sha256.get((tool.version, target))
         if recorded:
             return recorded
-        published_url = tool.published_checksums_url(self.target)
+        published_url = tool.published_checksums_url(target)
         if not self.trust_published:
             raise ToolError(
-                f"{tool.name} {tool.version} ({self.target}): no sha256 recorded in gpu_tenancy/tools.py, so it is "
+                f"{tool.name} {tool.version} ({target}): no sha256 recorded in gpu_tenancy/tools.py, so it is "
                 f"not downloaded. Record the one {published_url} publishes, install {tool.name} {tool.version} "
                 f"yourself, or set {TRUST_PUBLISHED_ENV}=1 to check it against that file at download"
             )
         with tempfile.TemporaryDirectory(dir=self.bin_dir) as scratch:
             sums = Path(scratch) / "checksums"
             self.fetch(mirrored(published_url, self.mirror), sums)
-            published = parse_published_checksum(tool, self.target, sums.read_text(errors="replace"))
+            published = parse_published_checksum(tool, target, sums.read_text(errors="replace"))
         if not published:
-            raise ToolError(f"{published_url} names no sha256 for {tool.url(self.target).rsplit('/', 1)[1]}")
+            raise ToolError(f"{published_url} names no sha256 for {tool.url(target).rsplit('/', 1)[1]}")
         self.say(
             f"{tool.name} {tool.version}: no sha256 recorded; checking against {published_url} "
             f"({TRUST_PUBLISHED_ENV}=1): {published}"
@@ -258,8 +256,13 @@ class Installer:
         return str(own)
 
     def install(self, tool: Tool, why: str = "") -> None:
+        if self.target is None:
+            raise ToolError(
+                f"{tool.name} {tool.version} is needed ({why}) and `make tools` downloads only for "
+                f"{', '.join(PLATFORMS)}: install it yourself"
+            )
         self.bin_dir.mkdir(parents=True, exist_ok=True)
-        expected = self.expected_sha256(tool)
+        expected = self.expected_sha256(tool, self.target)
         url = tool.url(self.target)
         with tempfile.TemporaryDirectory(dir=self.bin_dir, prefix=f".{tool.name}-") as scratch:
             download = Path(scratch) / "download"

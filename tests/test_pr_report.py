@@ -277,7 +277,7 @@ def test_run_preview_drives_the_automation_api(monkeypatch: pytest.MonkeyPatch) 
 
     monkeypatch.setattr(auto, "LocalWorkspace", FakeWorkspace)
     monkeypatch.setattr(auto, "create_or_select_stack", lambda name, work_dir: FakeStack())
-    FakeWorkspace.stacks, FakeWorkspace.previews, FakeWorkspace.fail = ["dev"], [], True
+    FakeWorkspace.stacks, FakeWorkspace.previews, FakeWorkspace.fail = ["organization/gpu-tenancy/dev"], [], True
     run = pr_report.run_preview("dev", ["base/policies"])
     assert (run.succeeded, run.fresh, [f.policy for f in run.findings]) == (False, False, ["gpu-plan-fits"])
     assert "error: preview failed" in run.error and run.output == "Previewing update (dev):"

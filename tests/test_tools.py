@@ -300,11 +300,17 @@ def test_published_checksum_files_are_read_in_each_release_format() -> None:
     assert tools.parse_published_checksum(pulumi, "linux-amd64", sums) == hex_b
 
 
-def test_platforms() -> None:
+def test_platforms(tmp_path: Path, empty_path: Path) -> None:
     assert tools.host_platform("Linux", "x86_64") == "linux-amd64"
     assert tools.host_platform("Linux", "aarch64") == "linux-arm64"
-    with pytest.raises(ToolError, match="no pinned tools for darwin-arm64"):
-        tools.host_platform("Darwin", "arm64")
+    assert tools.host_platform("Darwin", "arm64") is None
+    # Elsewhere, a tool already on PATH at the pinned version still serves; a missing one is named.
+    (empty_path / "kind").write_bytes(kind_binary("v0.32.0"))
+    (empty_path / "kind").chmod(0o755)
+    elsewhere = Installer(tmp_path / "bin", None, say=lambda line: None)
+    assert elsewhere.ensure(Tool("kind", "v0.32.0", {})) == str(empty_path / "kind")
+    with pytest.raises(ToolError, match=r"kubectl v1\.35\.5 is needed .* downloads only for linux-amd64, linux-arm64"):
+        elsewhere.ensure(Tool("kubectl", "v1.35.5", {}))
 
 
 def test_the_pins_are_the_project_versions_with_their_checksums() -> None:
@@ -348,7 +354,9 @@ def test_make_tools_enforces_the_recorded_checksums(tmp_path: Path, releases: Fa
     """The committed pins: kubectl and pulumi are on PATH at their pinned versions, kind is older; the fake
     release's kind is not the genuine file, so its recorded sha256 refuses it."""
     kind = tools.TOOLS_BY_NAME["kind"]
-    releases.publish(kind.url(tools.host_platform()), kind_binary(versions.KIND_BINARY))
+    target = tools.host_platform()
+    assert target, "this test runs on linux-amd64 or linux-arm64"
+    releases.publish(kind.url(target), kind_binary(versions.KIND_BINARY))
     on_path = {
         "kind": kind_binary("v0.31.0"),
         "kubectl": kubectl_binary(versions.KUBECTL_BINARY),
@@ -357,7 +365,7 @@ def test_make_tools_enforces_the_recorded_checksums(tmp_path: Path, releases: Fa
     result = run_make_tools(tmp_path, releases, on_path)
     output = result.stdout + result.stderr
     assert result.returncode != 0, output
-    assert f"expected {kind.sha256[(kind.version, tools.host_platform())]}: not installed" in output, output
+    assert f"expected {kind.sha256[(kind.version, target)]}: not installed" in output, output
     assert not (tmp_path / "repo" / ".tools" / "bin" / "kind").exists()
     # With the right kind on PATH too, nothing is downloaded and make succeeds.
     result = run_make_tools(tmp_path, releases, {**on_path, "kind": kind_binary(versions.KIND_BINARY)})
