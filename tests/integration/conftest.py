@@ -151,8 +151,8 @@ def _skip_reason(config: pytest.Config) -> str | None:
     if conflicts:
         return (
             "another gpu-tenancy stack runs on this host (kind clusters: " + ", ".join(conflicts) + "); it shares "
-            "the kind network and the MetalLB pool: destroy it (`make destroy` or `kind delete cluster --name ...`); "
-            "in CI the e2e job runs on the gpu-tenancy-e2e runner, never the gpu-tenancy-dev one"
+            "the kind network and the MetalLB pool: destroy it (`make destroy` or `kind delete cluster --name ...`) "
+            "or run the suite on another host"
         )
     return None
 
