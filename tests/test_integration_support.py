@@ -19,14 +19,18 @@ from tests.integration.support import (
     STAGE_BY_COMPONENT_TYPE,
     TENANT_COMPONENT_TYPE,
     TENANT_STAGES,
+    Footprint,
     StageTimings,
     UpProgress,
     WaitTimeout,
     allocation_consumed,
+    bytes_size,
     conflicting_clusters,
+    container_memory,
     filtering_failed_messages,
     hami_device_type,
     ipv4_in_range,
+    memory_in_use,
     missing_prerequisites,
     mode_skip_reason,
     nvidia_smi_gpus,
@@ -207,6 +211,47 @@ def test_up_progress_records_first_start_to_last_finish() -> None:
     assert timings.seconds_by_stage == {"kind cluster": 60, "tenant-a control plane Ready": 30, "tenant tenant-a ready": 100}
     assert timings.finished_at_by_stage == {
         "kind cluster": 61, "tenant-a control plane Ready": 91, "tenant tenant-a ready": 161
+    }
+
+
+def go_bytes_size(size: float) -> str:
+    """docker/go-units size.go BytesSize: CustomSize("%.4g%s", size, 1024.0, binaryAbbrs), as docker stats prints."""
+    units, index = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"], 0
+    while size >= 1024 and index < len(units) - 1:
+        size, index = size / 1024, index + 1
+    return "%.4g%s" % (size, units[index])  # noqa: UP031 (Go's %g, not a format spec)
+
+
+@pytest.mark.parametrize("size", [0, 1, 1023, 1024, 1536, 500 * 2**20, 1234567890, 3 * 2**30 + 7, 2**40 + 2**38])
+def test_docker_memory_sizes_are_read_back(size: int) -> None:
+    text = go_bytes_size(size)
+    assert abs(bytes_size(text) - size) <= size * 5e-4, (size, text)
+
+
+def test_docker_stats_and_meminfo_are_read_for_the_footprint() -> None:
+    assert go_bytes_size(1536 * 2**20) == "1.5GiB" and bytes_size("1.5GiB") == 1536 * 2**20
+    with pytest.raises(ValueError, match="not a docker memory size"):
+        bytes_size("1.5GB")  # decimal units are HumanSize's, not what docker stats prints
+    stats = (
+        f"gpu-tenancy-e2e-1a2b3c-control-plane\t{go_bytes_size(1.25 * 2**30)} / {go_bytes_size(15.6 * 2**30)}\n"
+        f"gpu-tenancy-e2e-1a2b3c-tenant-a-worker\t{go_bytes_size(700 * 2**20)} / {go_bytes_size(15.6 * 2**30)}\n"
+        "gpu-tenancy-e2e-1a2b3c-gone\t-- / --\n"
+        f"buildx_buildkit_default\t{go_bytes_size(80 * 2**20)} / {go_bytes_size(15.6 * 2**30)}\n"
+    )
+    assert container_memory(stats, "gpu-tenancy-e2e-1a2b3c") == {
+        "gpu-tenancy-e2e-1a2b3c-control-plane": round(1.25 * 2**30),
+        "gpu-tenancy-e2e-1a2b3c-tenant-a-worker": 700 * 2**20,
+    }
+    meminfo = "MemTotal:       24683664 kB\nMemFree:        19802800 kB\nMemAvailable:   23643612 kB\n"  # this machine's
+    assert memory_in_use(meminfo) == (24683664 - 23643612) * 1024
+    footprint = Footprint()
+    footprint.sample("before", 10 * 2**30, 2 * 2**30)
+    footprint.sample("after up", 19 * 2**30, 7 * 2**30)
+    footprint.sample("after destroy", 13 * 2**30, None)
+    footprint.containers = {"a": 2**30, "b": 2**29}
+    assert footprint.to_dict()["lab"] == {
+        "disk_after_up": 9 * 2**30, "memory_after_up": 5 * 2**30, "disk_kept_after_destroy": 3 * 2**30,
+        "containers_memory": 3 * 2**29,
     }
 
 

@@ -261,7 +261,8 @@ def container_memory(stats: str, cluster: str) -> dict[str, int]:
     used = {}
     for line in stats.splitlines():
         name, _, usage = line.partition("\t")
-        if name.startswith(f"{cluster}-") and " / " in usage:
+        # "-- / --": no stats for that container (formatter_stats.go, IsInvalid)
+        if name.startswith(f"{cluster}-") and " / " in usage and not usage.startswith("--"):
             used[name] = bytes_size(usage.split(" / ", 1)[0])
     return used
 
