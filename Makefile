@@ -7,6 +7,9 @@ STACK ?= dev
 STATE_DIR ?= $(CURDIR)/state
 export PULUMI_BACKEND_URL ?= file://$(STATE_DIR)
 export PULUMI_SKIP_UPDATE_CHECK := true
+# The pinned kind, kubectl and Pulumi CLI that `make tools` installs (gpu_tenancy/tools.py) come first on PATH.
+TOOLS_DIR ?= $(CURDIR)/.tools/bin
+export PATH := $(TOOLS_DIR):$(PATH)
 LINT_PATHS := __main__.py components gpu_tenancy policies tests benchmarks
 STACK_FILE := Pulumi.$(STACK).yaml
 MODE := $(shell sed -n 's/^ *gpu-tenancy:mode: *\([^ #]*\).*/\1/p' $(STACK_FILE) 2>/dev/null | tr -d "\"'")
@@ -14,6 +17,10 @@ MODE := $(shell sed -n 's/^ *gpu-tenancy:mode: *\([^ #]*\).*/\1/p' $(STACK_FILE)
 # reach a cluster and hosts.
 SIMULATED := $(filter sim sim-nvml,$(MODE))
 PREREQUISITES := $(if $(filter real,$(MODE)),kubectl pulumi,docker kind kubectl pulumi)
+comma := ,
+empty :=
+space := $(empty) $(empty)
+STACK_TOOLS := $(subst $(space),$(comma),$(filter-out docker,$(PREREQUISITES)))
 # Only a simulated stack changes without asking. Anything else (real hosts) gets Pulumi's own prompt after the
 # preview, and `pulumi up/destroy` refuse to run without a terminal, unless CONFIRM=1.
 AUTO_APPROVE := $(if $(SIMULATED),--yes,$(if $(filter 1,$(CONFIRM)),--yes))
@@ -26,7 +33,7 @@ export DOCKER_HOST ?= $(shell docker context inspect --format '{{.Endpoints.dock
 endif
 
 .DEFAULT_GOAL := help
-.PHONY: help venv preflight up doctor preview destroy test lint typecheck unit e2e e2e-nvml bench promotion-diff
+.PHONY: help venv tools preflight up doctor preview destroy plan test lint typecheck unit e2e e2e-nvml e2e-faults bench promotion-diff
 
 help: ## List the targets
 	@echo "usage: make <target> [STACK=<name>: Pulumi.<name>.yaml, default dev] [CONFIRM=1: no prompt on a real stack]"
@@ -39,13 +46,16 @@ $(BIN)/.installed: requirements.txt requirements-dev.txt | $(if $(filter $(DEPLO
 
 venv: $(BIN)/.installed ## Create .venv with the pinned runtime and test dependencies
 
-preflight: ## Check the stack file, tools on PATH, Docker engine (sim, sim-nvml), passphrase
+tools: ## Install the pinned kind, kubectl and Pulumi CLI into .tools/bin (checksum-verified) unless on PATH at that version
+	@$(PYTHON) -m gpu_tenancy.tools install --dir $(TOOLS_DIR)
+
+preflight: ## Check the stack file, Docker engine (sim, sim-nvml), passphrase; install the stack's tools if needed
 	@test -f $(STACK_FILE) || { echo "$(STACK_FILE) not found: STACK=$(STACK) names no stack file (have: $(wildcard Pulumi.*.yaml))"; exit 1; }
-	@missing=""; for tool in $(PREREQUISITES); do \
-	  command -v $$tool >/dev/null 2>&1 || missing="$$missing $$tool"; done; \
-	if [ -n "$$missing" ]; then echo "missing prerequisite(s):$$missing (see README: Prerequisites)"; exit 1; fi
-	@if [ "$(MODE)" != real ]; then docker info >/dev/null 2>&1 || { echo "docker: the Docker engine is not reachable (is the daemon running, may this user use it?)"; exit 1; }; fi
+	@if [ "$(MODE)" != real ]; then \
+	  command -v docker >/dev/null 2>&1 || { echo "missing prerequisite(s): docker (see README: Prerequisites)"; exit 1; }; \
+	  docker info >/dev/null 2>&1 || { echo "docker: the Docker engine is not reachable (is the daemon running, may this user use it?)"; exit 1; }; fi
 	@test -n "$$PULUMI_CONFIG_PASSPHRASE$$PULUMI_CONFIG_PASSPHRASE_FILE" || { echo "set PULUMI_CONFIG_PASSPHRASE (secrets in the local state are encrypted with it)"; exit 1; }
+	@$(PYTHON) -m gpu_tenancy.tools install --dir $(TOOLS_DIR) --only $(STACK_TOOLS)
 
 # `make doctor`'s host checks first (nothing is created when they fail), then an `up` that refreshes from
 # the live lab (a worker removed or stopped by hand, an image gone) before it diffs.
@@ -74,6 +84,10 @@ destroy: preflight venv ## Delete everything STACK deployed (also when its kind 
 	  pulumi destroy --stack $(STACK) $(AUTO_APPROVE); \
 	fi
 
+plan: venv ## The planner's per-tenant, per-GPU report for STACK's workloads (PNG=<path> also draws it); exit 1: does not fit
+	@test -f $(STACK_FILE) || { echo "$(STACK_FILE) not found: STACK=$(STACK) names no stack file (have: $(wildcard Pulumi.*.yaml))"; exit 1; }
+	@$(BIN)/python -m gpu_tenancy.plan_cli report $(STACK_FILE) $(if $(PNG),--png $(PNG)) $(if $(WIDTH),--width $(WIDTH))
+
 lint: venv ## ruff
 	$(BIN)/ruff check $(LINT_PATHS)
 
@@ -85,14 +99,20 @@ unit: venv ## Offline tests (no Docker, no Pulumi CLI)
 
 test: lint typecheck unit ## lint + typecheck + unit
 
-# The live suite on a throwaway copy of an example stack (tests/integration/support.py E2E_STACKS).
-E2E_SUITE = GPU_TENANCY_E2E=1 GPU_TENANCY_E2E_STACK=$(1) $(BIN)/pytest tests/integration -m e2e -v -rs
+# The live suite on a throwaway copy of an example stack (tests/integration/support.py E2E_STACKS). Strict: a
+# check that cannot run fails the run; E2E_STRICT=0 lets it skip instead (a local dry run).
+E2E_STRICT ?= 1
+FAULT_CHECKS := tests/integration/test_faults.py
+E2E_SUITE = GPU_TENANCY_E2E=1 GPU_TENANCY_E2E_STRICT=$(E2E_STRICT) GPU_TENANCY_E2E_STACK=$(1) $(BIN)/pytest $(2) -m e2e -v -rs
 
-e2e: venv ## Live suite: deploy a throwaway copy of the dev stack (sim) on this host, check it, destroy it
-	$(call E2E_SUITE,dev)
+e2e: venv tools ## Live suite: deploy a throwaway copy of the dev stack (sim) on this host, check it, destroy it
+	$(call E2E_SUITE,dev,tests/integration --ignore=$(FAULT_CHECKS))
 
-e2e-nvml: venv ## Live suite on a copy of dev-nvml (sim-nvml: HAMi's device plugin on a mock NVML)
-	$(call E2E_SUITE,dev-nvml)
+e2e-nvml: venv tools ## Live suite on a copy of dev-nvml (sim-nvml: HAMi's device plugin on a mock NVML)
+	$(call E2E_SUITE,dev-nvml,tests/integration --ignore=$(FAULT_CHECKS))
+
+e2e-faults: venv tools ## Live fault checks (tests/integration/test_faults.py) on a throwaway copy of the dev stack
+	$(call E2E_SUITE,dev,$(FAULT_CHECKS))
 
 # Promotions checked by `make promotion-diff` (from:to stack names); PROMOTIONS="dev:gpu" checks one.
 PROMOTIONS ?= dev:gpu dev:dev-nvml dev-nvml:gpu

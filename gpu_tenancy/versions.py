@@ -27,12 +27,19 @@ The set fits together (evidence: shared reference `versions.md`):
 - mode real: hosts get kubelet/kubeadm of exactly the tenant version from pkgs.k8s.io, and NVIDIA
   container toolkit 1.19 (configures containerd 2.x, which Debian/Ubuntu hosts of 2026 ship) as the
   default runtime for HAMi's device plugin. Not exercised on real GPUs by this project's CI.
-Every value can be overridden per stack under `gpu-tenancy:versions` (see README).
+- The CLIs on the machine that runs `pulumi up` (gpu_tenancy/tools.py installs them with `make tools`, each
+  checked against a sha256 recorded there): kind KIND_BINARY (its node images above), kubectl KUBECTL_BINARY
+  (the tenant's minor: no client/server skew), the Pulumi CLI PULUMI_CLI = the `pulumi` SDK pinned in
+  requirements.txt (the CLI runs the SDK's language host; `pulumi config set --raw`, used by the gpu
+  preview, exists from v3.247.0).
+Every value can be overridden per stack under `gpu-tenancy:versions` (see README); the three CLIs cannot.
 """
 
 from __future__ import annotations
 
-KIND_BINARY = "v0.32.0"  # documented prerequisite; the program drives the kind CLI
+KIND_BINARY = "v0.32.0"  # the program drives the kind CLI
+KUBECTL_BINARY = "v1.35.5"  # = TENANT_KUBERNETES_VERSION
+PULUMI_CLI = "v3.272.0"  # = the pulumi SDK in requirements.txt
 
 KIND_NODE_IMAGE = (
     "kindest/node:v1.35.5@sha256:ce977ae6d65918d0b58a5f8b5e940429c2ce42fa3a5619ec2bbc60b949c0ac95"

@@ -316,7 +316,7 @@ class LabMocks(Mocks):
         tenant = config_map["metadata"]["labels"][manifests.TENANT_LABEL]
         config = yaml.safe_load(config_map["data"]["config.yaml"])
         devices = hami_register.register(hami_register.mock_nvml_devices(config))
-        for (typ, node), state in self.live.items():
+        for (typ, node), state in list(self.live.items()):
             metadata = state["metadata"]
             if typ == "kubernetes:core/v1:Node" and metadata["labels"].get(manifests.TENANT_LABEL) == tenant:
                 registered = self.node_register.get(node, hami_register.annotation(devices))

@@ -21,7 +21,7 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 MAKE = shutil.which("make")
-SYSTEM_TOOLS = ("sed", "tr", "awk", "mkdir", "touch", "cat", "chmod")
+SYSTEM_TOOLS = ("sed", "tr", "awk", "mkdir", "touch", "cat", "chmod", "cp")
 ALL_TOOLS = ("pulumi", "docker", "kind", "kubectl")
 
 pytestmark = pytest.mark.skipif(MAKE is None, reason="GNU make is not on PATH")
@@ -51,6 +51,7 @@ def run_make(
     tmp_path: Path,
     *args: str,
     tools: tuple[str, ...] = ALL_TOOLS,
+    installs: tuple[str, ...] = (),
     stack_files: dict[str, str] | None = None,
     **env: str,
 ) -> Run:
@@ -67,11 +68,13 @@ def run_make(
         link = bin_dir / tool
         if not link.exists():
             link.symlink_to(target)
-    for tool in tools:
+    project_tools = tmp_path / "project-tools"  # what the fake `gpu_tenancy.tools install` puts into --dir
+    project_tools.mkdir(exist_ok=True)
+    for tool, directory in [*((t, bin_dir) for t in tools), *((t, project_tools) for t in installs)]:
         # FAKE_FAIL="stack select" makes `pulumi stack select ...` fail the way the CLI does.
         # `docker context inspect` answers $FAKE_CONTEXT_HOST; pulumi records the DOCKER_HOST it was given.
         _stub(
-            bin_dir / tool,
+            directory / tool,
             f'echo "{tool} $*" >> "{log}"\n'
             f'case "{tool} $*" in "{tool} $FAKE_FAIL"*) echo "error: {tool} $FAKE_FAIL failed in the stub" >&2; exit 255;; esac\n'
             f'case "{tool} $*" in "docker context inspect"*) echo "${{FAKE_CONTEXT_HOST:-}}";; '
@@ -82,13 +85,21 @@ def run_make(
         )
     python = tmp_path / "python"
     # `$(PYTHON) -m venv <dir>`: record it and leave a pip and a pytest that record their argv (pytest also the
-    # e2e suite's environment: GPU_TENANCY_E2E*).
-    _stub(python, f'echo "python $*" >> "{log}"\nmkdir -p "$3/bin"')
+    # e2e suite's environment: GPU_TENANCY_E2E*). `$(PYTHON) -m gpu_tenancy.tools ...` is only recorded, with the
+    # PATH it runs with (tests/test_tools.py runs the real one).
+    _stub(
+        python,
+        f'echo "python $*" >> "{log}"\n'
+        f'if [ "$2" = gpu_tenancy.tools ]; then echo "tools-path $PATH" >> "{log}"; [ "${{FAKE_TOOLS_EXIT:-0}}" = 0 ] || exit 1; '
+        f'mkdir -p "$5"; for t in "{project_tools}"/*; do [ -e "$t" ] && cp "$t" "$5/"; done; exit 0; fi\n'
+        'mkdir -p "$3/bin"',
+    )
     with python.open("a") as script:
         script.write(
             f'printf \'#!/bin/sh\\necho "pip $*" >> "{log}"\\n\' > "$3/bin/pip"\nchmod +x "$3/bin/pip"\n'
             f"cat > \"$3/bin/pytest\" <<'EOF'\n#!/bin/sh\n"
-            f'echo "pytest $* [E2E=${{GPU_TENANCY_E2E:-}} STACK=${{GPU_TENANCY_E2E_STACK:-}}]" >> "{log}"\n'
+            f'echo "pytest $* [E2E=${{GPU_TENANCY_E2E:-}} STRICT=${{GPU_TENANCY_E2E_STRICT:-}} '
+            f'STACK=${{GPU_TENANCY_E2E_STACK:-}}]" >> "{log}"\n'
             'EOF\nchmod +x "$3/bin/pytest"\n'
             # The venv's python runs `-m gpu_tenancy.doctor`: it answers FAKE_DOCTOR (exit code of a check, 0 by
             # default) and FAKE_LAB_GONE (exit code of `--lab-gone`, 1: the lab is there).
@@ -228,13 +239,63 @@ def test_an_explicit_docker_host_wins(tmp_path: Path) -> None:
     assert "pulumi-env DOCKER_HOST=tcp://10.0.0.5:2375" in run.calls
 
 
-@pytest.mark.parametrize(("goal", "stack"), [("e2e", "dev"), ("e2e-nvml", "dev-nvml")])
-def test_e2e_targets_choose_the_example_stack(tmp_path: Path, goal: str, stack: str) -> None:
+ALL_CHECKS = "tests/integration --ignore=tests/integration/test_faults.py"
+
+
+@pytest.mark.parametrize(
+    ("goal", "stack", "tests"),
+    [("e2e", "dev", ALL_CHECKS), ("e2e-nvml", "dev-nvml", ALL_CHECKS), ("e2e-faults", "dev", "tests/integration/test_faults.py")],
+)
+def test_e2e_targets_choose_the_example_stack(tmp_path: Path, goal: str, stack: str, tests: str) -> None:
     # An exported choice does not leak into the other target: `make e2e` is always the dev stack.
-    run = run_make(tmp_path, goal, tools=(), GPU_TENANCY_E2E_STACK="elsewhere")
+    run = run_make(tmp_path, goal, tools=(), GPU_TENANCY_E2E_STACK="elsewhere", GPU_TENANCY_E2E_STRICT="0")
     assert run.returncode == 0, run.output
-    assert run.of("pytest") == [f"pytest tests/integration -m e2e -v -rs [E2E=1 STACK={stack}]"], run.calls
-    assert not run.of("pulumi") and not run.of("docker"), "the suite checks its own prerequisites and skips"
+    assert run.of("pytest") == [f"pytest {tests} -m e2e -v -rs [E2E=1 STRICT=1 STACK={stack}]"], run.calls
+    assert not run.of("pulumi") and not run.of("docker"), "the suite checks its own prerequisites"
+    # The pinned tools first, the same way `make up` gets them.
+    assert run.calls.index(f"python -m gpu_tenancy.tools install --dir {run.repo}/.tools/bin") < run.calls.index(
+        run.of("pytest")[0]
+    ), run.calls
+
+
+def test_e2e_is_strict_unless_told_otherwise(tmp_path: Path) -> None:
+    """A skip fails `make e2e`; E2E_STRICT=0 (a local dry run) is the explicit opt-out."""
+    run = run_make(tmp_path, "e2e", "E2E_STRICT=0", tools=())
+    assert run.returncode == 0, run.output
+    assert run.of("pytest") == [f"pytest {ALL_CHECKS} -m e2e -v -rs [E2E=1 STRICT=0 STACK=dev]"], run.calls
+
+
+@pytest.mark.parametrize(
+    ("stack", "needed"), [("dev", "kind,kubectl,pulumi"), ("gpu", "kubectl,pulumi")]
+)
+@pytest.mark.parametrize("goal", ["up", "preview", "destroy"])
+def test_deploys_get_the_pinned_tools_first(tmp_path: Path, goal: str, stack: str, needed: str) -> None:
+    """`make up` installs what the stack needs when missing or of another version (gpu_tenancy/tools.py decides,
+    tests/test_tools.py), and every pulumi/kind/kubectl call then finds the project's copy first on PATH."""
+    run = run_make(tmp_path, goal, f"STACK={stack}", tools=("docker",), installs=("pulumi", "kind", "kubectl"))
+    assert run.returncode == 0, run.output
+    install = f"python -m gpu_tenancy.tools install --dir {run.repo}/.tools/bin --only {needed}"
+    assert install in run.calls, run.calls
+    assert run.calls.index(install) < run.calls.index(next(c for c in run.calls if c.startswith("python -m venv"))), (
+        "tools before the venv: they need no venv"
+    )
+    assert run.of("pulumi") and run.calls.index(install) < run.calls.index(run.of("pulumi")[0]), run.calls
+    (path,) = [call.split(" ", 1)[1] for call in run.calls if call.startswith("tools-path ")]
+    assert path.split(":")[0] == f"{run.repo}/.tools/bin", path
+
+
+def test_a_tool_that_cannot_be_installed_stops_the_deploy(tmp_path: Path) -> None:
+    run = run_make(tmp_path, "up", tools=("docker",), FAKE_TOOLS_EXIT="1")
+    assert run.returncode != 0
+    assert not run.of("pulumi") and not any(call.startswith("python -m venv") for call in run.calls), run.calls
+
+
+def test_plan_prints_the_planners_report_for_the_stack_file(tmp_path: Path) -> None:
+    """The planner CLI itself is tested in tests/test_plan_cli.py; here: which file, which options."""
+    run = run_make(tmp_path, "plan", "STACK=gpu", "PNG=plan.png", "WIDTH=120", tools=())
+    assert run.returncode == 0, run.output
+    assert [c for c in run.calls if "plan_cli" in c] == [
+        "venv-python -m gpu_tenancy.plan_cli report Pulumi.gpu.yaml --png plan.png --width 120"]
 
 
 def test_up_runs_the_host_checks_first_and_refreshes(tmp_path: Path) -> None:

@@ -99,13 +99,22 @@ def ipv4_in_range(address: str, address_range: str) -> bool:
     return start <= ipaddress.IPv4Address(host) <= end
 
 
+# The stages the timing report names, in the order a deploy reaches them (per tenant: TENANT_STAGES).
+PREREQUISITES_STAGE = "prerequisites"
+KIND_STAGE = "kind cluster"
+DEPLOY_STAGE = "pulumi preview + up"
+FIRST_POD_STAGE = "first GPU pod Running"
+TEN_PODS_STAGE = "ten pods on one GPU Running"
+DESTROY_STAGE = "destroy"
+
+
 @dataclass
 class StageTimings:
     """Wall time per named stage, in insertion order.
 
     ``seconds`` is the stage's duration; ``finished_at`` (optional) is when it completed, in seconds
-    since the run started, which is what matters for stages that overlap (MetalLB and Kamaji deploy
-    in parallel).
+    since the deploy started, which is what matters for stages that overlap (MetalLB and Kamaji deploy
+    in parallel, so do the tenants).
     """
 
     clock: Callable[[], float] = time.monotonic
@@ -124,12 +133,14 @@ class StageTimings:
         finally:
             self.record(stage, self.clock() - started)
 
-    def to_json(self) -> str:
-        stages = {
+    def stages(self) -> dict[str, dict[str, float | None]]:
+        return {
             name: {"seconds": secs, "finished_at_s": self.finished_at_by_stage.get(name)}
             for name, secs in self.seconds_by_stage.items()
         }
-        return json.dumps({"unit": "seconds", "stages": stages}, indent=2)
+
+    def to_json(self) -> str:
+        return json.dumps({"unit": "seconds", "stages": self.stages()}, indent=2)
 
     def summary_table(self) -> str:
         width = max([len("stage"), *(len(name) for name in self.seconds_by_stage)])
@@ -142,37 +153,62 @@ class StageTimings:
 
 # Top-level component types of the program (__main__.py) and the stage each one is.
 STAGE_BY_COMPONENT_TYPE = {
-    "gpu-tenancy:kind_cluster:KindCluster": "cluster",
+    "gpu-tenancy:kind_cluster:KindCluster": KIND_STAGE,
     "gpu-tenancy:metallb:MetalLB": "MetalLB",
     "gpu-tenancy:kamaji:Kamaji": "Kamaji",
+    "gpu-tenancy:nvml_mock_image:NvmlMockImage": "mock NVML image built",
 }
 TENANT_COMPONENT_TYPE = "gpu-tenancy:tenant:Tenant"
+# A Tenant's child components (components/tenant.py) and the stage each one ends: the TenantControlPlane waits
+# for Kamaji's Ready (manifests.tcp_wait_conditions), a worker is done once kubeadm join ran (Worker: a kindest/node
+# container; HostWorker: a GPU host), HAMi once its Helm release is deployed with --wait (helm.v3.Release awaits).
+TENANT_STAGES = {
+    "gpu-tenancy:tenant_control_plane:TenantControlPlane": "control plane Ready",
+    "gpu-tenancy:worker:Worker": "worker joined",
+    "gpu-tenancy:host_worker:HostWorker": "worker joined",
+    "gpu-tenancy:hami:Hami": "HAMi Ready",
+}
 
 
-def tenant_stage(tenant: str) -> str:
-    return f"tenant {tenant} ready"
+def tenant_stage(tenant: str, part: str | None = None) -> str:
+    return f"{tenant} {part}" if part else f"tenant {tenant} ready"
 
 
-def stage_for_urn(urn: str, tenants: Iterable[str]) -> str | None:
-    """The deployment stage a resource belongs to, from its URN's top-level component type.
+def stages_for_urn(urn: str, tenants: Iterable[str]) -> list[str]:
+    """The deployment stages a resource belongs to, from its URN's component types.
 
     URN: ``urn:pulumi:<stack>::<project>::<parent types joined by $>::<name>``. Tenant children are
-    named ``<tenant>-...`` by the Tenant component, so the longest matching tenant prefix wins.
+    named ``<tenant>-...`` by the Tenant component, so the longest matching tenant prefix wins; a tenant's
+    resource counts for the whole tenant and, under one of TENANT_STAGES' components, for that part too.
     """
     parts = urn.split("::")
     if len(parts) < 4:
-        return None
-    type_chain, name = parts[2], "::".join(parts[3:])
-    top = type_chain.split("$", 1)[0]
+        return []
+    type_chain, name = parts[2].split("$"), "::".join(parts[3:])
+    top = type_chain[0]
     if top in STAGE_BY_COMPONENT_TYPE:
-        return STAGE_BY_COMPONENT_TYPE[top]
+        return [STAGE_BY_COMPONENT_TYPE[top]]
     if top == "pulumi:providers:kubernetes" and name == "management":
-        return "cluster"
+        return [KIND_STAGE]
     if top == TENANT_COMPONENT_TYPE:
         owners = [t for t in tenants if name == t or name.startswith(f"{t}-")]
         if owners:
-            return tenant_stage(max(owners, key=len))
-    return None
+            tenant = max(owners, key=len)
+            part = TENANT_STAGES.get(type_chain[1]) if len(type_chain) > 1 else None
+            return [tenant_stage(tenant), *([tenant_stage(tenant, part)] if part else [])]
+    return []
+
+
+def stage_for_urn(urn: str, tenants: Iterable[str]) -> str | None:
+    """The coarsest stage of a resource (a whole tenant rather than its part)."""
+    stages = stages_for_urn(urn, tenants)
+    return stages[0] if stages else None
+
+
+def deploy_stage_order(tenants: Iterable[str]) -> list[str]:
+    parts = list(dict.fromkeys(TENANT_STAGES.values()))
+    per_tenant = [tenant_stage(t, part) for t in tenants for part in [*parts, None]]
+    return [KIND_STAGE, "MetalLB", "Kamaji", "mock NVML image built", *per_tenant]
 
 
 class UpProgress:
@@ -190,20 +226,87 @@ class UpProgress:
             step = getattr(event, attribute, None)
             if step is None:
                 continue
-            stage = stage_for_urn(step.metadata.urn, self.tenants)
-            if stage is None:
-                continue
             now = self.clock() - self.started
-            if is_start:
-                self.first_start.setdefault(stage, now)
-            else:
-                self.last_done[stage] = now
+            for stage in stages_for_urn(step.metadata.urn, self.tenants):
+                if is_start:
+                    self.first_start.setdefault(stage, now)
+                else:
+                    self.last_done[stage] = now
 
     def record_into(self, timings: StageTimings) -> None:
-        for stage in ["cluster", "MetalLB", "Kamaji", *(tenant_stage(t) for t in self.tenants)]:
+        for stage in deploy_stage_order(self.tenants):
             if stage in self.last_done:
                 started = self.first_start.get(stage, 0.0)
                 timings.record(stage, self.last_done[stage] - started, finished_at=self.last_done[stage])
+
+
+# ------------------------------------------------------------------ footprint: what the lab takes from its host
+
+# docker stats' MEM USAGE column: go-units BytesSize (CustomSize("%.4g%s", size, 1024.0, binaryAbbrs)), as
+# docker/cli v28 cli/command/container/formatter_stats.go MemUsage prints it: "<usage> / <limit>".
+_BINARY_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "PiB": 1 << 50}
+_BYTES_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?(?:e\+[0-9]+)?)\s*(B|KiB|MiB|GiB|TiB|PiB)\s*$")
+CONTAINER_STATS_FORMAT = "{{.Name}}\t{{.MemUsage}}"
+
+
+def bytes_size(text: str) -> int:
+    """Bytes of a go-units BytesSize string ("1.5GiB", "512MiB", "0B"); ValueError otherwise."""
+    match = _BYTES_SIZE.match(text)
+    if not match:
+        raise ValueError(f"not a docker memory size: {text!r}")
+    return round(float(match[1]) * _BINARY_UNITS[match[2]])
+
+
+def container_memory(stats: str, cluster: str) -> dict[str, int]:
+    """Memory in use per container of ``cluster`` from `docker stats --no-stream --format CONTAINER_STATS_FORMAT`."""
+    used = {}
+    for line in stats.splitlines():
+        name, _, usage = line.partition("\t")
+        # "-- / --": no stats for that container (formatter_stats.go, IsInvalid)
+        if name.startswith(f"{cluster}-") and " / " in usage and not usage.startswith("--"):
+            used[name] = bytes_size(usage.split(" / ", 1)[0])
+    return used
+
+
+def memory_in_use(meminfo: str) -> int:
+    """Bytes the host has in use: MemTotal - MemAvailable of /proc/meminfo (proc(5): values in kB = KiB)."""
+    values = {}
+    for line in meminfo.splitlines():
+        key, _, rest = line.partition(":")
+        fields = rest.split()
+        if fields:
+            values[key] = int(fields[0]) * 1024
+    return values["MemTotal"] - values["MemAvailable"]
+
+
+@dataclass
+class Footprint:
+    """Disk (the Docker root's filesystem) and memory in use on the host at each point of the run, and the
+    stack's containers' memory after the deploy. The lab's share is the difference to ``before``."""
+
+    samples: dict[str, dict[str, int]] = field(default_factory=dict)
+    containers: dict[str, int] = field(default_factory=dict)
+
+    def sample(self, label: str, disk_used: int | None, memory_used: int | None) -> None:
+        values = {"disk_used_bytes": disk_used, "memory_used_bytes": memory_used}
+        self.samples[label] = {key: value for key, value in values.items() if value is not None}
+
+    def growth(self, label: str, key: str) -> int | None:
+        before, after = self.samples.get("before", {}).get(key), self.samples.get(label, {}).get(key)
+        return None if before is None or after is None else after - before
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "unit": "bytes",
+            "samples": self.samples,
+            "lab": {
+                "disk_after_up": self.growth("after up", "disk_used_bytes"),
+                "memory_after_up": self.growth("after up", "memory_used_bytes"),
+                "disk_kept_after_destroy": self.growth("after destroy", "disk_used_bytes"),
+                "containers_memory": sum(self.containers.values()) if self.containers else None,
+            },
+            "containers": self.containers,
+        }
 
 
 REQUIRED_TOOLS = ("pulumi", "kind", "kubectl")

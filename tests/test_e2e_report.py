@@ -1,0 +1,75 @@
+"""The live suite's timing report (tests/integration/report.py) and the README figures drawn from it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.integration import report
+
+GIB = 1 << 30
+RUN = {
+    "stages": {
+        "prerequisites": {"seconds": 1.234, "finished_at_s": None},
+        "kind cluster": {"seconds": 61.0, "finished_at_s": 62.5},
+        "tenant-a worker joined": {"seconds": 40.0, "finished_at_s": 301.0},
+        "destroy": {"seconds": 95.5, "finished_at_s": None},
+    },
+    "footprint": {
+        "lab": {"disk_after_up": 9 * GIB, "memory_after_up": int(5.5 * GIB), "containers_memory": None,
+                "disk_kept_after_destroy": 3 * GIB},
+    },
+    "run": {"example": "dev", "mode": "sim", "stack": "e2e-1a2b3c", "date": "2026-09-01T03:40:12Z",
+            "runner": "GitHub-hosted ubuntu24 image 20260816.277.1", "cpus": 4, "memory_bytes": 16 * GIB},
+    "checks": {"passed": 21, "failed": 1, "errors": 0, "skipped": 0, "not for this mode": 6},
+}
+
+
+def test_a_run_renders_as_the_table_the_job_summary_and_the_readme_show() -> None:
+    assert report.render_markdown(RUN) == (
+        "#### `make e2e`: copy of `dev`, mode sim, on GitHub-hosted ubuntu24 image 20260816.277.1 (4 CPUs, 16.0 GiB), "
+        "2026-09-01\n"
+        "\n"
+        "22 checks: 21 passed, 1 failed (6 not for this mode)\n"
+        "\n"
+        "| stage | seconds | done at (s after the deploy started) |\n"
+        "|---|---:|---:|\n"
+        "| prerequisites | 1.2 |  |\n"
+        "| kind cluster | 61.0 | 62.5 |\n"
+        "| tenant-a worker joined | 40.0 | 301.0 |\n"
+        "| destroy | 95.5 |  |\n"
+        "\n"
+        "| footprint | |\n"
+        "|---|---:|\n"
+        "| disk taken by the deploy (images, containers, volumes) | 9.0 GiB |\n"
+        "| memory in use after the deploy | 5.5 GiB |\n"
+        "| memory of the stack's containers (docker stats) | – |\n"
+        "| disk still taken after destroy (cached images) | 3.0 GiB |\n"
+    )
+    nvml = {**RUN, "run": {**RUN["run"], "example": "dev-nvml", "mode": "sim-nvml"}}
+    assert report.render_markdown(nvml).startswith("#### `make e2e-nvml`: copy of `dev-nvml`, mode sim-nvml, on ")
+
+
+def test_the_readme_figures_are_the_recorded_runs_rendered() -> None:
+    """README.md's expected times and footprint are exactly the reports under benchmarks/e2e/, rendered: no
+    hand-written estimate, and no recorded run without its figures in the README."""
+    text = report.README.read_text()
+    assert text.count(report.BEGIN) == 1 and text.count(report.END) == 1
+    block = text[text.index(report.BEGIN): text.index(report.END) + len(report.END)]
+    assert block == report.readme_block(report.recorded_reports()), "run `python -m tests.integration.report readme`"
+
+
+def test_recording_a_run_rewrites_the_readme_block(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\n{report.BEGIN}\nold\n{report.END}\n\n## next\n")
+    monkeypatch.setattr(report, "README", readme)
+    monkeypatch.setattr(report, "RECORDED_DIR", tmp_path / "recorded")
+    downloaded = tmp_path / "timings.json"
+    downloaded.write_text(json.dumps(RUN))
+    assert report.main(["readme", str(downloaded)]) == 0
+    assert json.loads((tmp_path / "recorded" / "dev.json").read_text()) == RUN
+    assert readme.read_text() == f"# x\n\n{report.readme_block([RUN])}\n\n## next\n"
+    (tmp_path / "broken.json").write_text(json.dumps({"stages": {}}))
+    assert report.main(["readme", str(tmp_path / "broken.json")]) == 2

@@ -1,0 +1,314 @@
+"""The pull request's plan and preview comments (gpu_tenancy/pr_report.py, gpu_tenancy/github_comments.py).
+
+FakeGitHub answers as the REST API does for issue comments (docs.github.com/en/rest/issues/comments,
+2022-11-28): ascending ids, ``per_page`` default 30 and at most 100, the next page in the ``Link`` header
+(absolute URL, ``rel="next"``), 201 on create, 200 on update, 401 without a token, 403 for a read-only
+(fork) token on writes; comments made with GITHUB_TOKEN are authored by ``github-actions[bot]``.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+import urllib.parse
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from gpu_tenancy import github_comments, plan_cli, pr_report
+from gpu_tenancy.github_comments import BOT_LOGIN, MAX_COMMENT, marker, publish
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO = "acme/gpu-tenancy"
+
+
+class FakeGitHub:
+    def __init__(self, read_only: bool = False) -> None:
+        self.comments: dict[int, list[dict[str, Any]]] = {}
+        self.requests: list[tuple[str, str]] = []
+        self.read_only = read_only
+        self.next_id = 1000
+        fake = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _reply(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                for key, value in {"Content-Type": "application/json", **(headers or {})}.items():
+                    self.send_header(key, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _authorized(self) -> bool:
+                if self.headers.get("Authorization") != "Bearer t0ken":
+                    self._reply(401, {"message": "Requires authentication"})
+                    return False
+                return True
+
+            def do_GET(self) -> None:
+                fake.requests.append(("GET", self.path))
+                if not self._authorized():
+                    return
+                url = urllib.parse.urlsplit(self.path)
+                number = int(url.path.split("/")[-2])
+                query = urllib.parse.parse_qs(url.query)
+                per_page = min(int(query.get("per_page", ["30"])[0]), 100)
+                page = int(query.get("page", ["1"])[0])
+                items = sorted(fake.comments.get(number, []), key=lambda c: c["id"])
+                chunk = items[(page - 1) * per_page: page * per_page]
+                headers = {}
+                if page * per_page < len(items):
+                    base = f"http://{self.headers['Host']}{url.path}"
+                    headers["Link"] = f'<{base}?per_page={per_page}&page={page + 1}>; rel="next", <{base}?page=99>; rel="last"'
+                self._reply(200, chunk, headers)
+
+            def _body(self) -> dict[str, Any]:
+                return json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+
+            def do_POST(self) -> None:
+                fake.requests.append(("POST", self.path))
+                if not self._authorized():
+                    return
+                if fake.read_only:
+                    self._reply(403, {"message": "Resource not accessible by integration"})
+                    return
+                number = int(self.path.split("/")[-2])
+                fake.next_id += 1
+                comment = {"id": fake.next_id, "body": self._body()["body"], "user": {"login": BOT_LOGIN}}
+                fake.comments.setdefault(number, []).append(comment)
+                self._reply(201, comment)
+
+            def do_PATCH(self) -> None:
+                fake.requests.append(("PATCH", self.path))
+                if not self._authorized():
+                    return
+                comment_id = int(self.path.split("/")[-1])
+                for comments in fake.comments.values():
+                    for comment in comments:
+                        if comment["id"] == comment_id:
+                            comment["body"] = self._body()["body"]
+                            self._reply(200, comment)
+                            return
+                self._reply(404, {"message": "Not Found"})
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def add(self, number: int, body: str, login: str = "someone") -> None:
+        self.next_id += 1
+        self.comments.setdefault(number, []).append({"id": self.next_id, "body": body, "user": {"login": login}})
+
+
+@pytest.fixture
+def github() -> Iterator[FakeGitHub]:
+    fake = FakeGitHub()
+    yield fake
+    fake.server.shutdown()
+
+
+def pr_env(github: FakeGitHub, tmp_path: Path, head: str = REPO, **extra: str) -> dict[str, str]:
+    return {
+        "GITHUB_API_URL": github.url, "GITHUB_TOKEN": "t0ken", "GITHUB_REPOSITORY": REPO, "PR_NUMBER": "7",
+        "PR_HEAD_REPOSITORY": head, "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"), **extra,
+    }
+
+
+def test_the_comment_is_created_once_then_updated_in_place(github: FakeGitHub, tmp_path: Path) -> None:
+    env = pr_env(github, tmp_path)
+    assert publish("plan", "first", env) == "comment created"
+    assert publish("plan", "second", env) == "comment updated"
+    assert publish("preview:dev", "dev", env) == "comment created", "another subject, another comment"
+    bodies = [comment["body"] for comment in github.comments[7]]
+    assert bodies == [f"{marker('plan')}\nsecond", f"{marker('preview:dev')}\ndev"]
+    assert (tmp_path / "summary.md").read_text() == "first\nsecond\ndev\n", "the job summary gets every version"
+
+
+def test_our_comment_is_found_past_the_first_page(github: FakeGitHub, tmp_path: Path) -> None:
+    for index in range(130):
+        github.add(7, f"review {index}")
+        if index == 110:
+            github.add(7, f"{marker('plan')}\nold", login=BOT_LOGIN)
+    assert publish("plan", "new", pr_env(github, tmp_path)) == "comment updated"
+    assert [c["body"] for c in github.comments[7] if "plan" in c["body"]] == [f"{marker('plan')}\nnew"]
+    assert [method for method, _ in github.requests] == ["GET", "GET", "PATCH"], github.requests
+
+
+def test_a_comment_quoting_the_marker_is_not_ours(github: FakeGitHub, tmp_path: Path) -> None:
+    github.add(7, f"look: {marker('plan')}", login="mallory")
+    assert publish("plan", "new", pr_env(github, tmp_path)) == "comment created"
+    assert github.comments[7][0]["body"] == f"look: {marker('plan')}"
+
+
+def test_a_fork_gets_the_job_summary_only(github: FakeGitHub, tmp_path: Path) -> None:
+    said = publish("plan", "body", pr_env(github, tmp_path, head="someone/gpu-tenancy"))
+    assert said == "job summary only: someone/gpu-tenancy is a fork, whose token cannot comment"
+    assert github.requests == [] and (tmp_path / "summary.md").read_text() == "body\n"
+
+
+def test_a_read_only_token_leaves_the_job_summary(tmp_path: Path) -> None:
+    github = FakeGitHub(read_only=True)
+    try:
+        said = publish("plan", "body", pr_env(github, tmp_path))
+    finally:
+        github.server.shutdown()
+    assert said.startswith("job summary only: GitHub API answered 403") and (tmp_path / "summary.md").exists()
+
+
+def test_too_long_a_comment_is_refused_before_sending(github: FakeGitHub) -> None:
+    with pytest.raises(ValueError, match="GitHub takes 65536"):
+        github_comments.GitHub(github.url, "t0ken", REPO).upsert(7, "plan", "x" * MAX_COMMENT)
+    assert github.requests == []
+
+
+# ----------------------------------------------------------------------------------------------- backend
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("file://~", "/home/ci"),
+        ("file://~/.pulumi-state", "/home/ci/.pulumi-state"),
+        ("file:///srv/state?no_tmp_dir=true", "/srv/state"),
+        ("s3://bucket/prefix", None),
+        ("https://api.pulumi.com", None),
+    ],
+)
+def test_file_backend_directories_resolve_as_the_cli_does(url: str, expected: str | None) -> None:
+    resolved = pr_report.file_backend_dir(url, home="/home/ci")
+    assert (str(resolved) if resolved else None) == expected
+
+
+def test_a_relative_file_backend_is_made_absolute(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert pr_report.file_backend_dir("file://state") == tmp_path / "state"
+    monkeypatch.setenv("PULUMI_BACKEND_URL", f"file://{tmp_path}/deep/state")
+    assert pr_report.main(["backend-dir"]) == 0 and (tmp_path / "deep" / "state").is_dir()
+
+
+# ------------------------------------------------------------------------------------------------ preview
+
+
+def policy_event(level: str, name: str, urn: str | None = None) -> Any:
+    """An engine event as the Automation API parses it (pulumi apitype.PolicyEvent JSON)."""
+    from pulumi import automation as auto
+
+    policy = {"message": f"{name} says no\nsecond line", "color": "never", "policyName": name,
+              "policyPackName": "gpu-tenancy", "policyPackVersion": "0.1.0", "enforcementLevel": level,
+              **({"resourceUrn": urn} if urn else {})}
+    return auto.EngineEvent.from_json({"sequence": 1, "timestamp": 0, "policyEvent": policy})
+
+
+def test_a_failed_preview_names_its_mandatory_violations_first() -> None:
+    events = [
+        policy_event("advisory", "charts-pinned"),
+        policy_event("mandatory", "tenant-provider-isolation",
+                     "urn:pulumi:dev::gpu-tenancy::gpu-tenancy:tenant:Tenant::tenant-a"),
+    ]
+    findings = pr_report.policy_findings(events)
+    run = pr_report.PreviewRun("dev", ["base/policies"], False, "Previewing update (dev):\n...", findings, "exit 255")
+    body = pr_report.preview_comment(run)
+    assert body.startswith("### ❌ `pulumi preview` of `dev` failed: 1 mandatory policy violation(s)\n"), body
+    violations = [line for line in body.splitlines() if line.startswith("- ")]
+    assert violations == [
+        "- ❌ **mandatory** `gpu-tenancy/tenant-provider-isolation` on `tenant-a`: tenant-provider-isolation says no second line",
+        "- ⚠️ **advisory** `gpu-tenancy/charts-pinned`: charts-pinned says no second line",
+    ]
+    assert "Policy pack: `base/policies` (from the base branch)." in body and "exit 255" in body
+
+
+def test_a_preview_that_failed_without_a_violation_shows_the_error() -> None:
+    run = pr_report.PreviewRun("gpu", ["base/policies"], False, "", [], "error: program failed: KeyError 'hosts'")
+    body = pr_report.preview_comment(run)
+    assert "failed (no policy violation: see the error below)" in body and "KeyError 'hosts'" in body
+
+
+def test_a_fresh_stacks_preview_says_everything_shows_as_created() -> None:
+    run = pr_report.PreviewRun("gpu", ["base/policies"], True, "+ 120 to create", [], fresh=True)
+    body = pr_report.preview_comment(run)
+    assert body.startswith("### ✅ `pulumi preview` of `gpu` passed the policy pack")
+    assert "holds no state of `gpu`, so everything shows as created" in body
+
+
+def test_a_long_preview_keeps_its_end_within_a_comment() -> None:
+    output = "\n".join(f"    + resource {index}" for index in range(20_000)) + "\nResources:\n    + 20000 to create"
+    body = pr_report.preview_comment(pr_report.PreviewRun("dev", ["p"], True, output))
+    assert len(marker("preview:dev")) + 1 + len(body) <= MAX_COMMENT
+    assert "+ 20000 to create" in body and "the beginning is cut" in body
+
+
+class FakeWorkspace:
+    """LocalWorkspace.list_stacks and create_or_select_stack, as pulumi 3.272.0 pulumi/automation defines them."""
+
+    stacks: ClassVar[list[str]] = []
+    previews: ClassVar[list[dict[str, Any]]] = []
+    fail = False
+
+    def __init__(self, work_dir: str) -> None:
+        pass
+
+    def list_stacks(self) -> list[Any]:
+        from types import SimpleNamespace
+
+        return [SimpleNamespace(name=name) for name in self.stacks]
+
+
+class FakeStack:
+    def preview(self, **kwargs: Any) -> None:
+        from pulumi import automation as auto
+        from pulumi.automation._cmd import CommandResult
+
+        FakeWorkspace.previews.append(kwargs)
+        kwargs["on_output"]("Previewing update (dev):")
+        kwargs["on_event"](policy_event("mandatory", "gpu-plan-fits"))
+        if FakeWorkspace.fail:
+            raise auto.CommandError(CommandResult("", "error: preview failed", 255))
+
+
+def test_run_preview_drives_the_automation_api(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pulumi import automation as auto
+
+    monkeypatch.setattr(auto, "LocalWorkspace", FakeWorkspace)
+    monkeypatch.setattr(auto, "create_or_select_stack", lambda name, work_dir: FakeStack())
+    FakeWorkspace.stacks, FakeWorkspace.previews, FakeWorkspace.fail = ["organization/gpu-tenancy/dev"], [], True
+    run = pr_report.run_preview("dev", ["base/policies"])
+    assert (run.succeeded, run.fresh, [f.policy for f in run.findings]) == (False, False, ["gpu-plan-fits"])
+    assert "error: preview failed" in run.error and run.output == "Previewing update (dev):"
+    (call,) = FakeWorkspace.previews
+    assert (call["diff"], call["policy_packs"], call["color"]) == (True, ["base/policies"], "never")
+    FakeWorkspace.stacks, FakeWorkspace.fail = [], False
+    run = pr_report.run_preview("gpu", ["base/policies"])
+    assert run.succeeded and run.fresh
+
+
+# --------------------------------------------------------------------------------------------------- plan
+
+
+def test_the_plan_comment_holds_every_stacks_report(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """What `make plan STACK=<s> > <s>.txt; echo $? > <s>.exit` leaves, from the real planner CLI."""
+    plans = tmp_path / "plan"
+    plans.mkdir()
+    for stack, source in (("dev", "Pulumi.dev.yaml"), ("overcommit", "examples/plan-overcommit.json")):
+        code = plan_cli.main(["report", str(REPO_ROOT / source), "--width", "100"])
+        (plans / f"{stack}.txt").write_text(capsys.readouterr().out)
+        (plans / f"{stack}.exit").write_text(f"{code}\n")
+    results = pr_report.read_plans(plans)
+    assert [(r.stack, r.exit_code) for r in results] == [("dev", 0), ("overcommit", 1)]
+    body = pr_report.plan_comment(results, "https://github.com/acme/gpu-tenancy/actions/runs/1/artifacts/2")
+    assert "| `dev` | ✅ everything fits |" in body and "| `overcommit` | ❌ does not fit |" in body
+    assert "[plan PNGs](https://github.com/acme/gpu-tenancy/actions/runs/1/artifacts/2)" in body
+    assert (plans / "dev.txt").read_text().rstrip() in body
+    assert "<details open><summary><code>overcommit</code>" in body, "what does not fit is shown open"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary.md"))
+    monkeypatch.delenv("PR_NUMBER", raising=False)
+    assert pr_report.main(["plan", str(plans)]) == 1, "a plan that does not fit fails the job, after publishing"
+    assert (tmp_path / "summary.md").read_text().startswith("### Capacity plan")
+    assert pr_report.main(["plan", str(tmp_path / "empty")]) == 2
