@@ -55,7 +55,21 @@ class Unplaced:
 
     workload: str
     pod: str
-    reason: str
+    reason: str  # planned: the planner's HAMi reason; live: the scheduler's message, cleaned
+    explanation: str = ""  # live: why it waits in the tenant's terms, from the planner (gpu_tenancy.pending)
+
+
+# One order for quota keys in every view (plan and live): GPU count, memory, cores, then anything else.
+_QUOTA_ORDER = ("nvidia.com/gpu", "nvidia.com/gpumem", "nvidia.com/gpucores")
+
+
+def quota_sort_key(key: str) -> tuple[str, int, str]:
+    """Per quota (`<namespace>/<name>: ` prefix, none for the workloads namespace): `limits.` or
+    `requests.nvidia.com/gpu` first, then gpumem, gpucores, then the rest."""
+    prefix, _, bare = key.rpartition(": ")
+    resource = bare.split(".", 1)[-1]
+    rank = _QUOTA_ORDER.index(resource) if resource in _QUOTA_ORDER else len(_QUOTA_ORDER)
+    return prefix, rank, bare
 
 
 @dataclass(frozen=True)

@@ -28,10 +28,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubernetes.utils.quantity import parse_quantity
-
-from gpu_tenancy import hami
-from gpu_tenancy.allocation import AllocationView, GpuView, QuotaUse, Slice, TenantView, Unplaced
+from gpu_tenancy import hami, pending
+from gpu_tenancy.allocation import AllocationView, GpuView, QuotaUse, Slice, TenantView, Unplaced, quota_sort_key
 from gpu_tenancy.workloads import WORKLOAD_LABEL, WORKLOAD_NAMESPACE
 
 GPU_RESOURCES = frozenset(
@@ -51,6 +49,8 @@ class TenantObjects:
     nodes: Sequence[Mapping[str, Any]] = ()
     pods: Sequence[Mapping[str, Any]] = ()
     quotas: Sequence[Mapping[str, Any]] = field(default_factory=tuple)
+    version: str | None = None  # the API server's /version gitVersion, when asked
+    readyz: str | None = None  # its /readyz answer ("ok" when ready), when asked
 
 
 def _metadata(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -178,40 +178,60 @@ def _pod_slices(pod: Mapping[str, Any]) -> Iterable[tuple[str, str, Slice]]:
             yield node, device["uuid"], Slice(workload, holder, device["usedmem"], device["usedcores"])
 
 
+def _hard(value: Any) -> int:
+    text = str(value).strip()
+    if text.isdigit():
+        return int(text)
+    from kubernetes.utils.quantity import parse_quantity  # only for suffixed forms: it is slow to import
+
+    return int(parse_quantity(text))
+
+
 def _quota_uses(
     quotas: Sequence[Mapping[str, Any]], hami_used: Mapping[str, Mapping[str, int]]
-) -> list[QuotaUse]:
-    """`hami_used`: namespace -> HAMi-managed quota key -> what HAMi counts as used there."""
+) -> tuple[list[QuotaUse], dict[str, pending.NamespaceQuota]]:
+    """`hami_used`: namespace -> HAMi-managed quota key -> what HAMi counts as used there. Also, per
+    namespace, the HAMi-managed limits (the tightest when several quotas set one) for the pending pods."""
     uses: list[QuotaUse] = []
+    managed: dict[str, dict[str, tuple[int, int]]] = {}
     for quota in quotas:
         meta = _metadata(quota)
         namespace = str(meta.get("namespace", ""))
         hard = (quota.get("spec") or {}).get("hard") or {}
         used = (quota.get("status") or {}).get("used") or {}
         prefix = "" if namespace == WORKLOAD_NAMESPACE else f"{namespace}/{meta.get('name')}: "
-        for key in sorted(hard):
+        for key in hard:
             if "nvidia.com/" not in key:
                 continue
+            limit = _hard(hard[key])
             if key in HAMI_MANAGED_QUOTA:
                 amount = hami_used.get(namespace, {}).get(key, 0)
+                known = managed.setdefault(namespace, {}).get(key)
+                if known is None or limit < known[1]:
+                    managed[namespace][key] = (amount, limit)
             else:
-                amount = int(parse_quantity(used.get(key, "0")))
-            uses.append(QuotaUse(prefix + key, amount, int(parse_quantity(hard[key]))))
-    return uses
+                amount = _hard(used.get(key, "0"))
+            uses.append(QuotaUse(prefix + key, amount, limit))
+    uses.sort(key=lambda q: quota_sort_key(q.key))
+    limits = {ns: pending.NamespaceQuota(gpumem=keys.get(QUOTA_MEMORY), gpucores=keys.get(QUOTA_CORES))
+              for ns, keys in managed.items()}
+    return uses, limits
 
 
 def tenant_view(tenant: str, objects: TenantObjects) -> TenantView:
     """One tenant's GPUs with who holds which slice, what is pending and why, and its quota."""
     gpus: dict[tuple[str, str], _Gpu] = {}
+    registered: dict[str, list[dict[str, Any]]] = {}
     for node in sorted(objects.nodes, key=lambda n: str(_metadata(n).get("name", ""))):
         name = str(_metadata(node).get("name", "?"))
         try:
             devices = _register(node)
         except (ValueError, KeyError, TypeError) as error:
             raise ValueError(f"node {name}: unreadable {hami.NODE_REGISTER_ANNOTATION}: {error}") from None
+        registered[name] = devices
         for device in devices:
             gpus[(name, str(device.get("id", "?")))] = _Gpu(name, device)
-    unplaced: list[Unplaced] = []
+    waiting: list[Mapping[str, Any]] = []
     hami_used: dict[str, dict[str, int]] = {}
     for pod in sorted(objects.pods, key=lambda p: (str(_metadata(p).get("namespace")), str(_metadata(p).get("name")))):
         if is_counted(pod):
@@ -229,14 +249,17 @@ def tenant_view(tenant: str, objects: TenantObjects) -> TenantView:
                     gpus[key] = _Gpu(node_name, {"id": uuid, "type": "(not registered)", "index": -1})
                 gpus[key].slices.append(piece)
         elif is_pending(pod):
-            unplaced.append(Unplaced(workload_of(pod), pod_label(pod), pending_reason(pod)))
+            waiting.append(pod)
     ordered = sorted(gpus.values(), key=lambda g: (g.node, int(g.device.get("index", 0)), str(g.device.get("id"))))
-    return TenantView(
-        tenant=tenant,
-        gpus=tuple(g.view() for g in ordered),
-        unplaced=tuple(unplaced),
-        quota=tuple(_quota_uses(objects.quotas, hami_used)),
+    views = tuple(g.view() for g in ordered)
+    quota, namespace_quotas = _quota_uses(objects.quotas, hami_used)
+    explainer = pending.Explainer(pending.TenantGpus(tenant, registered, views), namespace_quotas)
+    unplaced = tuple(
+        Unplaced(workload_of(pod), pod_label(pod), pending.clean_scheduler_message(pending_reason(pod)),
+                 explainer.explain(pod))
+        for pod in waiting
     )
+    return TenantView(tenant=tenant, gpus=views, unplaced=unplaced, quota=tuple(quota))
 
 
 def unreachable(tenant: str, message: str) -> TenantView:
