@@ -8,6 +8,7 @@ table and the picture (`gpu_tenancy.allocation_chart`) render either the same wa
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
 
@@ -36,11 +37,13 @@ class GpuView:
     def label(self) -> str:
         return f"{self.node} / {self.model} #{self.index}"
 
-    @property
+    # Summed once: a card may hold hundreds of slices and every rendering asks (frozen dataclasses keep
+    # cached_property's value in the instance __dict__, outside the compared fields).
+    @cached_property
     def memory_allocated(self) -> int:
         return sum(s.memory_mib for s in self.slices)
 
-    @property
+    @cached_property
     def cores_allocated(self) -> int:
         return sum(s.cores for s in self.slices)
 

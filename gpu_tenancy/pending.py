@@ -20,6 +20,7 @@ scheduler retries on its own schedule, or waits on something else: a node lock, 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections import Counter
@@ -48,7 +49,7 @@ from gpu_tenancy.planner import (
     node_from_register,
     plan,
 )
-from gpu_tenancy.workloads import (
+from gpu_tenancy.workload_names import (
     DEFAULT_GPU_SCHEDULER_POLICY,
     DEFAULT_NODE_SCHEDULER_POLICY,
     GPU_SCHEDULER_POLICY_ANNOTATION,
@@ -61,6 +62,8 @@ from gpu_tenancy.workloads import (
 # the filter MARK<n>MARK matches exactly one card and a user's filter matches what it matched before.
 _MARK = "\u2063"
 _PENDING = "\u2063pending"
+_REQUEST_ANNOTATIONS = (USE_GPU_TYPE_ANNOTATION, NOUSE_GPU_TYPE_ANNOTATION, GPU_SCHEDULER_POLICY_ANNOTATION,
+                        NODE_SCHEDULER_POLICY_ANNOTATION)
 _REASON = re.compile(r"^(\d+)/(\d+) (\w+)$")
 # kube-scheduler's PostFilter (preemption) adds these when preempting cannot help: noise for a GPU pod.
 _PREEMPTION_NOISE = re.compile(
@@ -264,8 +267,15 @@ def _free(gpu: GpuView) -> tuple[int, int, int]:
     return gpu.memory_mib - gpu.memory_allocated, gpu.cores - gpu.cores_allocated, gpu.split_count - gpu.slots_used
 
 
-def _clauses(reasons: Counter[str], workload: Workload, tenant: TenantGpus, quota: NamespaceQuota | None) -> list[str]:
+def _clauses(reasons: Counter[str], workload: Workload, tenant: TenantGpus, quota: NamespaceQuota | None,
+             idle: bool) -> list[str]:
+    """The planner's reasons in words; `idle`: why it fails even with every card free (no holders, no quota
+    used), else why it fails now."""
     cards = [g for g in tenant.gpus if g.index >= 0]
+    if idle:
+        cards = [dataclasses.replace(g, slices=()) for g in cards]
+        if quota is not None:
+            quota = NamespaceQuota(*(None if q is None else (0, q[1]) for q in (quota.gpumem, quota.gpucores)))
     eligible = [g for g in cards if _type_ok(g.model, workload)]
     clauses: list[str] = []
     cards_asked = max((c.gpus for c in workload.containers), default=0)
@@ -280,7 +290,8 @@ def _clauses(reasons: Counter[str], workload: Workload, tenant: TenantGpus, quot
     if CARD_INSUFFICIENT_MEMORY in reasons and eligible and requests:
         best = max(eligible, key=lambda g: (_free(g)[0], -g.index))
         need = max(c.gpumem_mib or best.memory_mib * (c.percentage or 100) // 100 for c in requests)
-        clauses.append(f"asks {need} MiB; largest free slice {_free(best)[0]} MiB on {best.label}")
+        clauses.append(f"asks {need} MiB; the largest card has {best.memory_mib} MiB ({best.label})" if idle
+                       else f"asks {need} MiB; largest free slice {_free(best)[0]} MiB on {best.label}")
     if CARD_INSUFFICIENT_CORE in reasons and eligible and requests:
         best = max(eligible, key=lambda g: (_free(g)[1], -g.index))
         need = max(c.cores for c in requests)
@@ -330,16 +341,22 @@ class Explainer:
         self._cache: dict[str, str] = {}
 
     def explain(self, pod: Mapping[str, Any]) -> str:
-        namespace = str((pod.get("metadata") or {}).get("namespace") or "default")
-        try:
-            workload = pod_request(pod, _PENDING, self.tenant.tenant)
-        except ValueError as error:
-            return f"HAMi cannot read its request: {error}"
-        key = json.dumps([namespace, [c.__dict__ for c in workload.containers], workload.use_gpu_type,
-                          workload.nouse_gpu_type, workload.gpu_scheduler_policy, workload.node_scheduler_policy])
-        if key not in self._cache:
-            self._cache[key] = self._explain(workload, self.quotas.get(namespace))
-        return self._cache[key]
+        meta = pod.get("metadata") or {}
+        namespace = str(meta.get("namespace") or "default")
+        annotations = meta.get("annotations") or {}
+        # Pods of one workload ask alike: key on what HAMi reads, before building anything.
+        key = json.dumps([namespace, [c.get("resources") for c in (pod.get("spec") or {}).get("containers") or ()],
+                          [annotations.get(a) for a in _REQUEST_ANNOTATIONS]], sort_keys=True, default=str)
+        explanation = self._cache.get(key)
+        if explanation is None:
+            try:
+                workload = pod_request(pod, _PENDING, self.tenant.tenant)
+            except ValueError as error:
+                explanation = f"HAMi cannot read its request: {error}"
+            else:
+                explanation = self._explain(workload, self.quotas.get(namespace))
+            self._cache[key] = explanation
+        return explanation
 
     def _verdict(self, workload: Workload, quota: NamespaceQuota | None, empty: bool) -> tuple[str | None, str]:
         """(the planner's reason, or None when it places the pod; the card it would take)."""
@@ -364,10 +381,13 @@ class Explainer:
             return (f"asks {asks}; fits now on {where} by HAMi's rules: the scheduler has not retried yet, or "
                     f"it waits for something the planner does not model (a node lock, a taint, init containers)")
         idle, _ = self._verdict(workload, quota, empty=True)
-        clauses = _clauses(_reasons(now), workload, self.tenant, quota)
-        if not clauses:
-            clauses = [now]
+        # What stops it even on free cards, when that is so; else what stops it now.
+        reason = idle if idle is not None else now
+        clauses = _clauses(_reasons(reason), workload, self.tenant, quota, idle=idle is not None) or [reason]
         prefix = f"asks {asks}; " if not clauses[0].startswith("asks") else ""
         text = prefix + "; ".join(clauses)
         # Whether it would fit once the other pods leave: the same pod on the same cards, all free.
-        return f"{'never fits' if idle is not None else 'waits for capacity'}: {text}"
+        if idle is not None:
+            return f"never fits: {text}"
+        only_quota = set(_reasons(now)) == {RESOURCE_QUOTA_NOT_FIT}
+        return f"waits for {'quota' if only_quota else 'capacity'}: {text}"

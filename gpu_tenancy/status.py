@@ -30,7 +30,7 @@ from typing import Any
 
 from gpu_tenancy import hami, pending
 from gpu_tenancy.allocation import AllocationView, GpuView, QuotaUse, Slice, TenantView, Unplaced, quota_sort_key
-from gpu_tenancy.workloads import WORKLOAD_LABEL, WORKLOAD_NAMESPACE
+from gpu_tenancy.workload_names import WORKLOAD_LABEL, WORKLOAD_NAMESPACE
 
 GPU_RESOURCES = frozenset(
     {hami.RESOURCE_GPU, hami.RESOURCE_GPU_MEMORY, hami.RESOURCE_GPU_MEMORY_PERCENTAGE, hami.RESOURCE_GPU_CORES}
@@ -160,22 +160,32 @@ def _register(node: Mapping[str, Any]) -> list[dict[str, Any]]:
     return hami.parse_register_annotation(value) if value else []
 
 
-def _pod_slices(pod: Mapping[str, Any]) -> Iterable[tuple[str, str, Slice]]:
+def _pod_slices(pod: Mapping[str, Any], annotations: Mapping[str, str]) -> list[tuple[str, str, Slice]]:
     """(node, uuid, slice) for every device entry of a counted pod."""
-    annotations = _annotations(pod)
     node = annotations[hami.ASSIGNED_NODE_ANNOTATION]
-    allocated = hami.parse_devices_allocated(annotations.get(hami.DEVICES_ALLOCATED_ANNOTATION, ""))
-    init, regular = _containers(pod)
+    value = annotations.get(hami.DEVICES_ALLOCATED_ANNOTATION, "")
+    spec = pod.get("spec") or {}
+    init = spec.get("initContainers") or ()
+    workload, label = workload_of(pod), pod_label(pod)
+    if not init and value.endswith(":;") and value.count(":") == 1:
+        # The common case, one container holding one device: `UUID,NVIDIA,<mem>,<cores>:;`, read as
+        # hami.parse_devices_allocated reads it, without building its lists.
+        uuid, _vendor, memory, cores = value[:-2].split(",")[:4]
+        return [(node, uuid, Slice(workload, label, int(memory), int(cores)))]
+    allocated = hami.parse_devices_allocated(value)
+    if not init and len(allocated) == 1:  # one container holds the pod's devices
+        return [(node, d["uuid"], Slice(workload, label, d["usedmem"], d["usedcores"])) for d in allocated[0]]
+    regular = spec.get("containers") or ()
     names = [f"init:{c.get('name', i)}" for i, c in enumerate(init)]
     names += [str(c.get("name", i)) for i, c in enumerate(regular)]
     first = len(init) if init_containers_done(pod) else 0  # finished init containers no longer count
     holders = [(names[i] if i < len(names) else f"#{i}", devices) for i, devices in enumerate(allocated)][first:]
     holders = [(container, devices) for container, devices in holders if devices]
-    workload, label = workload_of(pod), pod_label(pod)
+    slices = []
     for container, devices in holders:
         holder = label if len(holders) == 1 and not container.startswith("init:") else f"{label}/{container}"
-        for device in devices:
-            yield node, device["uuid"], Slice(workload, holder, device["usedmem"], device["usedcores"])
+        slices += [(node, d["uuid"], Slice(workload, holder, d["usedmem"], d["usedcores"])) for d in devices]
+    return slices
 
 
 def _hard(value: Any) -> int:
@@ -233,21 +243,33 @@ def tenant_view(tenant: str, objects: TenantObjects) -> TenantView:
             gpus[(name, str(device.get("id", "?")))] = _Gpu(name, device)
     waiting: list[Mapping[str, Any]] = []
     hami_used: dict[str, dict[str, int]] = {}
-    for pod in sorted(objects.pods, key=lambda p: (str(_metadata(p).get("namespace")), str(_metadata(p).get("name")))):
-        if is_counted(pod):
+    def order(pod: Mapping[str, Any]) -> tuple[str, str]:
+        meta = pod.get("metadata") or {}
+        return str(meta.get("namespace")), str(meta.get("name"))
+
+    # The API server lists in key order (namespace/name) already; sort only what is not.
+    keys = [order(pod) for pod in objects.pods]
+    pods = objects.pods if all(a <= b for a, b in zip(keys, keys[1:], strict=False)) else sorted(objects.pods, key=order)
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        annotations = meta.get("annotations") or {}
+        phase = (pod.get("status") or {}).get("phase")
+        # is_counted, inlined: this loop runs once per pod of every tenant
+        if hami.ASSIGNED_NODE_ANNOTATION in annotations and phase not in TERMINATED_PHASES:
             try:
-                entries = list(_pod_slices(pod))
+                entries = _pod_slices(pod, annotations)
             except (ValueError, KeyError, TypeError) as error:
                 what = hami.DEVICES_ALLOCATED_ANNOTATION
                 raise ValueError(f"pod {pod_label(pod)}: unreadable {what}: {error}") from None
-            namespace_used = hami_used.setdefault(str(_metadata(pod).get("namespace")), {})
+            namespace_used = hami_used.setdefault(str(meta.get("namespace")), {QUOTA_MEMORY: 0, QUOTA_CORES: 0})
             for node_name, uuid, piece in entries:
-                namespace_used[QUOTA_MEMORY] = namespace_used.get(QUOTA_MEMORY, 0) + piece.memory_mib
-                namespace_used[QUOTA_CORES] = namespace_used.get(QUOTA_CORES, 0) + piece.cores
-                key = (node_name, uuid)
-                if key not in gpus:  # allocated on a card the node no longer registers
-                    gpus[key] = _Gpu(node_name, {"id": uuid, "type": "(not registered)", "index": -1})
-                gpus[key].slices.append(piece)
+                namespace_used[QUOTA_MEMORY] += piece.memory_mib
+                namespace_used[QUOTA_CORES] += piece.cores
+                held = gpus.get((node_name, uuid))
+                if held is None:  # allocated on a card the node no longer registers
+                    unknown = {"id": uuid, "type": "(not registered)", "index": -1}
+                    held = gpus[(node_name, uuid)] = _Gpu(node_name, unknown)
+                held.slices.append(piece)
         elif is_pending(pod):
             waiting.append(pod)
     ordered = sorted(gpus.values(), key=lambda g: (g.node, int(g.device.get("index", 0)), str(g.device.get("id"))))

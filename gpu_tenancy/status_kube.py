@@ -91,7 +91,7 @@ def _probes(api: client.ApiClient, timeout: tuple[float, float]) -> tuple[str, s
     code, text = _get(api, "/readyz", timeout)
     # kube-apiserver answers 200 "ok", or 500 listing "[-]<check> failed: reason withheld" and
     # "readyz check failed"; keep only the failing checks.
-    failing = [line.strip()[3:].split(":")[0] for line in text.splitlines() if line.strip().startswith("[-]")]
+    failing = [line.strip()[3:].split()[0] for line in text.splitlines() if line.strip().startswith("[-]")]
     if code == 200:
         return git_version, "ok"
     return git_version, "not ready: " + (", ".join(failing) or f"HTTP {code} {' '.join(text.split())[:80]}")
