@@ -97,7 +97,10 @@ def offline(dump: Path) -> None:
     floor = [sys.executable, "-c", "import json, sys; json.load(open(sys.argv[1], 'rb'))", str(dump)]
 
     def run(command: list[str]) -> Callable[[], None]:
-        return lambda: subprocess.run(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, check=True)
+        def once() -> None:
+            subprocess.run(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, check=True)
+
+        return once
 
     measured = best(run(status), child_cpu)
     lines = subprocess.run(status, cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout.count("\n")

@@ -24,6 +24,7 @@ What counts follows HAMi v2.10.0's own accounting (Project-HAMi/HAMi):
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -249,7 +250,8 @@ def tenant_view(tenant: str, objects: TenantObjects) -> TenantView:
 
     # The API server lists in key order (namespace/name) already; sort only what is not.
     keys = [order(pod) for pod in objects.pods]
-    pods = objects.pods if all(a <= b for a, b in zip(keys, keys[1:], strict=False)) else sorted(objects.pods, key=order)
+    in_order = all(a <= b for a, b in itertools.pairwise(keys))
+    pods = objects.pods if in_order else sorted(objects.pods, key=order)
     for pod in pods:
         meta = pod.get("metadata") or {}
         annotations = meta.get("annotations") or {}
