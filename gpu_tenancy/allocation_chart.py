@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -74,16 +75,15 @@ def unplaced_groups(unplaced: Iterable[Unplaced]) -> list[tuple[Unplaced, int]]:
     return [(first, count) for first, count in groups.values()]
 
 
-def _unplaced_text(u: Unplaced, count: int, live: bool) -> Text:
+def _unplaced_text(u: Unplaced, count: int, live: bool) -> list[Padding]:
+    """The pod (or pods) and why, then the scheduler's own words; wrapped lines stay indented."""
     what = "pending " if live else ""
     who = f"{u.pod} ({u.workload})" if count == 1 else f"{count} pods of {u.workload} (e.g. {u.pod})"
-    text = Text.assemble("  ", ("✗ ", "red"), (f"{what}{who}: ", "red"))
+    first = Text.assemble(("✗ ", "red"), (f"{what}{who}: {u.explanation or u.reason}", "red"))
+    lines = [Padding(first, (0, 0, 0, 2), expand=False)]
     if u.explanation:
-        text.append(u.explanation, "red")
-        text.append(f"\n    scheduler: {u.reason}")
-    else:
-        text.append(u.reason, "red")
-    return text
+        lines.append(Padding(Text(f"scheduler: {u.reason}"), (0, 0, 0, 4), expand=False))
+    return lines
 
 
 # --------------------------------------------------------------------------- JSON
@@ -134,7 +134,7 @@ def render_table(view: AllocationView, width: int, *, color: bool = False, per_p
     for the same reason in one line unless ``per_pod``). ``title`` goes above it all (e.g. stack and time)."""
     out = io.StringIO()
     console = Console(file=out, width=width, force_terminal=color, no_color=not color, highlight=False)
-    parts: list[Table | Text] = [Text(title, style="bold")] if title else []
+    parts: list[Table | Text | Padding] = [Text(title, style="bold")] if title else []
     live = view.source == "live"
     for tenant in view.tenants:
         if tenant.error:
@@ -145,11 +145,12 @@ def render_table(view: AllocationView, width: int, *, color: bool = False, per_p
             parts.append(Text(f"  quota: {_quota_text(tenant.quota)}"))
         # Planned replicas are few and numbered: each on its line, as `plan` lists them.
         grouped = unplaced_groups(tenant.unplaced) if live and not per_pod else [(u, 1) for u in tenant.unplaced]
-        parts.extend(_unplaced_text(u, count, live) for u, count in grouped)
+        for u, count in grouped:
+            parts.extend(_unplaced_text(u, count, live))
     verdict_style = "green" if view.fits else "bold red"
     parts.append(Text(_title(view), style=verdict_style))
     console.print(Group(*parts))
-    return out.getvalue()
+    return "".join(line.rstrip() + "\n" for line in out.getvalue().splitlines())  # rich pads to the width
 
 
 # --------------------------------------------------------------------------- picture

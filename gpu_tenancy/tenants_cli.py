@@ -51,8 +51,8 @@ def render_table(rows: Sequence[TenantHealth], width: int, color: bool = False) 
     console.print(table)
     unhealthy = sum(1 for row in rows if not row.healthy)
     console.print(f"{len(rows)} tenant(s), " + (f"{unhealthy} not healthy" if unhealthy else "all healthy")
-                  + "  (NODES Ready/total, GPUS registered/declared, HOLDING pods with GPU slices)")
-    return out.getvalue()
+                  + " (NODES: Ready/total, GPUS: registered/declared)")
+    return "".join(line.rstrip() + "\n" for line in out.getvalue().splitlines())
 
 
 def parser() -> argparse.ArgumentParser:
