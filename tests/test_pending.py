@@ -88,6 +88,16 @@ def test_the_namespace_quota_hami_enforces() -> None:
         "waits for quota: asks 30000 MiB, 10 % cores; quota: gpumem 40960 used + 30000 > 61440 MiB, gpucores 80/100 %")
 
 
+def test_slices_of_other_namespaces_do_not_count_against_this_namespaces_quota() -> None:
+    data = tenant("real", "tenant-a")
+    data["pods"][0]["metadata"]["namespace"] = "team-x"  # 10240 MiB, 20 % of the card, outside `workloads`
+    waiting_pod(data, data["pods"][1], limits={"nvidia.com/gpu": "1", "nvidia.com/gpumem": "30000",
+                                               "nvidia.com/gpucores": "10"})
+    (waiting,) = unplaced("tenant-a", data)
+    # quota: 30720 used + 30000 <= 61440; card: 40960 MiB and 20 % free
+    assert waiting.explanation.startswith("asks 30000 MiB, 10 % cores; fits now on gpu-a100-01")
+
+
 def test_every_slot_of_the_card_taken() -> None:
     data = tenant("sim", "tenant-a")
     annotations = data["nodes"][0]["metadata"]["annotations"]
@@ -147,6 +157,10 @@ def test_pods_asking_alike_are_planned_once(monkeypatch: pytest.MonkeyPatch) -> 
     ("0/2 nodes are available: 2 Insufficient nvidia.com/gpu.\n preemption: 0/2 nodes are available: 2 No "
      "preemption victims found for incoming pod.", "0/2 nodes are available: 2 Insufficient nvidia.com/gpu"),
     ("node(s) didn't match Pod's node affinity/selector", "node(s) didn't match Pod's node affinity/selector"),
+    # a plugin message ending in a period gets another from SeparatorFormat, mid-message too
+    ("0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims.. preemption: not eligible due to "
+     "preemptionPolicy=Never..", "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims. "
+     "preemption: not eligible due to preemptionPolicy=Never"),
 ])
 def test_scheduler_message_cleaned(message: str, cleaned: str) -> None:
     assert pending.clean_scheduler_message(message) == cleaned
