@@ -213,9 +213,12 @@ def _frame(args: argparse.Namespace, out: TextIO) -> int:
             print(f"status: {tenant.tenant}: {tenant.error}", file=sys.stderr)
     if args.png is not None:
         try:
-            render_png(view, args.png, title=title)
+            pictures = render_png(view, args.png, title=title)
         except OSError as error:
             raise UsageError(f"cannot write {args.png}: {error.strerror or error}") from None
+        if len(pictures) > 1 and args.watch is None:
+            print(f"status: {len(view.tenants)} tenants drawn on {len(pictures)} pages: "
+                  f"{', '.join(map(str, pictures))}", file=sys.stderr)
     if args.json:
         out.write(json.dumps(render_json(view), indent=2) + "\n")
     else:
