@@ -239,6 +239,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         code = _frame(args, stream)
         while args.watch is not None:
             pause(args.watch)
+            # The last frame's objects are gone; what it left frozen (collector_paused) may hold cycles
+            # (the picture's): let the collector see it again while the heap is small.
+            gc.unfreeze()
+            gc.collect()
             code = _frame(args, stream)
     except KeyboardInterrupt:
         return EXIT_OK  # leaving --watch is how it ends
