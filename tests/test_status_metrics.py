@@ -1,7 +1,9 @@
 """HAMi's metrics reach a Prometheus with the labels its dashboard uses (chart hami 2.10.0; manifests.hami_values,
 manifests.hami_service_monitors, the README's scrape config).
 
-Checked against what upstream exports and queries, recorded under tests/fixtures/hami_metrics/:
+Checked against what upstream exports and queries, recorded under tests/fixtures/hami_metrics/ (HAMi v2.10.0 =
+commit 4707fb02c91c545bc7343ce26dba4c32919f9a3e, prometheus-operator v0.93.0 = f8fafd475f3d132e239432ae6172de60a6cb6516,
+rendered with helm-python-sdk 0.2.2):
 - `exporters.v2.10.0.json`: every `hami_*` metric with its labels and the component serving it
   (Project-HAMi/HAMi v2.10.0 cmd/scheduler/metrics.go, cmd/vGPUmonitor/metrics.go `prometheus.NewDesc`);
 - `hami-vgpu-dashboard.v2.10.0.json`: HAMi's Grafana dashboard (dashboards/hami-vgpu-dashboard.json);
