@@ -54,6 +54,12 @@ def cluster(mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Itera
         yield tenants
 
 
+def registered_model(mode: str, name: str) -> str:
+    """The card type the recorded tenant's node registers (its first card)."""
+    (node,) = recorded(mode)[name]["nodes"]
+    return str(json.loads(node["metadata"]["annotations"][hami.NODE_REGISTER_ANNOTATION])[0]["type"])
+
+
 def tenant(view: AllocationView, name: str) -> TenantView:
     (found,) = [t for t in view.tenants if t.tenant == name]
     return found
@@ -98,7 +104,7 @@ def test_make_status_table_and_exit_code(mode: str, cluster: dict[str, FakeTenan
     assert "Live GPU allocation: 1 pending" in out
     assert out.splitlines()[0].startswith("stack dev at ")
     assert "a-infer ×4: 40960 MiB, 80%" in out  # holders per workload; per pod with --pods
-    l4 = "NVIDIA-L4" if mode == "sim" else "NVIDIA L4"  # what the agent / HAMi's device plugin registers
+    l4 = registered_model(mode, "tenant-b")  # what the agent / HAMi's device plugin registered
     assert (f"pending b-train-7f6b9c4d8-q2w7e (b-train): never fits: asks 1 × A100 (type filter); tenant-b has "
             f"2 × {l4}") in " ".join(out.split())
     # The scheduler's own message, cleaned: one line, no preemption boilerplate, no "pod.."

@@ -30,10 +30,10 @@ def servers() -> Iterator[dict[str, FakeTenant]]:
 
 
 def stack_file(tmp_path: Path, counts: dict[str, int]) -> Path:
-    """A stack file declaring `counts[tenant]` L4s per tenant."""
+    """A stack file declaring `counts[tenant]` L4s per tenant (NVML's name and MiB for the card)."""
     path = tmp_path / "Pulumi.dev.yaml"
     path.write_text(json.dumps({"config": {"gpu-tenancy:mode": "sim", "gpu-tenancy:tenants": [
-        {"name": name, "gpus": [{"model": "NVIDIA-L4", "memoryMiB": 24576, "count": n}]} for name, n in counts.items()
+        {"name": name, "gpus": [{"model": "NVIDIA L4", "memoryMiB": 23034, "count": n}]} for name, n in counts.items()
     ]}}))
     return path
 
