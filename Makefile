@@ -127,7 +127,17 @@ bench: venv ## Benchmarks: program evaluation, agent reconcile, planner
 	$(BIN)/python benchmarks/agent_reconcile.py
 	$(BIN)/python benchmarks/planner_bench.py
 
-.PHONY: kubeconfig kubeconfig-management status
+.PHONY: kubeconfig kubeconfig-env kubeconfig-management status tenants
+# For `eval "$(make -s kubeconfig-env TENANT=...)"`: on success `export KUBECONFIG='<path>'`; on any failure
+# (no TENANT, unknown tenant, pulumi or venv failing) a statement that points KUBECONFIG at /dev/null, so
+# kubectl reaches no cluster (an empty KUBECONFIG would fall back to ~/.kube/config), and fails.
+KUBECONFIG_REFUSED := export KUBECONFIG=/dev/null; echo "kubeconfig: failed (see above); KUBECONFIG=/dev/null" >&2; false
+kubeconfig-env: ## Print `export KUBECONFIG=...` for eval, or on any error a statement that fails and points it nowhere
+	@path=$$($(MAKE) -s --no-print-directory kubeconfig TENANT="$(TENANT)" STACK="$(STACK)" STATE_DIR="$(STATE_DIR)") \
+	  && [ -f "$$path" ] && case "$$path" in *"'"*) false;; esac \
+	  && printf "export KUBECONFIG='%s'\n" "$$path" \
+	  || { printf '%s\n' '$(KUBECONFIG_REFUSED)'; exit 1; }
+
 kubeconfig: venv ## Write TENANT's admin kubeconfig (mode 0600) under state/kubeconfigs and print its path
 	@test -n "$(TENANT)" || { echo "kubeconfig: set TENANT=<name>, e.g. make kubeconfig TENANT=tenant-a" >&2; exit 2; }
 	@$(BIN)/python -m gpu_tenancy.kubeconfig_cli --stack $(STACK) --tenant "$(TENANT)" --dir $(STATE_DIR)/kubeconfigs
@@ -135,5 +145,12 @@ kubeconfig: venv ## Write TENANT's admin kubeconfig (mode 0600) under state/kube
 kubeconfig-management: venv ## Write the management cluster's kubeconfig (mode 0600) and print its path
 	@$(BIN)/python -m gpu_tenancy.kubeconfig_cli --stack $(STACK) --management --dir $(STATE_DIR)/kubeconfigs
 
-status: venv ## Live GPU allocation per tenant and GPU, pending pods and quota (JSON=1 for --json)
-	@$(BIN)/python -m gpu_tenancy.status_cli --stack $(STACK) $(if $(filter 1,$(JSON)),--json)
+# Optional for status and tenants: TENANT="a b" (only these), JSON=1; for status also PODS=1 (per pod),
+# WATCH=<seconds> (redraw in place), SAVE=<file> (the objects read, for --objects), PNG=<file>.
+STATUS_OPTIONS = $(foreach t,$(TENANT),--tenant $(t)) $(if $(filter 1,$(JSON)),--json)
+status: venv ## Live GPU allocation per tenant and GPU, why pods wait, quota (TENANT=, PODS=1, WATCH=s, JSON=1)
+	@$(BIN)/python -m gpu_tenancy.status_cli --stack $(STACK) $(STATUS_OPTIONS) $(if $(filter 1,$(PODS)),--pods) \
+	  $(if $(WATCH),--watch $(WATCH)) $(if $(SAVE),--save $(SAVE)) $(if $(PNG),--png $(PNG))
+
+tenants: venv ## One row per tenant: version, control plane, nodes, GPUs, pods; exit 1 if any is unhealthy
+	@$(BIN)/python -m gpu_tenancy.tenants_cli --stack $(STACK) $(STATUS_OPTIONS)

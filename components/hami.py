@@ -23,6 +23,10 @@ class HamiArgs:
     device_layer: manifests.DeviceLayer = "mock-agent"
     # sim-nvml: what the device plugin needs to reach the mock (MockNvml.hami_device_plugin).
     device_plugin: dict[str, Any] | None = None
+    # gpu-tenancy:metrics.serviceMonitors: ServiceMonitors (needs the Prometheus Operator's CRDs in the
+    # tenant), with these labels for the Prometheus that selects them.
+    service_monitors: bool = False
+    service_monitor_labels: dict[str, str] | None = None
 
 
 class Hami(pulumi.ComponentResource):
@@ -48,4 +52,17 @@ class Hami(pulumi.ComponentResource):
             timeout=900,
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on),
         )
+        self.service_monitors: list[k8s.apiextensions.CustomResource] = []
+        if args.service_monitors:
+            for monitor in manifests.hami_service_monitors(
+                args.tenant, args.device_layer != "mock-agent", args.service_monitor_labels or {}
+            ):
+                self.service_monitors.append(k8s.apiextensions.CustomResource(
+                    f"{name}-{monitor['metadata']['name']}",
+                    api_version="monitoring.coreos.com/v1",
+                    kind="ServiceMonitor",
+                    metadata=monitor["metadata"],
+                    spec=monitor["spec"],
+                    opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[self.release]),
+                ))
         self.register_outputs({"release": self.release.name})

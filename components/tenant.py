@@ -165,6 +165,8 @@ class Tenant(pulumi.ComponentResource):
                 depends_on=after,
                 device_layer=args.stack.device_layer,
                 device_plugin=mock_nvml.hami_device_plugin if mock_nvml else None,
+                service_monitors=args.stack.metrics.service_monitors,
+                service_monitor_labels=dict(args.stack.metrics.labels),
             ),
             pulumi.ResourceOptions(parent=self),
         )

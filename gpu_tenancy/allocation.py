@@ -8,6 +8,7 @@ table and the picture (`gpu_tenancy.allocation_chart`) render either the same wa
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
 
@@ -36,11 +37,13 @@ class GpuView:
     def label(self) -> str:
         return f"{self.node} / {self.model} #{self.index}"
 
-    @property
+    # Summed once: a card may hold hundreds of slices and every rendering asks (frozen dataclasses keep
+    # cached_property's value in the instance __dict__, outside the compared fields).
+    @cached_property
     def memory_allocated(self) -> int:
         return sum(s.memory_mib for s in self.slices)
 
-    @property
+    @cached_property
     def cores_allocated(self) -> int:
         return sum(s.cores for s in self.slices)
 
@@ -55,7 +58,21 @@ class Unplaced:
 
     workload: str
     pod: str
-    reason: str
+    reason: str  # planned: the planner's HAMi reason; live: the scheduler's message, cleaned
+    explanation: str = ""  # live: why it waits in the tenant's terms, from the planner (gpu_tenancy.pending)
+
+
+# One order for quota keys in every view (plan and live): GPU count, memory, cores, then anything else.
+_QUOTA_ORDER = ("nvidia.com/gpu", "nvidia.com/gpumem", "nvidia.com/gpucores")
+
+
+def quota_sort_key(key: str) -> tuple[str, int, str]:
+    """Per quota (`<namespace>/<name>: ` prefix, none for the workloads namespace): `limits.` or
+    `requests.nvidia.com/gpu` first, then gpumem, gpucores, then the rest."""
+    prefix, _, bare = key.rpartition(": ")
+    resource = bare.split(".", 1)[-1]
+    rank = _QUOTA_ORDER.index(resource) if resource in _QUOTA_ORDER else len(_QUOTA_ORDER)
+    return prefix, rank, bare
 
 
 @dataclass(frozen=True)

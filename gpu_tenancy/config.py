@@ -387,6 +387,32 @@ class ControlPlaneConfig(_Model):
     node_port_base: int = Field(default=31000, ge=30000, le=32766, alias="nodePortBase")
 
 
+# Kubernetes label syntax (apimachinery validation.IsQualifiedName / IsValidLabelValue).
+_LABEL_NAME = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+                         r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
+
+
+class MetricsConfig(_Model):
+    """Prometheus Operator ServiceMonitors for HAMi's scheduler and vGPU monitor in every tenant
+    (manifests.hami_service_monitors): off unless asked, since they need the operator's CRDs in the tenant."""
+
+    service_monitors: bool = Field(default=False, alias="serviceMonitors")
+    # What the tenant's Prometheus selects ServiceMonitors by, e.g. kube-prometheus-stack's
+    # `release: <its release name>` (its default serviceMonitorSelector).
+    labels: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("labels")
+    @classmethod
+    def _label_syntax(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, text in value.items():
+            if len(key.rpartition("/")[0]) > 253 or not _LABEL_NAME.match(key):
+                raise ValueError(f"{key!r} is not a Kubernetes label name")
+            if not _LABEL_VALUE.match(text):
+                raise ValueError(f"{key}: {text!r} is not a Kubernetes label value (63 characters, alphanumeric ends)")
+        return value
+
+
 class StackConfig(_Model):
     mode: Literal["sim", "sim-nvml", "real"]
     tenants: list[TenantConfig] = Field(min_length=1)
@@ -395,6 +421,7 @@ class StackConfig(_Model):
     metallb: MetalLBConfig = Field(default_factory=MetalLBConfig)
     control_plane: ControlPlaneConfig = Field(default_factory=ControlPlaneConfig, alias="controlPlane")
     inventory_mismatch: Literal["error", "warn"] = Field(default="error", alias="inventoryMismatch")
+    metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     # Secrets (mode real): set with `pulumi config set --secret`; SecretStr keeps them out of reprs.
     management_kubeconfig: SecretStr | None = Field(default=None, alias="managementKubeconfig")
     ssh_private_key: SecretStr | None = Field(default=None, alias="sshPrivateKey")

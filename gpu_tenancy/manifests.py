@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import yaml
@@ -272,12 +273,53 @@ def hami_values(
         # sets on every worker it joins. Its vGPU monitor Service is NodePort upstream; ClusterIP like the
         # scheduler's, so the metrics stay inside the tenant.
         "devicePlugin": {**plugin_values, **(device_plugin or {})},
-        # Metrics: the scheduler Service always has port `monitor` (31993 -> :9395). With this, the chart
-        # also renders ServiceMonitors for it (and the vGPU monitor), but only where the Prometheus
-        # Operator's CRD exists at install time (templates/scheduler/servicemonitor.yaml checks
-        # .Capabilities.APIVersions.Has "monitoring.coreos.com/v1/ServiceMonitor").
-        "prometheus": {"enabled": True},
+        # Metrics: the scheduler Service always has port `monitor` (31993 -> :9395), the vGPU monitor's
+        # Service port `monitorport` (31992 -> :9394). The chart's own ServiceMonitors stay off: they set
+        # no honorLabels (templates/scheduler/servicemonitor.yaml, device-plugin/servicemonitor.yaml), so
+        # the operator's target labels would overwrite the metrics' namespace/pod/container (renamed
+        # exported_*) and HAMi's dashboard would show the monitor pod instead of the workload; they also
+        # appear only if the operator's CRD existed when HAMi was installed. hami_service_monitors makes
+        # them right when the stack asks (gpu-tenancy:metrics.serviceMonitors).
+        "prometheus": {"enabled": False},
     }
+
+
+# The chart's Services, as hami 2.10.0 names and labels them for release `hami` (templates/_helpers.tpl
+# `hami-vgpu.fullname` and `hami-vgpu.selectorLabels`; scheduler/service.yaml port `monitor`,
+# device-plugin/monitorservice.yaml port `monitorport`).
+HAMI_RELEASE = "hami"
+HAMI_METRICS_SERVICES = {
+    "hami-scheduler": "monitor",
+    "hami-device-plugin": "monitorport",
+}
+
+
+def hami_service_monitors(tenant: str, device_plugin: bool, extra_labels: Mapping[str, str]) -> list[dict[str, Any]]:
+    """ServiceMonitors (monitoring.coreos.com/v1) for HAMi's scheduler and, where HAMi's device plugin runs,
+    its vGPU monitor: the chart's own selector and port, plus honorLabels so the metrics keep their
+    `namespace`/`pod`/`container` (the workload's, not the monitor's), and `extra_labels` for the
+    Prometheus that selects them."""
+    monitors = []
+    for component, port in HAMI_METRICS_SERVICES.items():
+        if component == "hami-device-plugin" and not device_plugin:
+            continue
+        monitors.append({
+            "metadata": {
+                "name": f"{component}-metrics",
+                "namespace": "kube-system",
+                "labels": {**labels(tenant, "metrics"), "app.kubernetes.io/component": component, **extra_labels},
+            },
+            "spec": {
+                "selector": {"matchLabels": {
+                    "app.kubernetes.io/component": component,
+                    "app.kubernetes.io/name": "hami",
+                    "app.kubernetes.io/instance": HAMI_RELEASE,
+                }},
+                "namespaceSelector": {"matchNames": ["kube-system"]},
+                "endpoints": [{"port": port, "path": "/metrics", "honorLabels": True}],
+            },
+        })
+    return monitors
 
 
 def kindnet_daemonset_spec(tenant: str, image: str, pod_cidr: str, endpoint: str) -> dict[str, Any]:

@@ -24,15 +24,14 @@ What counts follows HAMi v2.10.0's own accounting (Project-HAMi/HAMi):
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubernetes.utils.quantity import parse_quantity
-
-from gpu_tenancy import hami
-from gpu_tenancy.allocation import AllocationView, GpuView, QuotaUse, Slice, TenantView, Unplaced
-from gpu_tenancy.workloads import WORKLOAD_LABEL, WORKLOAD_NAMESPACE
+from gpu_tenancy import hami, pending
+from gpu_tenancy.allocation import AllocationView, GpuView, QuotaUse, Slice, TenantView, Unplaced, quota_sort_key
+from gpu_tenancy.workload_names import WORKLOAD_LABEL, WORKLOAD_NAMESPACE
 
 GPU_RESOURCES = frozenset(
     {hami.RESOURCE_GPU, hami.RESOURCE_GPU_MEMORY, hami.RESOURCE_GPU_MEMORY_PERCENTAGE, hami.RESOURCE_GPU_CORES}
@@ -51,6 +50,8 @@ class TenantObjects:
     nodes: Sequence[Mapping[str, Any]] = ()
     pods: Sequence[Mapping[str, Any]] = ()
     quotas: Sequence[Mapping[str, Any]] = field(default_factory=tuple)
+    version: str | None = None  # the API server's /version gitVersion, when asked
+    readyz: str | None = None  # its /readyz answer ("ok" when ready), when asked
 
 
 def _metadata(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -160,83 +161,129 @@ def _register(node: Mapping[str, Any]) -> list[dict[str, Any]]:
     return hami.parse_register_annotation(value) if value else []
 
 
-def _pod_slices(pod: Mapping[str, Any]) -> Iterable[tuple[str, str, Slice]]:
+def _pod_slices(pod: Mapping[str, Any], annotations: Mapping[str, str]) -> list[tuple[str, str, Slice]]:
     """(node, uuid, slice) for every device entry of a counted pod."""
-    annotations = _annotations(pod)
     node = annotations[hami.ASSIGNED_NODE_ANNOTATION]
-    allocated = hami.parse_devices_allocated(annotations.get(hami.DEVICES_ALLOCATED_ANNOTATION, ""))
-    init, regular = _containers(pod)
+    value = annotations.get(hami.DEVICES_ALLOCATED_ANNOTATION, "")
+    spec = pod.get("spec") or {}
+    init = spec.get("initContainers") or ()
+    workload, label = workload_of(pod), pod_label(pod)
+    if not init and value.endswith(":;") and value.count(":") == 1:
+        # The common case, one container holding one device: `UUID,NVIDIA,<mem>,<cores>:;`, read as
+        # hami.parse_devices_allocated reads it, without building its lists.
+        uuid, _vendor, memory, cores = value[:-2].split(",")[:4]
+        return [(node, uuid, Slice(workload, label, int(memory), int(cores)))]
+    allocated = hami.parse_devices_allocated(value)
+    if not init and len(allocated) == 1:  # one container holds the pod's devices
+        return [(node, d["uuid"], Slice(workload, label, d["usedmem"], d["usedcores"])) for d in allocated[0]]
+    regular = spec.get("containers") or ()
     names = [f"init:{c.get('name', i)}" for i, c in enumerate(init)]
     names += [str(c.get("name", i)) for i, c in enumerate(regular)]
     first = len(init) if init_containers_done(pod) else 0  # finished init containers no longer count
     holders = [(names[i] if i < len(names) else f"#{i}", devices) for i, devices in enumerate(allocated)][first:]
     holders = [(container, devices) for container, devices in holders if devices]
-    workload, label = workload_of(pod), pod_label(pod)
+    slices = []
     for container, devices in holders:
         holder = label if len(holders) == 1 and not container.startswith("init:") else f"{label}/{container}"
-        for device in devices:
-            yield node, device["uuid"], Slice(workload, holder, device["usedmem"], device["usedcores"])
+        slices += [(node, d["uuid"], Slice(workload, holder, d["usedmem"], d["usedcores"])) for d in devices]
+    return slices
+
+
+def _hard(value: Any) -> int:
+    text = str(value).strip()
+    if text.isdigit():
+        return int(text)
+    from kubernetes.utils.quantity import parse_quantity  # only for suffixed forms: it is slow to import
+
+    return int(parse_quantity(text))
 
 
 def _quota_uses(
     quotas: Sequence[Mapping[str, Any]], hami_used: Mapping[str, Mapping[str, int]]
-) -> list[QuotaUse]:
-    """`hami_used`: namespace -> HAMi-managed quota key -> what HAMi counts as used there."""
+) -> tuple[list[QuotaUse], dict[str, pending.NamespaceQuota]]:
+    """`hami_used`: namespace -> HAMi-managed quota key -> what HAMi counts as used there. Also, per
+    namespace, the HAMi-managed limits (the tightest when several quotas set one) for the pending pods."""
     uses: list[QuotaUse] = []
+    managed: dict[str, dict[str, tuple[int, int]]] = {}
     for quota in quotas:
         meta = _metadata(quota)
         namespace = str(meta.get("namespace", ""))
         hard = (quota.get("spec") or {}).get("hard") or {}
         used = (quota.get("status") or {}).get("used") or {}
         prefix = "" if namespace == WORKLOAD_NAMESPACE else f"{namespace}/{meta.get('name')}: "
-        for key in sorted(hard):
+        for key in hard:
             if "nvidia.com/" not in key:
                 continue
+            limit = _hard(hard[key])
             if key in HAMI_MANAGED_QUOTA:
                 amount = hami_used.get(namespace, {}).get(key, 0)
+                known = managed.setdefault(namespace, {}).get(key)
+                if known is None or limit < known[1]:
+                    managed[namespace][key] = (amount, limit)
             else:
-                amount = int(parse_quantity(used.get(key, "0")))
-            uses.append(QuotaUse(prefix + key, amount, int(parse_quantity(hard[key]))))
-    return uses
+                amount = _hard(used.get(key, "0"))
+            uses.append(QuotaUse(prefix + key, amount, limit))
+    uses.sort(key=lambda q: quota_sort_key(q.key))
+    limits = {ns: pending.NamespaceQuota(gpumem=keys.get(QUOTA_MEMORY), gpucores=keys.get(QUOTA_CORES))
+              for ns, keys in managed.items()}
+    return uses, limits
 
 
 def tenant_view(tenant: str, objects: TenantObjects) -> TenantView:
     """One tenant's GPUs with who holds which slice, what is pending and why, and its quota."""
     gpus: dict[tuple[str, str], _Gpu] = {}
+    registered: dict[str, list[dict[str, Any]]] = {}
     for node in sorted(objects.nodes, key=lambda n: str(_metadata(n).get("name", ""))):
         name = str(_metadata(node).get("name", "?"))
         try:
             devices = _register(node)
         except (ValueError, KeyError, TypeError) as error:
             raise ValueError(f"node {name}: unreadable {hami.NODE_REGISTER_ANNOTATION}: {error}") from None
+        registered[name] = devices
         for device in devices:
             gpus[(name, str(device.get("id", "?")))] = _Gpu(name, device)
-    unplaced: list[Unplaced] = []
+    waiting: list[Mapping[str, Any]] = []
     hami_used: dict[str, dict[str, int]] = {}
-    for pod in sorted(objects.pods, key=lambda p: (str(_metadata(p).get("namespace")), str(_metadata(p).get("name")))):
-        if is_counted(pod):
+    def order(pod: Mapping[str, Any]) -> tuple[str, str]:
+        meta = pod.get("metadata") or {}
+        return str(meta.get("namespace")), str(meta.get("name"))
+
+    # The API server lists in key order (namespace/name) already; sort only what is not.
+    keys = [order(pod) for pod in objects.pods]
+    in_order = all(a <= b for a, b in itertools.pairwise(keys))
+    pods = objects.pods if in_order else sorted(objects.pods, key=order)
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        annotations = meta.get("annotations") or {}
+        phase = (pod.get("status") or {}).get("phase")
+        # is_counted, inlined: this loop runs once per pod of every tenant
+        if hami.ASSIGNED_NODE_ANNOTATION in annotations and phase not in TERMINATED_PHASES:
             try:
-                entries = list(_pod_slices(pod))
+                entries = _pod_slices(pod, annotations)
             except (ValueError, KeyError, TypeError) as error:
                 what = hami.DEVICES_ALLOCATED_ANNOTATION
                 raise ValueError(f"pod {pod_label(pod)}: unreadable {what}: {error}") from None
-            namespace_used = hami_used.setdefault(str(_metadata(pod).get("namespace")), {})
+            namespace_used = hami_used.setdefault(str(meta.get("namespace")), {QUOTA_MEMORY: 0, QUOTA_CORES: 0})
             for node_name, uuid, piece in entries:
-                namespace_used[QUOTA_MEMORY] = namespace_used.get(QUOTA_MEMORY, 0) + piece.memory_mib
-                namespace_used[QUOTA_CORES] = namespace_used.get(QUOTA_CORES, 0) + piece.cores
-                key = (node_name, uuid)
-                if key not in gpus:  # allocated on a card the node no longer registers
-                    gpus[key] = _Gpu(node_name, {"id": uuid, "type": "(not registered)", "index": -1})
-                gpus[key].slices.append(piece)
+                namespace_used[QUOTA_MEMORY] += piece.memory_mib
+                namespace_used[QUOTA_CORES] += piece.cores
+                held = gpus.get((node_name, uuid))
+                if held is None:  # allocated on a card the node no longer registers
+                    unknown = {"id": uuid, "type": "(not registered)", "index": -1}
+                    held = gpus[(node_name, uuid)] = _Gpu(node_name, unknown)
+                held.slices.append(piece)
         elif is_pending(pod):
-            unplaced.append(Unplaced(workload_of(pod), pod_label(pod), pending_reason(pod)))
+            waiting.append(pod)
     ordered = sorted(gpus.values(), key=lambda g: (g.node, int(g.device.get("index", 0)), str(g.device.get("id"))))
-    return TenantView(
-        tenant=tenant,
-        gpus=tuple(g.view() for g in ordered),
-        unplaced=tuple(unplaced),
-        quota=tuple(_quota_uses(objects.quotas, hami_used)),
+    views = tuple(g.view() for g in ordered)
+    quota, namespace_quotas = _quota_uses(objects.quotas, hami_used)
+    explainer = pending.Explainer(pending.TenantGpus(tenant, registered, views), namespace_quotas)
+    unplaced = tuple(
+        Unplaced(workload_of(pod), pod_label(pod), pending.clean_scheduler_message(pending_reason(pod)),
+                 explainer.explain(pod))
+        for pod in waiting
     )
+    return TenantView(tenant=tenant, gpus=views, unplaced=unplaced, quota=tuple(quota))
 
 
 def unreachable(tenant: str, message: str) -> TenantView:

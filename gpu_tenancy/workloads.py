@@ -29,21 +29,19 @@ import yaml
 from gpu_tenancy import gpu_nodes, hami, manifests
 from gpu_tenancy.config import NAMESPACE, ContainerGpuRequest, StackConfig, TenantConfig, WorkloadConfig, load_config
 from gpu_tenancy.quantity import decimal_si
-
-WORKLOAD_NAMESPACE = "workloads"
-COMPONENT = "workload"
-WORKLOAD_LABEL = "gpu-tenancy.io/workload"
-QUOTA_NAME = "gpu-quota"
-# Chart value `schedulerName` (hami 2.10.0 default, not overridden in manifests.hami_values).
-HAMI_SCHEDULER_NAME = "hami-scheduler"
-
-USE_GPU_TYPE_ANNOTATION = "nvidia.com/use-gputype"
-NOUSE_GPU_TYPE_ANNOTATION = "nvidia.com/nouse-gputype"
-GPU_SCHEDULER_POLICY_ANNOTATION = "hami.io/gpu-scheduler-policy"
-NODE_SCHEDULER_POLICY_ANNOTATION = "hami.io/node-scheduler-policy"
-# What the HAMi release in this program defaults to (manifests.hami_values defaultSchedulerPolicy).
-DEFAULT_GPU_SCHEDULER_POLICY = "spread"
-DEFAULT_NODE_SCHEDULER_POLICY = "binpack"
+from gpu_tenancy.workload_names import (  # re-exported: callers import them from here
+    COMPONENT,
+    DEFAULT_GPU_SCHEDULER_POLICY,
+    DEFAULT_NODE_SCHEDULER_POLICY,
+    GPU_SCHEDULER_POLICY_ANNOTATION,
+    HAMI_SCHEDULER_NAME,
+    NODE_SCHEDULER_POLICY_ANNOTATION,
+    NOUSE_GPU_TYPE_ANNOTATION,
+    QUOTA_NAME,
+    USE_GPU_TYPE_ANNOTATION,
+    WORKLOAD_LABEL,
+    WORKLOAD_NAMESPACE,
+)
 
 # Config quota key -> ResourceQuota key (see the module docstring for the gpu count).
 QUOTA_KEY_MAP = {

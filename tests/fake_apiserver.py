@@ -3,9 +3,16 @@
 It answers the three list calls the reader makes, as kube-apiserver v1.35 does over HTTP(S):
 `GET /api/v1/nodes`, `/api/v1/pods`, `/api/v1/resourcequotas` return a `NodeList`/`PodList`/
 `ResourceQuotaList` (`apiVersion: v1`, `metadata.resourceVersion`, `items` without their own kind, as
-list responses carry them); a request without the kubeconfig's bearer token or (with `tls=True`) a client
-certificate signed by the tenant CA gets 401 with a `Status` body (`Unauthorized`). Anything else is 404
-`Status`. With `tls=True` it serves HTTPS with a certificate for 127.0.0.1 from its own CA, and
+list responses carry them), in storage key order (`<namespace>/<name>`), paged when the request has
+`limit`: `metadata.continue` and `remainingItemCount` while more remain, the next page for `continue`
+(staging/src/k8s.io/apiserver/pkg/storage/continue.go `EncodeContinue`: unpadded URL-safe base64 of
+`{"v":"meta.k8s.io/v1","rv":<rv>,"start":"<last key>\\u0000"}`; an unreadable token is 400 `BadRequest`).
+`GET /version` is version.Info (`gitVersion` the tenant's Kubernetes version) and `GET /readyz` is `ok`
+(200, text/plain) or, with `ready=False`, 500 listing the checks (`[-]etcd failed: reason withheld`,
+`readyz check failed`), as the healthz handlers write it (staging/src/k8s.io/apiserver/pkg/server/healthz).
+A request without the kubeconfig's bearer token or (with `tls=True`) a client certificate signed by the
+tenant CA gets 401 with a `Status` body (`Unauthorized`). Anything else is 404 `Status`.
+With `tls=True` it serves HTTPS with a certificate for 127.0.0.1 from its own CA, and
 `admin_conf()` is a kubeconfig shaped like the admin.conf Kamaji stores for a tenant (CA data, client
 certificate and key, no token).
 
@@ -35,6 +42,7 @@ The objects it serves are recorded under tests/fixtures/status/<mode>.json as HA
 from __future__ import annotations
 
 import base64
+import binascii
 import datetime
 import ipaddress
 import json
@@ -46,6 +54,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs
 
 import yaml
 from cryptography import x509
@@ -55,6 +64,35 @@ from cryptography.hazmat.primitives.asymmetric import ec
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "status"
 LISTS = {"/api/v1/nodes": ("NodeList", "nodes"), "/api/v1/pods": ("PodList", "pods"),
          "/api/v1/resourcequotas": ("ResourceQuotaList", "resourcequotas")}
+RESOURCE_VERSION = "9001"
+READYZ_CHECKS = ("ping", "log", "etcd", "etcd-readiness", "informer-sync", "poststarthook/start-apiserver-admission-initializer")
+
+
+def _key(item: Mapping[str, Any]) -> str:
+    meta = item.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}" if meta.get("namespace") else str(meta.get("name", ""))
+
+
+def encode_continue(start: str) -> str:
+    body = json.dumps({"v": "meta.k8s.io/v1", "rv": int(RESOURCE_VERSION), "start": start + "\x00"})
+    return base64.urlsafe_b64encode(body.encode()).decode().rstrip("=")
+
+
+def decode_continue(token: str) -> str:
+    decoded = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+    if decoded.get("v") != "meta.k8s.io/v1" or not str(decoded.get("start", "")).endswith("\x00"):
+        raise ValueError("continue key is not valid")
+    return str(decoded["start"])[:-1]
+
+
+def version_info(git_version: str) -> dict[str, str]:
+    """k8s.io/apimachinery/pkg/version.Info as kube-apiserver serves it on /version."""
+    major, minor = git_version.lstrip("v").split(".")[:2]
+    return {"major": major, "minor": minor, "emulationMajor": major, "emulationMinor": minor,
+            "minCompatibilityMajor": major, "minCompatibilityMinor": str(int(minor) - 1),
+            "gitVersion": git_version, "gitCommit": "0" * 40, "gitTreeState": "clean",
+            "buildDate": "2026-11-12T00:00:00Z", "goVersion": "go1.25.4", "compiler": "gc",
+            "platform": "linux/amd64"}
 
 
 def recorded(mode: str) -> dict[str, dict[str, list[dict[str, Any]]]]:
@@ -114,40 +152,63 @@ class FakeTenant:
     """One tenant's API server on 127.0.0.1 (HTTP, or HTTPS with its own CA), with its token and objects."""
 
     def __init__(
-        self, name: str, objects: Mapping[str, list[dict[str, Any]]], token: str | None = None, tls: bool = False
+        self, name: str, objects: Mapping[str, list[dict[str, Any]]], token: str | None = None, tls: bool = False,
+        version: str = "v1.35.5", ready: bool = True,
     ) -> None:
         self.name = name
         self.objects = objects
         self.token = token or f"token-{name}"
+        self.version = version
+        self.ready = ready
         self.requests: list[str] = []
+        self.queries: list[str] = []
+        self._sorted: dict[str, list[dict[str, Any]]] = {}
+        self._pages: dict[tuple[str, str, int], bytes] = {}
         tenant = self
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def _send(self, code: int, body: dict[str, Any]) -> None:
-                data = json.dumps(body).encode()
+            def _send(self, code: int, body: dict[str, Any] | bytes, content_type: str = "application/json") -> None:
+                data = body if isinstance(body, bytes) else json.dumps(body).encode()
                 self.send_response(code)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
 
             def do_GET(self) -> None:
-                path = self.path.split("?", 1)[0]
+                path, _, query = self.path.partition("?")
                 tenant.requests.append(path)
+                tenant.queries.append(query)
                 peer = self.connection.getpeercert() if isinstance(self.connection, ssl.SSLSocket) else None
                 if self.headers.get("Authorization") != f"Bearer {tenant.token}" and not peer:
                     self._send(401, _status(401, "Unauthorized", "Unauthorized"))
                     return
+                if path == "/version":
+                    self._send(200, version_info(tenant.version))
+                    return
+                if path == "/readyz":
+                    if tenant.ready:
+                        self._send(200, b"ok", "text/plain; charset=utf-8")
+                    else:
+                        lines = [f"[{'-' if c.startswith('etcd') else '+'}]{c} "
+                                 f"{'failed: reason withheld' if c.startswith('etcd') else 'ok'}" for c in READYZ_CHECKS]
+                        self._send(500, "\n".join([*lines, "readyz check failed", ""]).encode(),
+                                   "text/plain; charset=utf-8")
+                    return
                 if path not in LISTS:
                     self._send(404, _status(404, "NotFound", "the server could not find the requested resource"))
                     return
-                kind, key = LISTS[path]
-                items = tenant.objects.get(key, [])
-                self._send(200, {"kind": kind, "apiVersion": "v1", "metadata": {"resourceVersion": "9001"},
-                                 "items": items})
+                params = parse_qs(query)
+                try:
+                    start = decode_continue(params["continue"][0]) if "continue" in params else ""
+                except (ValueError, binascii.Error):
+                    self._send(400, _status(400, "BadRequest", "continue key is not valid"))
+                    return
+                limit = int(params.get("limit", ["0"])[0] or 0)
+                self._send(200, tenant.page(path, start, limit))
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.ca_pem: bytes | None = None
@@ -168,6 +229,29 @@ class FakeTenant:
                 context.load_cert_chain(cert_file, key_file)
             self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    def page(self, path: str, start: str, limit: int) -> bytes:
+        """One list answer (all items when `limit` is 0), encoded once and kept: the same request gets the
+        same bytes, so a benchmark measures the client, not this server's JSON encoding."""
+        cached = self._pages.get((path, start, limit))
+        if cached is not None:
+            return cached
+        kind, key = LISTS[path]
+        if key not in self._sorted:
+            self._sorted[key] = sorted(self.objects.get(key, []), key=_key)
+        items = self._sorted[key]
+        first = 0
+        if start:
+            first = next((i for i, item in enumerate(items) if _key(item) > start), len(items))
+        chosen = items[first:first + limit] if limit else items[first:]
+        metadata: dict[str, Any] = {"resourceVersion": RESOURCE_VERSION}
+        rest = len(items) - first - len(chosen)
+        if rest > 0:
+            metadata["continue"] = encode_continue(_key(chosen[-1]))
+            metadata["remainingItemCount"] = rest
+        data = json.dumps({"kind": kind, "apiVersion": "v1", "metadata": metadata, "items": chosen}).encode()
+        self._pages[(path, start, limit)] = data
+        return data
 
     @property
     def url(self) -> str:

@@ -1,23 +1,11 @@
-"""The one rendering of an AllocationView: what the picture and the table say, read from what they draw."""
+"""The one rendering of an AllocationView as text and JSON (the picture: test_allocation_picture.py)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from matplotlib.colors import to_rgba
-from matplotlib.figure import Figure
-from matplotlib.text import Text
 
 from gpu_tenancy.allocation import AllocationView, GpuView, QuotaUse, Slice, TenantView, Unplaced
-from gpu_tenancy.allocation_chart import (
-    FIGURE_WIDTH_PX,
-    MAX_UNPLACED_LINES,
-    build_figure,
-    render_json,
-    render_png,
-    render_table,
-)
+from gpu_tenancy.allocation_chart import render_json, render_table
 
 A100 = "NVIDIA-A100-SXM4-80GB"
 
@@ -42,59 +30,6 @@ def view(source: str = "planned") -> AllocationView:
     return AllocationView(source, (a, b))  # type: ignore[arg-type]
 
 
-def texts(fig: Figure) -> list[Text]:
-    fig.canvas.draw()  # lays out tick labels and the legend, as saving does
-    return [t for t in fig.findobj(Text) if t.get_text()]
-
-
-def strings(fig: Figure) -> set[str]:
-    return {t.get_text() for t in texts(fig)}
-
-
-def test_picture_labels_every_gpu_tenant_workload_quota_and_the_verdict() -> None:
-    fig = build_figure(view())
-    drawn = strings(fig)
-    assert "Planned GPU allocation: 1 replica(s) do not fit" in drawn
-    assert {"tenant-a    quota: 5/6 GPUs requested", "tenant-b"} <= drawn
-    # One bar label per GPU, `node / model #index` (a long one wrapped after the node).
-    assert {"tenant-a-worker /\nNVIDIA-A100-SXM4-80GB #0", "tenant-b-worker / NVIDIA-L4 #0",
-            "tenant-b-worker / NVIDIA-L4 #1"} <= drawn
-    assert {"a-infer (tenant-a)", "b-notebook (tenant-b)"} <= drawn  # legend
-    assert "quota (dashed)\n40960/61440 MiB" in drawn and "quota (dashed)\n30/150 cores" in drawn
-    assert "40960/81920 MiB  ·  4/10 slots" in drawn and "12288/24576 MiB  ·  1/10 slots" in drawn
-    assert {"GPU memory, % of capacity", "GPU cores, % of capacity"} <= drawn
-
-
-def test_unplaced_replicas_are_listed_in_red_with_the_reason() -> None:
-    red = [t for t in texts(build_figure(view())) if t.get_text().startswith("✗")]
-    assert [t.get_text() for t in red] == ["✗ not placed: a-infer-4 (a-infer): 1/1 CardInsufficientCore"]
-    assert red[0].get_color() == "tab:red" or to_rgba(red[0].get_color()) == to_rgba("tab:red")
-
-
-def test_many_unplaced_are_summarised_not_drawn_off_the_page() -> None:
-    tenant = TenantView("t", (gpu("n", A100, 0, 81920),),
-                        tuple(Unplaced("w", f"w-{r}", "1/1 CardInsufficientMemory") for r in range(40)))
-    red = [t.get_text() for t in texts(build_figure(AllocationView("planned", (tenant,))))
-           if t.get_text().startswith("✗")]
-    assert len(red) == MAX_UNPLACED_LINES and red[-1] == "✗ … and 33 more (see the table)"
-
-
-def test_live_view_with_an_unreachable_tenant() -> None:
-    live = AllocationView("live", (*view("live").tenants, TenantView("tenant-c", error="connection refused")))
-    drawn = strings(build_figure(live))
-    assert "Live GPU allocation: 1 pending; 1 tenant(s) unreachable" in drawn
-    assert "✗ unreachable: connection refused" in drawn
-    assert "✗ pending: a-infer-4 (a-infer): 1/1 CardInsufficientCore" in drawn
-
-
-def test_png_is_1200_px_wide(tmp_path: Path) -> None:
-    from matplotlib.image import imread
-
-    path = render_png(view(), tmp_path / "v.png")
-    height, width = imread(path).shape[:2]
-    assert width == FIGURE_WIDTH_PX and height > 300
-
-
 def test_tables_are_never_cropped_at_any_terminal_width() -> None:
     """rich crops a table wider than the console; every row must keep its right border."""
     for width in range(40, 201):
@@ -117,11 +52,49 @@ def test_table_fits_the_width_and_names_gpus_holders_quota_and_reasons(width: in
         assert "a-infer ×4: 40960 MiB, 80%" in text
 
 
-def test_live_table_names_the_pods_holding_each_slice() -> None:
-    text = " ".join(render_table(view("live"), 160).split())
-    assert all(f"a-infer-{r}: 10240 MiB, 20%" in text for r in range(4))
-    assert "✗ pending a-infer-4 (a-infer): 1/1 CardInsufficientCore" in text
-    assert "Live GPU allocation: 1 pending" in text
+def test_live_table_sums_holders_per_workload_and_lists_pods_on_request() -> None:
+    compact = " ".join(render_table(view("live"), 160).split())
+    assert "a-infer ×4: 40960 MiB, 80%" in compact and "a-infer-0" not in compact
+    assert "✗ pending a-infer-4 (a-infer): 1/1 CardInsufficientCore" in compact
+    assert "Live GPU allocation: 1 pending" in compact
+    detail = " ".join(render_table(view("live"), 160, per_pod=True).split())
+    assert all(f"a-infer-{r}: 10240 MiB, 20%" in detail for r in range(4))
+
+
+def test_live_table_is_one_row_per_gpu_whatever_the_number_of_pods() -> None:
+    many = tuple(Slice(f"w{i % 3}", f"w{i % 3}-{i:04d}", 100, 1) for i in range(90))
+    live = AllocationView("live", (TenantView("t", (GpuView("n", "NVIDIA L4", 0, "GPU-0", 23034, 100, 100, many),)),))
+    lines = render_table(live, 200).splitlines()
+    rows = [line for line in lines if line.startswith("│")]
+    assert len(rows) == 3  # one line per workload of the one GPU
+    assert "w0 ×30: 3000 MiB, 30%" in rows[0] and "w2 ×30: 3000 MiB, 30%" in rows[2]
+    assert len(render_table(live, 200, per_pod=True).splitlines()) > 90
+
+
+def test_pending_pods_waiting_for_the_same_reason_are_one_line_with_the_explanation_first() -> None:
+    waiting = tuple(Unplaced("b-train", f"b-train-{i}", "0/1 nodes are available: 1 2/2 CardTypeMismatch",
+                             "never fits: asks 1 × A100 (type filter); tenant-b has 2 × NVIDIA L4") for i in range(50))
+    live = AllocationView("live", (TenantView("tenant-b", unplaced=waiting),))
+    text = render_table(live, 200)
+    assert text.count("✗") == 1
+    assert ("✗ pending 50 pods of b-train (e.g. b-train-0): never fits: asks 1 × A100 (type filter); tenant-b has "
+            "2 × NVIDIA L4") in text
+    assert "    scheduler: 0/1 nodes are available: 1 2/2 CardTypeMismatch" in text
+    assert render_table(live, 200, per_pod=True).count("✗") == 50
+
+
+def test_quota_in_one_order_in_plan_and_live() -> None:
+    """GPUs, memory, cores: the order `plan_cli report` prints, whatever order the quota came in."""
+    shuffled = (QuotaUse("limits.nvidia.com/gpucores", 60, 150), QuotaUse("requests.nvidia.com/gpu", 3, 4),
+                QuotaUse("limits.nvidia.com/gpumem", 24576, 36864))
+    for source in ("planned", "live"):
+        text = render_table(AllocationView(source, (TenantView("t", quota=shuffled),)), 120)  # type: ignore[arg-type]
+        assert "quota: gpu 3/4 · gpumem 24576/36864 MiB · gpucores 60/150%" in text
+
+
+def test_title_above_the_tables() -> None:
+    assert render_table(view("live"), 120, title="stack dev at 2026-12-03 12:00:00 UTC").splitlines()[0] == (
+        "stack dev at 2026-12-03 12:00:00 UTC")
 
 
 def test_table_has_no_escape_codes_unless_asked() -> None:

@@ -54,6 +54,12 @@ def cluster(mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Itera
         yield tenants
 
 
+def registered_model(mode: str, name: str) -> str:
+    """The card type the recorded tenant's node registers (its first card)."""
+    (node,) = recorded(mode)[name]["nodes"]
+    return str(json.loads(node["metadata"]["annotations"][hami.NODE_REGISTER_ANNOTATION])[0]["type"])
+
+
 def tenant(view: AllocationView, name: str) -> TenantView:
     (found,) = [t for t in view.tenants if t.tenant == name]
     return found
@@ -86,17 +92,25 @@ def test_live_view_per_tenant_and_gpu(mode: str, cluster: dict[str, FakeTenant])
     assert view.verdict == "1 pending" and not view.fits
     for fake in cluster.values():
         assert sorted(set(fake.requests)) == ["/api/v1/nodes", "/api/v1/pods", "/api/v1/resourcequotas"]
+        assert all("limit=500" in query for query in fake.queries)  # paged, as kubectl's --chunk-size
 
 
-def test_make_status_table_and_exit_code(cluster: dict[str, FakeTenant], capsys: pytest.CaptureFixture[str]) -> None:
+def test_make_status_table_and_exit_code(mode: str, cluster: dict[str, FakeTenant],
+                                        capsys: pytest.CaptureFixture[str]) -> None:
     assert status_cli.main(["--stack", "dev", "--width", "200"]) == 0
     out, err = capsys.readouterr()
     assert err == ""
     # gpu_tenancy.allocation_chart.render_table, shared with plan_cli report
     assert "Live GPU allocation: 1 pending" in out
-    assert "a-infer-6c9f7d8b5-c2vhn: 10240 MiB, 20%" in out
-    assert "pending b-train-7f6b9c4d8-q2w7e (b-train): 0/1 nodes are available: 1 2/2 CardTypeMismatch." in out
-    assert "gpumem 40960/61440 MiB" in out
+    assert out.splitlines()[0].startswith("stack dev at ")
+    assert "a-infer ×4: 40960 MiB, 80%" in out  # holders per workload; per pod with --pods
+    l4 = registered_model(mode, "tenant-b")  # what the agent / HAMi's device plugin registered
+    assert (f"pending b-train-7f6b9c4d8-q2w7e (b-train): never fits: asks 1 × A100 (type filter); tenant-b has "
+            f"2 × {l4}") in " ".join(out.split())
+    # The scheduler's own message, cleaned: one line, no preemption boilerplate, no "pod.."
+    assert "    scheduler: 0/1 nodes are available: 1 2/2 CardTypeMismatch\n" in out
+    assert "preemption" not in out and ".." not in out
+    assert "quota: gpu 4/6 · gpumem 40960/61440 MiB · gpucores 80/100%" in out  # plan_cli report's order
     assert "token-" not in out  # kubeconfigs never reach the terminal
 
 
@@ -121,7 +135,7 @@ def test_unreachable_tenant_is_one_line_and_the_others_still_show(
         assert status_cli.main(["--width", "200"]) == 1
     out, err = capsys.readouterr()
     assert err.splitlines() == [f"status: tenant-b: cannot read {down}: connection refused"]
-    assert "a-infer-6c9f7d8b5-c2vhn" in out
+    assert "a-infer ×4" in out
     assert f"tenant-b: cannot read {down}: connection refused" in out
     assert "1 tenant(s) unreachable" in out
 
@@ -282,3 +296,99 @@ def test_https_with_the_tenants_ca_and_a_wrong_ca(tmp_path: Path, monkeypatch: p
     assert url.startswith("https://")
     assert err.strip() == f"status: tenant-b: cannot read {url}: certificate verify failed"
     assert json.loads(out)["tenants"][0]["gpus"][0]["slots_used"] == 4  # read with the client certificate
+
+
+# ------------------------------------------------------------------ filters, watch, dump, paging
+
+
+def test_tenant_filter_is_repeatable_and_unknown_names_are_usage_errors(
+    cluster: dict[str, FakeTenant], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert status_cli.main(["--json", "--tenant", "tenant-b"]) == 0
+    assert [t["tenant"] for t in json.loads(capsys.readouterr().out)["tenants"]] == ["tenant-b"]
+    assert cluster["tenant-a"].requests == []  # a tenant left out is not even read
+    assert status_cli.main(["--json", "--tenant", "tenant-b", "--tenant", "tenant-a"]) == 0
+    assert [t["tenant"] for t in json.loads(capsys.readouterr().out)["tenants"]] == ["tenant-a", "tenant-b"]
+    assert status_cli.main(["--tenant", "tenant-z"]) == 2
+    assert capsys.readouterr().err.strip() == "status: stack dev has no tenant 'tenant-z' (tenants: tenant-a, tenant-b)"
+
+
+def test_pods_flag_lists_every_holder(cluster: dict[str, FakeTenant], capsys: pytest.CaptureFixture[str]) -> None:
+    assert status_cli.main(["--pods", "--width", "200"]) == 0
+    out = capsys.readouterr().out
+    assert all(f"a-infer-6c9f7d8b5-{p}: 10240 MiB, 20%" in out for p in ("c2vhn", "m4q9w", "t8zr5", "x7k2p"))
+
+
+def test_watch_redraws_in_place_until_interrupted(cluster: dict[str, FakeTenant], monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    naps: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        naps.append(seconds)
+        if len(naps) == 3:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(status_cli, "pause", sleep)
+    assert status_cli.main(["--watch", "2", "--width", "120"]) == 0
+    out = capsys.readouterr().out
+    frames = out.split(status_cli.REDRAW)
+    assert frames[0] == "" and len(frames) == 4  # cursor home + clear before each of the three frames
+    assert all(frame.startswith("stack dev at ") and "Live GPU allocation: 1 pending" in frame for frame in frames[1:])
+    assert naps == [2.0, 2.0, 2.0]
+    assert len(cluster["tenant-a"].requests) == 3 * 3  # read again for every frame
+
+
+def test_watch_needs_a_positive_interval_and_a_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert status_cli.main(["--watch", "0", "--objects", "x.json"]) == 2
+    assert status_cli.main(["--watch", "--json", "--objects", "x.json"]) == 2
+    assert "--watch takes a positive number of seconds" in capsys.readouterr().err
+
+
+def test_save_writes_what_objects_reads_back(mode: str, cluster: dict[str, FakeTenant], tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    dump = tmp_path / "dump.json"
+    assert status_cli.main(["--json", "--save", str(dump)]) == 0
+    live = json.loads(capsys.readouterr().out)
+    assert oct(dump.stat().st_mode & 0o777) == "0o600"
+    saved = json.loads(dump.read_text())
+    for name in ("tenant-a", "tenant-b"):  # the objects as the API served them (in its key order)
+        for key in ("nodes", "pods", "resourcequotas"):
+            assert sorted(json.dumps(o, sort_keys=True) for o in saved[name][key]) == sorted(
+                json.dumps(o, sort_keys=True) for o in recorded(mode)[name][key])
+        assert saved[name]["version"] == "v1.35.5" and saved[name]["readyz"] == "ok"
+    assert status_cli.main(["--json", "--objects", str(dump)]) == 0
+    assert json.loads(capsys.readouterr().out) == live
+
+
+def test_save_keeps_an_unreachable_tenant_as_its_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    down = closed_port_url()
+    install_stack(tmp_path, monkeypatch, {"tenant-b": kubeconfig_for("tenant-b", down, "token-b")})
+    dump = tmp_path / "dump.json"
+    assert status_cli.main(["--json", "--save", str(dump)]) == 1
+    assert json.loads(dump.read_text()) == {"tenant-b": {"error": f"cannot read {down}: connection refused"}}
+    capsys.readouterr()
+    assert status_cli.main(["--json", "--objects", str(dump)]) == 1
+    assert json.loads(capsys.readouterr().out)["tenants"][0]["error"] == f"cannot read {down}: connection refused"
+
+
+def test_large_lists_are_read_page_by_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    data = recorded("sim")
+    template = data["tenant-a"]["pods"][0]
+    pods = []
+    for i in range(1234):  # more than two pages of 500
+        pod = copy.deepcopy(template)
+        pod["metadata"]["name"] = f"a-infer-6c9f7d8b5-{i:05d}"
+        pod["metadata"]["annotations"][hami.DEVICES_ALLOCATED_ANNOTATION] = (
+            pod["metadata"]["annotations"][hami.DEVICES_ALLOCATED_ANNOTATION].replace(",10240,20:", ",16,0:"))
+        pods.append(pod)
+    data["tenant-a"]["pods"] = pods
+    with fake_cluster({"tenant-a": data["tenant-a"]}) as tenants:
+        install_stack(tmp_path, monkeypatch, {"tenant-a": tenants["tenant-a"].kubeconfig()})
+        assert status_cli.main(["--json"]) == 0
+        queries = [q for p, q in zip(tenants["tenant-a"].requests, tenants["tenant-a"].queries, strict=True)
+                   if p == "/api/v1/pods"]
+    assert len(queries) == 3 and "continue=" not in queries[0] and all("continue=" in q for q in queries[1:])
+    (gpu,) = json.loads(capsys.readouterr().out)["tenants"][0]["gpus"]
+    assert gpu["slots_used"] == 1234 and gpu["memory_allocated"] == 1234 * 16

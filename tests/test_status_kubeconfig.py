@@ -143,3 +143,58 @@ def test_make_kubeconfig_without_tenant_names_the_variable(tmp_path: Path) -> No
     done = run_make("kubeconfig", f"STATE_DIR={tmp_path}", env=dict(os.environ))
     assert done.returncode != 0 and done.stdout == ""
     assert done.stderr.splitlines()[0] == "kubeconfig: set TENANT=<name>, e.g. make kubeconfig TENANT=tenant-a"
+
+
+def eval_kubeconfig_env(args: str, env: dict[str, str]) -> tuple[int, str, str]:
+    """What a user's shell does with `eval "$(make -s kubeconfig-env ...)"`: (eval's status, KUBECONFIG, stderr)."""
+    script = (f'export KUBECONFIG=/home/user/.kube/other-cluster; eval "$(make -s kubeconfig-env {args})"; '
+              'status=$?; printf "%s\\n%s\\n" "$status" "$KUBECONFIG"')
+    done = subprocess.run(["bash", "-c", script], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    status, kubeconfig = done.stdout.splitlines()[-2:]
+    return int(status), kubeconfig, done.stderr
+
+
+@pytest.mark.skipif(shutil.which("make") is None or shutil.which("bash") is None, reason="make or bash missing")
+def test_kubeconfig_env_sets_kubeconfig_or_points_it_nowhere_and_fails(stub: Path, tmp_path: Path) -> None:
+    env = dict(os.environ)
+    status, kubeconfig, _ = eval_kubeconfig_env(f"TENANT=tenant-a STATE_DIR={tmp_path}", env)
+    assert status == 0 and kubeconfig == str(tmp_path / "kubeconfigs" / "dev-tenant-a.kubeconfig")
+    assert "secret-token-tenant-a" in Path(kubeconfig).read_text()
+    # Every failure: the previous value (another cluster) is gone, the variable is not empty (kubectl would
+    # then read ~/.kube/config), and eval's status is not 0.
+    for args, said in ((f"TENANT=tenant-z STATE_DIR={tmp_path}", "has no tenant 'tenant-z'"),
+                       (f"STATE_DIR={tmp_path}", "set TENANT=<name>"),
+                       (f"TENANT=tenant-a STACK=nope STATE_DIR={tmp_path}", "no stack named 'nope'")):
+        status, kubeconfig, err = eval_kubeconfig_env(args, env)
+        assert (status, kubeconfig) == (1, "/dev/null"), args
+        assert said in err and "KUBECONFIG=/dev/null" in err
+
+
+def test_a_kubeconfig_of_dev_null_reaches_no_cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The official client, like client-go's loading rules, reads only the files KUBECONFIG names when it is
+    set (not ~/.kube/config): /dev/null is no configuration at all."""
+    from kubernetes import config
+    from kubernetes.config.config_exception import ConfigException
+
+    home = tmp_path / "home"
+    (home / ".kube").mkdir(parents=True)
+    (home / ".kube" / "config").write_text(kubeconfig_for_home())
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("KUBECONFIG", "/dev/null")
+    import importlib
+
+    from kubernetes.config import kube_config
+
+    importlib.reload(kube_config)  # the default location is read from the environment at import
+    try:
+        with pytest.raises(ConfigException):
+            config.load_kube_config(config_file=kube_config.KUBE_CONFIG_DEFAULT_LOCATION)
+    finally:
+        monkeypatch.undo()
+        importlib.reload(kube_config)
+
+
+def kubeconfig_for_home() -> str:
+    return ("apiVersion: v1\nkind: Config\ncurrent-context: other\nclusters: [{name: other, cluster: "
+            "{server: 'https://other.example:6443'}}]\ncontexts: [{name: other, context: {cluster: other, "
+            "user: u}}]\nusers: [{name: u, user: {token: t}}]\n")

@@ -1,0 +1,147 @@
+"""`make tenants` against the recorded tenants, each served by its own fake API server (tests/fake_apiserver.py)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fake_apiserver import FakeTenant, closed_port_url, kubeconfig_for, recorded
+from harness import REPO
+from test_status import install_stack
+
+from gpu_tenancy import hami, tenants, tenants_cli
+
+
+@pytest.fixture
+def servers() -> Iterator[dict[str, FakeTenant]]:
+    objects = recorded("real")
+    started = {name: FakeTenant(name, objects[name]).start() for name in objects}
+    try:
+        yield started
+    finally:
+        for server in started.values():
+            server.stop()
+
+
+def stack_file(tmp_path: Path, counts: dict[str, int]) -> Path:
+    """A stack file declaring `counts[tenant]` L4s per tenant (NVML's name and MiB for the card)."""
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_text(json.dumps({"config": {"gpu-tenancy:mode": "sim", "gpu-tenancy:tenants": [
+        {"name": name, "gpus": [{"model": "NVIDIA L4", "memoryMiB": 23034, "count": n}]} for name, n in counts.items()
+    ]}}))
+    return path
+
+
+def test_one_row_per_tenant_with_version_control_plane_nodes_gpus_and_pods(
+    servers: dict[str, FakeTenant], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    install_stack(tmp_path, monkeypatch, {name: s.kubeconfig() for name, s in servers.items()})
+    declared = stack_file(tmp_path, {"tenant-a": 1, "tenant-b": 2})
+    assert tenants_cli.main(["--json", "--stack-file", str(declared)]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows == [
+        {"tenant": "tenant-a", "endpoint": "127.0.0.1:6443", "version": "v1.35.5", "control_plane": "ready",
+         "nodes_ready": 1, "nodes_total": 1, "gpus_registered": 1, "gpus_declared": 1, "pods_holding_gpus": 4,
+         "pending_gpu_pods": 0, "problems": [], "healthy": True},
+        # real mode: the nvidia-smi pod has Succeeded, so it holds nothing; b-train waits (wrong card type)
+        {"tenant": "tenant-b", "endpoint": "127.0.0.1:6443", "version": "v1.35.5", "control_plane": "ready",
+         "nodes_ready": 1, "nodes_total": 1, "gpus_registered": 2, "gpus_declared": 2, "pods_holding_gpus": 2,
+         "pending_gpu_pods": 1, "problems": [], "healthy": True},
+    ]
+    for server in servers.values():
+        assert {"/version", "/readyz"} <= set(server.requests)
+
+
+def test_table_and_an_unreachable_tenant_is_a_row_that_says_so(
+    servers: dict[str, FakeTenant], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    down = closed_port_url()
+    install_stack(tmp_path, monkeypatch, {"tenant-a": servers["tenant-a"].kubeconfig(),
+                                          "tenant-b": kubeconfig_for("tenant-b", down, "token-b")})
+    declared = stack_file(tmp_path, {"tenant-a": 1, "tenant-b": 2})
+    assert tenants_cli.main(["--stack-file", str(declared), "--width", "200"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["TENANT", "VERSION", "CONTROL", "PLANE", "ENDPOINT", "NODES", "GPUS", "HOLDING",
+                              "PENDING", "HEALTH"]
+    assert out[1].split() == ["tenant-a", "v1.35.5", "ready", "127.0.0.1:6443", "1/1", "1/1", "4", "0", "healthy"]
+    assert out[2].split()[:8] == ["tenant-b", "-", "unreachable", "127.0.0.1:6443", "-", "-/2", "-", "-"]
+    assert f"unreachable: cannot read {down}: connection refused" in out[2]
+    assert out[3].startswith("2 tenant(s), 1 not healthy")
+
+
+@pytest.mark.parametrize(("change", "problem"), [
+    ("not-ready", "control plane not ready: etcd, etcd-readiness"),
+    ("node-not-ready", "node(s) not Ready: gpu-l4-01"),
+    ("no-node", "no node joined; 0 GPU(s) registered, 2 declared"),
+    ("gpu-missing", "1 GPU(s) registered, 2 declared"),
+    ("gpu-unhealthy", "1 GPU(s) registered unhealthy"),
+])
+def test_what_makes_a_tenant_unhealthy(change: str, problem: str) -> None:
+    objects = copy.deepcopy(recorded("real")["tenant-b"])
+    readyz = "ok"
+    if change == "not-ready":
+        server = FakeTenant("tenant-b", objects, ready=False).start()
+        try:
+            from gpu_tenancy.status_kube import read_tenant
+
+            read = read_tenant(server.kubeconfig(), probes=True)
+        finally:
+            server.stop()
+        readyz = str(read.readyz)
+    (node,) = objects["nodes"]
+    annotations = node["metadata"]["annotations"]
+    devices = json.loads(annotations[hami.NODE_REGISTER_ANNOTATION])
+    if change == "node-not-ready":
+        node["status"]["conditions"][0]["status"] = "Unknown"
+    if change == "no-node":
+        objects["nodes"] = []
+    if change == "gpu-missing":
+        annotations[hami.NODE_REGISTER_ANNOTATION] = json.dumps(devices[:1])
+    if change == "gpu-unhealthy":
+        devices[0].pop("health")  # Go's omitempty: a card reported unhealthy has no "health" key
+        annotations[hami.NODE_REGISTER_ANNOTATION] = json.dumps(devices)
+    from gpu_tenancy.status import TenantObjects
+
+    row = tenants.health("tenant-b", TenantObjects(objects["nodes"], objects["pods"], objects["resourcequotas"],
+                                                   "v1.35.5", readyz), "10.0.0.1:6443", 2)
+    assert "; ".join(row.problems) == problem and not row.healthy
+
+
+def test_declared_gpus_come_from_the_stack_file_as_the_program_reads_it(tmp_path: Path) -> None:
+    assert tenants.declared_gpus(REPO / "Pulumi.dev.yaml") == {"tenant-a": 1, "tenant-b": 2}
+    assert tenants.declared_gpus(tmp_path / "Pulumi.none.yaml") is None
+    bad = tmp_path / "Pulumi.bad.yaml"
+    bad.write_text("config:\n  gpu-tenancy:tenants:\n    - name: Tenant_A\n      gpus: []\n")
+    with pytest.raises(ValueError, match=r"Pulumi.bad.yaml: gpu-tenancy:tenants: "):
+        tenants.declared_gpus(bad)
+
+
+def test_a_dump_from_status_save_is_read_offline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    dump = tmp_path / "dump.json"
+    objects = recorded("sim")
+    dump.write_text(json.dumps({name: {**o, "version": "v1.35.5", "readyz": "ok"} for name, o in objects.items()}))
+    assert tenants_cli.main(["--objects", str(dump), "--json", "--tenant", "tenant-b"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert (row["tenant"], row["gpus_registered"], row["pods_holding_gpus"], row["pending_gpu_pods"]) == (
+        "tenant-b", 2, 2, 1)
+    assert row["gpus_declared"] is None  # no stack file given: nothing to compare with
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_make_tenants(servers: dict[str, FakeTenant], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    install_stack(tmp_path, monkeypatch, {name: s.kubeconfig() for name, s in servers.items()})
+    done = subprocess.run(["make", "-s", "-o", ".venv/bin/.installed", "tenants", "JSON=1", "TENANT=tenant-a",
+                           f"STATE_DIR={tmp_path}"], cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ))
+    assert done.returncode == 0, done.stderr
+    (row,) = json.loads(done.stdout)
+    # the repository's Pulumi.dev.yaml declares tenant-a's one A100
+    assert row["tenant"] == "tenant-a" and row["gpus_declared"] == 1 and row["healthy"] is True
