@@ -1,14 +1,33 @@
 from __future__ import annotations
 
+import importlib
+import os
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
+# `make mutation` runs the tests from a copy of the repository (mutants/), one level further down.
+SHARED = Path(os.environ.get("GPU_TENANCY_SHARED") or REPO.parent / "shared")
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+
+# Property tests: derandomised in CI (`.ci/run` sets CI=true) so a verdict never depends on the seed; randomised
+# with more examples locally, where a new counterexample is worth finding. HYPOTHESIS_PROFILE picks one.
+settings.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True)
+settings.register_profile("local", max_examples=400, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "local"))
+
+# The policy pack imports its modules as top-level names (the engine runs it from policies/). Under mutmut,
+# whose mutants know a module by its path (policies.gpu_policies), the top-level names are aliased to the
+# package modules so that a mutant is switched on where the tests call it.
+POLICY_MODULES = ("policy_lib", "policy_common", "gpu_policies", "isolation_policies", "pinning_policies",
+                  "tenant_policies")
+if "MUTANT_UNDER_TEST" in os.environ:
+    for _name in POLICY_MODULES:
+        sys.modules.setdefault(_name, importlib.import_module(f"policies.{_name}"))
 
 
 @pytest.fixture
