@@ -102,7 +102,7 @@ test: lint typecheck unit ## lint + typecheck + unit
 # Mutation testing (mutmut, configured under [tool.mutmut] in pyproject.toml): MODULES="gpu_tenancy/netpool.py"
 # runs one module's mutants. The first run collects which tests reach which function (about a full suite's time);
 # later runs reuse that and rerun only the mutants of changed functions. Property tests run derandomised.
-MUTATION_MODULES := $(shell sed -n '/^only_mutate = \[/,/^\]/s/^ *"\([^"]*\)",*/\1/p' pyproject.toml)
+MUTATION_MODULES = $(shell sed -n '/^only_mutate = \[/,/^\]/s/^ *"\([^"]*\)",*/\1/p' pyproject.toml 2>/dev/null)
 MODULES ?= $(MUTATION_MODULES)
 mutation: venv ## Mutation score per module (MODULES="gpu_tenancy/netpool.py ..." for some); exit 1 below 85 %
 	@mkdir -p mutants && ln -sfn ../.venv mutants/.venv
