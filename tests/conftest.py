@@ -17,7 +17,7 @@ if str(REPO) not in sys.path:
 # Property tests: derandomised in CI (`.ci/run` sets CI=true) so a verdict never depends on the seed; randomised
 # with more examples locally, where a new counterexample is worth finding. HYPOTHESIS_PROFILE picks one.
 settings.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True)
-settings.register_profile("local", max_examples=400, deadline=None)
+settings.register_profile("local", max_examples=400, deadline=None, derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "local"))
 
 # The policy pack imports its modules as top-level names (the engine runs it from policies/). Under mutmut,
