@@ -50,7 +50,7 @@ def test_one_address_is_the_top_usable_one() -> None:
 
 @pytest.mark.parametrize("needed", [0, -1])
 def test_no_addresses_is_a_programming_error(needed: int) -> None:
-    with pytest.raises(ValueError, match="^addresses_needed must be at least 1$"):
+    with pytest.raises(ValueError, match=r"^addresses_needed must be at least 1$"):
         select_pool("lab", [{"subnet": "10.0.0.0/24"}], needed)
 
 
