@@ -3,6 +3,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,14 +31,18 @@ if "MUTANT_UNDER_TEST" in os.environ:
         sys.modules.setdefault(_name, importlib.import_module(f"policies.{_name}"))
 
 
-@pytest.fixture(autouse=True)
-def _no_mutmut_stats_in_subprocesses(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture(autouse=True, scope="session")
+def _no_mutmut_stats_in_subprocesses() -> Iterator[None]:
     """While mutmut collects which tests reach which function, a process a test starts (the policy analyzer,
     a second program run) would try to record too, from a directory without mutmut's configuration. The
     variable is left out of their environment; mutmut itself keeps its own copy of it. Mutants are still
     switched on in such processes."""
-    if os.environ.get("MUTANT_UNDER_TEST") == "stats":
-        monkeypatch.delenv("MUTANT_UNDER_TEST")
+    stats = os.environ.get("MUTANT_UNDER_TEST") == "stats"
+    if stats:
+        del os.environ["MUTANT_UNDER_TEST"]
+    yield
+    if stats:
+        os.environ["MUTANT_UNDER_TEST"] = "stats"
 
 
 @pytest.fixture
