@@ -73,3 +73,12 @@ def test_a_network_without_subnets_says_it_has_none() -> None:
 def test_a_pools_range_and_size_count_both_ends() -> None:
     pool = AddressPool(subnet="10.0.0.0/24", first="10.0.0.250", last="10.0.0.254")
     assert (pool.range, pool.size) == ("10.0.0.250-10.0.0.254", 5)
+
+
+@pytest.mark.parametrize(("needed", "prefix"), [(1, 30), (2**22 - 1, 9), (2**22, 8), (2**23, 8)])
+def test_the_subnet_size_asked_for_is_the_smallest_that_holds_the_pool_and_never_beyond_a_slash_8(
+    needed: int, prefix: int
+) -> None:
+    # /9: 2**23 / 2 - 1 = 4194303 addresses in its upper half; /8 is the largest subnet the message names.
+    with pytest.raises(PoolError, match=rf"use a larger subnet \(at least /{prefix}\)$"):
+        select_pool("lab", [{"subnet": "10.0.0.0/31"}], needed)
