@@ -24,7 +24,7 @@ from pydantic import (
     model_validator,
 )
 
-from gpu_tenancy import addressing, kind, nvml_mock, versions
+from gpu_tenancy import addressing, image_pins, kind, nvml_mock, versions
 from gpu_tenancy.manifests import KONNECTIVITY_PORT, TCP_PORT, DeviceLayer
 
 NAMESPACE = "gpu-tenancy"
@@ -41,17 +41,23 @@ MAX_TENANT_MINOR = 36
 MIN_TENANT_MINOR = 30
 
 
-def image_tag(image: str) -> str:
-    """The tag of an image reference (digest stripped); '' when it has none."""
-    name = image.split("@", 1)[0]
-    last = name.rsplit("/", 1)[-1]
-    return last.split(":", 1)[1] if ":" in last else ""
+image_tag = image_pins.image_tag
 
 
 def _pinned(image: str) -> str:
-    if image_tag(image) in ("", "latest"):
-        raise ValueError(f"{image!r} must carry an explicit tag other than 'latest'")
+    problem = image_pins.image_problem(image)
+    if problem:
+        raise ValueError(f"image {image!r} {problem}")
     return image
+
+
+def _pinned_tag(tag: str) -> str:
+    problem = image_pins.tag_problem(tag)
+    if problem:
+        # An empty tag lets the chart fall back to its own default: Kamaji's chart then runs `latest`.
+        hint = "the chart would fall back to its own default tag" if not tag.strip() else "it can move"
+        raise ValueError(f"tag {problem} ({hint}); set an exact release tag")
+    return tag
 
 
 def _ipv4(value: str) -> str:
@@ -70,6 +76,7 @@ def _dns1123(value: str) -> str:
 
 DnsLabel = Annotated[str, AfterValidator(_dns1123)]
 PinnedImage = Annotated[str, AfterValidator(_pinned)]
+PinnedTag = Annotated[str, AfterValidator(_pinned_tag)]
 
 
 class ConfigError(ValueError):
@@ -110,7 +117,8 @@ class ContainerGpuRequest(_Model):
 class WorkloadConfig(_Model):
     name: DnsLabel
     replicas: int = Field(default=1, ge=0, le=1000)
-    image: PinnedImage = "registry.k8s.io/pause:3.10"
+    # The pause release kubeadm 1.35 pins (kubernetes cmd/kubeadm/app/constants PauseVersion).
+    image: PinnedImage = "registry.k8s.io/pause:3.10.1"
     containers: list[ContainerGpuRequest] = Field(min_length=1)
     use_gpu_type: list[str] = Field(default_factory=list, alias="useGpuType")
     nouse_gpu_type: list[str] = Field(default_factory=list, alias="noUseGpuType")
@@ -223,9 +231,9 @@ class VersionsConfig(_Model):
     cert_manager: str = Field(default=versions.CERT_MANAGER_CHART_VERSION, alias="certManager")
     metallb: str = versions.METALLB_CHART_VERSION
     kamaji_chart: str = Field(default=versions.KAMAJI_CHART_VERSION, alias="kamajiChart")
-    kamaji_image_tag: str = Field(default=versions.KAMAJI_IMAGE_TAG, alias="kamajiImageTag")
+    kamaji_image_tag: PinnedTag = Field(default=versions.KAMAJI_IMAGE_TAG, alias="kamajiImageTag")
     hami: str = versions.HAMI_CHART_VERSION
-    hami_image_tag: str = Field(default=versions.HAMI_IMAGE_TAG, alias="hamiImageTag")
+    hami_image_tag: PinnedTag = Field(default=versions.HAMI_IMAGE_TAG, alias="hamiImageTag")
     kindnetd_image: PinnedImage = Field(default=versions.KINDNETD_IMAGE, alias="kindnetdImage")
     # sim-nvml: the NVIDIA/k8s-test-infra commit the mock NVML image is built from (a full SHA: a tag or
     # branch could move under the same image name).

@@ -41,7 +41,11 @@ BAD_CONFIGS: list[tuple[str, dict[str, Any], str]] = [
     ("headroom replaced", with_tenants({"name": "a", "gpus": [A100]}, metallb={"headroom": 8}), "gpu-tenancy:metallb.headroom: is replaced by metallb.poolSize"),
     ("zero pool", with_tenants({"name": "a", "gpus": [A100]}, metallb={"poolSize": 0}), "gpu-tenancy:metallb.poolSize: "),
     ("pool too small", with_tenants({"name": "a", "gpus": [A100]}, {"name": "b", "gpus": [A100]}, metallb={"poolSize": 1}), "gpu-tenancy:metallb.poolSize: 1 addresses for 2 tenants' control planes"),
-    ("unpinned workload image", with_tenants({"name": "a", "gpus": [A100], "workloads": [{"name": "w", "image": "nginx", "containers": [{"gpus": 1, "gpumemMiB": 1024}]}]}), "gpu-tenancy:tenants[0].workloads[0].image: 'nginx' must carry an explicit tag"),
+    ("unpinned workload image", with_tenants({"name": "a", "gpus": [A100], "workloads": [{"name": "w", "image": "nginx", "containers": [{"gpus": 1, "gpumemMiB": 1024}]}]}), "gpu-tenancy:tenants[0].workloads[0].image: image 'nginx' has no tag"),
+    ("moving workload image", with_tenants({"name": "a", "gpus": [A100], "workloads": [{"name": "w", "image": "ghcr.io/x/app:main", "containers": [{"gpus": 1, "gpumemMiB": 1024}]}]}), "gpu-tenancy:tenants[0].workloads[0].image: image 'ghcr.io/x/app:main' tag 'main' is a moving tag"),
+    ("minor-line workload image", with_tenants({"name": "a", "gpus": [A100], "workloads": [{"name": "w", "image": "python:3.11", "containers": [{"gpus": 1, "gpumemMiB": 1024}]}]}), "gpu-tenancy:tenants[0].workloads[0].image: image 'python:3.11' tag '3.11' is not an exact release"),
+    ("empty kamaji tag", with_tenants({"name": "a", "gpus": [A100]}, versions={"kamajiImageTag": ""}), "gpu-tenancy:versions.kamajiImageTag: tag is empty (the chart would fall back to its own default tag)"),
+    ("moving hami tag", with_tenants({"name": "a", "gpus": [A100]}, versions={"hamiImageTag": "latest"}), "gpu-tenancy:versions.hamiImageTag: tag 'latest' is a moving tag"),
     ("zero memory quota", with_tenants({"name": "a", "gpus": [A100], "quota": {"limits.nvidia.com/gpumem": 0}}), "gpu-tenancy:tenants[0].quota: quota 'limits.nvidia.com/gpumem' must be >= 1"),
     ("unknown quota key", with_tenants({"name": "a", "gpus": [A100], "quota": {"requests.cpu": 1}}), "gpu-tenancy:tenants[0].quota: unknown quota key"),
 ]
