@@ -15,10 +15,11 @@ import pulumi_kubernetes as k8s
 
 from components.kamaji import Kamaji, KamajiArgs
 from components.kind_cluster import KindCluster, KindClusterArgs
+from components.host_identity import HostIdentities, HostIdentitiesArgs
 from components.metallb import MetalLB, MetalLBArgs
 from components.nvml_mock_image import NvmlMockImage, NvmlMockImageArgs
 from components.tenant import Tenant, TenantArgs
-from gpu_tenancy.config import NAMESPACE, SECRET_KEYS, ConfigError, StackConfig, load_config
+from gpu_tenancy.config import NAMESPACE, SECRET_KEYS, ConfigError, StackConfig, load_config, resolve_host
 
 
 def decode_config_value(value: str | None) -> object:
@@ -42,7 +43,7 @@ def read_config() -> StackConfig:
             raw[short] = decode_config_value(pulumi.Config(NAMESPACE).get(short))
     secret_keys = frozenset(key for key in SECRET_KEYS if pulumi.runtime.is_config_secret(prefix + key))
     try:
-        return load_config(raw, secret_keys)
+        return load_config(raw, secret_keys, resolve=resolve_host)
     except ConfigError as error:
         raise pulumi.RunError(str(error)) from None
 
@@ -113,6 +114,19 @@ nvml_mock_image = (
     else None
 )
 
+# real: no host is prepared before every host's machine id shows it is listed once.
+hosts_ready: list[pulumi.Resource] = []
+if not config.simulated:
+    assert config.ssh_private_key is not None  # load_config requires it in mode real
+    identities = HostIdentities(
+        "hosts",
+        HostIdentitiesArgs(
+            hosts=[(tenant.name, host) for tenant in config.tenants for host in tenant.workers],
+            ssh_private_key=pulumi.Output.secret(config.ssh_private_key.get_secret_value()),
+        ),
+    )
+    hosts_ready.append(identities.gate)
+
 # One tenant each: independent of one another, so the engine builds them in parallel.
 tenants = {
     tenant.name: Tenant(
@@ -124,6 +138,7 @@ tenants = {
             management_provider=management,
             depends_on=tenants_ready,
             nvml_mock_image=nvml_mock_image,
+            hosts_ready=hosts_ready,
         ),
     )
     for tenant in config.tenants

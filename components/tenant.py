@@ -8,12 +8,13 @@ GPU hosts over SSH and runs HAMi's device plugin on their driver.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components.bootstrap_token import BootstrapToken, BootstrapTokenArgs
+from components.gpu_access import GpuAccessPolicy, GpuAccessPolicyArgs
 from components.hami import Hami, HamiArgs
 from components.host_worker import HostWorker, HostWorkerArgs
 from components.inventory_check import InventoryCheck, InventoryCheckArgs
@@ -37,6 +38,8 @@ class TenantArgs:
     depends_on: list[pulumi.Resource]
     # sim-nvml: the stack's one build of NVIDIA's mock NVML image.
     nvml_mock_image: NvmlMockImage | None = None
+    # real: what a host's preparation waits for (HostIdentities: no machine listed twice).
+    hosts_ready: list[pulumi.Resource] = field(default_factory=list)
 
 
 class Tenant(pulumi.ComponentResource):
@@ -83,10 +86,17 @@ class Tenant(pulumi.ComponentResource):
             ),
             child,
         )
+        # Before any pod: GPUs only through HAMi, the same refusals in every mode.
+        gpu_access = GpuAccessPolicy(
+            f"{name}-gpu-access",
+            GpuAccessPolicyArgs(tenant=tenant, provider=control_plane.provider, depends_on=[control_plane]),
+            child,
+        )
         if args.stack.simulated:
             self.nodes, gpu_ready = self._simulated_node(name, args, control_plane, pod_cidr, service_cidr)
         else:
             self.nodes, gpu_ready = self._gpu_hosts(name, args, control_plane, pod_cidr)
+        gpu_ready = [*gpu_ready, gpu_access]
         if workloads.has_workloads(args.config):
             Workloads(
                 f"{name}-workloads",
@@ -274,7 +284,7 @@ class Tenant(pulumi.ComponentResource):
                         ca_cert_hash=control_plane.ca_cert_hash,
                         kubeconfig=control_plane.kubeconfig,
                         bootstrap=bootstrap,
-                        depends_on=[control_plane, bootstrap.mint],
+                        depends_on=[control_plane, bootstrap.mint, *args.hosts_ready],
                     ),
                     child,
                 )

@@ -7,8 +7,11 @@ the problem, e.g. ``gpu-tenancy:tenants[1].name: 'Tenant_B' is not a DNS-1123 la
 
 from __future__ import annotations
 
+import base64
 import ipaddress
 import re
+import socket
+from collections.abc import Callable
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
@@ -134,6 +137,40 @@ class WorkloadConfig(_Model):
 QUOTA_KEYS = ("limits.nvidia.com/gpu", "limits.nvidia.com/gpumem", "limits.nvidia.com/gpucores")
 
 
+# Host key types pulumi-command can pin. It offers the server only the key's own type as host key algorithm
+# (pulumi-command v1.2.1 provider/pkg/provider/remote/connection.go SSHConfig: HostKeyAlgorithms =
+# [publicKey.Type()]); for an RSA key that is `ssh-rsa`, i.e. SHA-1 signatures, which OpenSSH 8.8+ servers
+# no longer offer, so an RSA host key would never connect.
+HOST_KEY_TYPES = (
+    "ssh-ed25519", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521",
+    "sk-ssh-ed25519@openssh.com", "sk-ecdsa-sha2-nistp256@openssh.com",
+)
+
+
+def _host_key(value: str) -> str:
+    """An OpenSSH public key line `<type> <base64> [comment]`, as `ssh-keyscan` prints after the host."""
+    fields = value.split()
+    if fields and fields[0] not in HOST_KEY_TYPES and len(fields) >= 3:
+        fields = fields[1:]  # a whole `ssh-keyscan` line: drop the leading host
+    if len(fields) < 2:
+        raise ValueError("is not an SSH public key line '<type> <base64>' (from ssh-keyscan)")
+    if fields[0] == "ssh-rsa":
+        raise ValueError(
+            "is an RSA key, which pulumi-command would negotiate as ssh-rsa (SHA-1) and OpenSSH 8.8+ refuses; "
+            "use the host's ed25519 key (ssh-keyscan -t ed25519 <address>)"
+        )
+    if fields[0] not in HOST_KEY_TYPES:
+        raise ValueError(f"key type {fields[0]!r} is not one of {', '.join(HOST_KEY_TYPES)}")
+    try:
+        blob = base64.b64decode(fields[1], validate=True)
+    except ValueError:
+        raise ValueError("is not valid base64 after the key type") from None
+    length = int.from_bytes(blob[:4], "big") if len(blob) >= 4 else -1
+    if blob[4 : 4 + length].decode(errors="replace") != fields[0]:
+        raise ValueError(f"its key data is not a {fields[0]} key")
+    return f"{fields[0]} {fields[1]}"
+
+
 class WorkerHostConfig(_Model):
     """A real GPU host (mode real), prepared and joined to its tenant over SSH."""
 
@@ -141,6 +178,8 @@ class WorkerHostConfig(_Model):
     address: Annotated[str, StringConstraints(min_length=1)]
     user: Annotated[str, StringConstraints(pattern=r"^[a-z_][a-z0-9_-]*$")]
     port: int = Field(default=22, gt=0, lt=65536)
+    # Required in mode real (mode_errors): without it pulumi-command accepts any host key.
+    host_key: Annotated[str, AfterValidator(_host_key)] | None = Field(default=None, alias="hostKey")
 
     @field_validator("address")
     @classmethod
@@ -415,7 +454,55 @@ def _first_error_line(error: ValidationError) -> str:
     return f"{_format_location(location)}: {message}"
 
 
-def mode_errors(config: StackConfig, raw: Mapping[str, Any]) -> list[tuple[str, str]]:
+Resolver = Callable[[str], set[str]]
+
+
+def resolve_host(address: str) -> set[str]:
+    """Every IP address a worker address stands for (itself for an IP); empty when it does not resolve."""
+    try:
+        return {str(ipaddress.ip_address(address))}
+    except ValueError:
+        pass
+    try:
+        return {str(info[4][0]) for info in socket.getaddrinfo(address, None)}
+    except OSError:
+        return set()
+
+
+def _literal_address(address: str) -> set[str]:
+    try:
+        return {str(ipaddress.ip_address(address))}
+    except ValueError:
+        return {address.lower()}
+
+
+def _duplicate_hosts(config: StackConfig, resolve: Resolver | None) -> list[tuple[str, str]]:
+    """A machine listed twice (same address, or a name resolving to another worker's address) in any tenant:
+    both joins would "succeed" and destroying one would `kubeadm reset` the other's host."""
+    errors: list[tuple[str, str]] = []
+    seen: dict[str, tuple[str, str, str]] = {}  # address -> (tenant, worker, as written)
+    for tenant_index, tenant in enumerate(config.tenants):
+        for worker_index, host in enumerate(tenant.workers):
+            addresses = _literal_address(host.address) | (resolve(host.address) if resolve else set())
+            clash = next((seen[a] for a in sorted(addresses) if a in seen), None)
+            if clash:
+                first_tenant, first_worker, written = clash
+                same = "" if written == host.address else f" ({written} and {host.address} resolve to the same address)"
+                errors.append(
+                    (
+                        f"tenants[{tenant_index}].workers[{worker_index}].address",
+                        f"host {host.address} is already a worker of tenant {first_tenant} ({first_worker}){same}; "
+                        "a machine joins one tenant once",
+                    )
+                )
+            for address in addresses:
+                seen.setdefault(address, (tenant.name, host.name, host.address))
+    return errors
+
+
+def mode_errors(
+    config: StackConfig, raw: Mapping[str, Any], resolve: Resolver | None = None
+) -> list[tuple[str, str]]:
     """Settings that belong to the other mode, or that the chosen mode needs: (key, problem)."""
     errors: list[tuple[str, str]] = []
     if config.simulated:
@@ -475,18 +562,18 @@ def mode_errors(config: StackConfig, raw: Mapping[str, Any]) -> list[tuple[str, 
         errors.append(("metallb.addresses", "is required when MetalLB is enabled in mode 'real'"))
     if config.metallb.addresses and not config.metallb.enabled:
         errors.append(("metallb.addresses", "is set but metallb.enabled is not true"))
-    # A host joins one control plane only: two tenants sharing it would share its GPUs.
-    owners: dict[str, str] = {}
-    for tenant_index, owner in enumerate(config.tenants):
-        for worker_index, host in enumerate(owner.workers):
-            first = owners.setdefault(host.address, owner.name)
-            if first != owner.name:
+    for index, tenant in enumerate(config.tenants):
+        for worker_index, host in enumerate(tenant.workers):
+            if host.host_key is None:
                 errors.append(
                     (
-                        f"tenants[{tenant_index}].workers[{worker_index}].address",
-                        f"host {host.address} is already a worker of tenant {first}",
+                        f"tenants[{index}].workers[{worker_index}].hostKey",
+                        f"worker {host.name} has no SSH host key, so anyone between here and {host.address} would "
+                        f"receive its join token; set it from `ssh-keyscan -t ed25519 -p {host.port} {host.address}` "
+                        "after checking the fingerprint on the host (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub)",
                     )
                 )
+    errors += _duplicate_hosts(config, resolve)
     return errors
 
 
@@ -517,11 +604,15 @@ def _nvml_mock_errors(config: StackConfig) -> list[tuple[str, str]]:
     return errors
 
 
-def load_config(raw: Mapping[str, Any], secret_keys: frozenset[str] = frozenset()) -> StackConfig:
+def load_config(
+    raw: Mapping[str, Any], secret_keys: frozenset[str] = frozenset(), resolve: Resolver | None = None
+) -> StackConfig:
     """Validate the stack's `gpu-tenancy:*` values; raise ConfigError with one line on failure.
 
     `secret_keys` are the keys (without namespace) the stack stores encrypted; a credential key
     outside it fails, so a kubeconfig or SSH key never sits in plain text in `Pulumi.<stack>.yaml`.
+    `resolve` (the program passes `resolve_host`) maps worker addresses to IPs, to refuse one machine
+    listed under two names.
     """
     for key in SECRET_KEYS:
         if key in raw and key not in secret_keys:
@@ -532,7 +623,7 @@ def load_config(raw: Mapping[str, Any], secret_keys: frozenset[str] = frozenset(
         config = StackConfig.model_validate(dict(raw))
     except ValidationError as error:
         raise ConfigError(_first_error_line(error)) from None
-    errors = mode_errors(config, raw) or addressing.collisions(config.address_claims())
+    errors = mode_errors(config, raw, resolve) or addressing.collisions(config.address_claims())
     if errors:
         key, problem = errors[0]
         raise ConfigError(f"{NAMESPACE}:{key}: {problem}")

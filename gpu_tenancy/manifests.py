@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 import yaml
 
-from gpu_tenancy import versions
+from gpu_tenancy import gpu_access, versions
 
 TENANT_LABEL = "gpu-tenancy.io/tenant"
 COMPONENT_LABEL = "gpu-tenancy.io/component"
@@ -231,6 +231,11 @@ def hami_values(
     """HAMi inside a Kamaji tenant, for the tenant's device layer; `device_plugin` adds to the chart's
     devicePlugin values what the plugin needs to reach its devices (nvml_mock.hami_device_plugin_values)."""
     plugin_values: dict[str, Any] = {"enabled": device_layer != "mock-agent", "service": {"type": "ClusterIP"}}
+    if device_layer == "nvidia":
+        # The NVIDIA runtime is not containerd's default on a prepared host (gpu_tenancy/hostprep.py): the chart
+        # creates RuntimeClass `nvidia`, runs the device plugin and its vGPU monitor under it, and the webhook
+        # puts GPU pods under it (gpu_tenancy/gpu_access.py). kind nodes have no such handler: sim modes skip it.
+        plugin_values |= {"runtimeClassName": gpu_access.GPU_RUNTIME_CLASS, "createRuntimeClass": True}
     return {
         "global": {"imageTag": image_tag},
         # mock-device-plugin 1.0.1 (the chart's pin) crashes on the 2.10 ConfigMap (mock PR #18);
@@ -260,6 +265,10 @@ def hami_values(
             # Konnectivity's `cluster` egress. ClusterIP keeps it off node ports.
             "service": {"type": "ClusterIP"},
             "admissionWebhook": {"enabled": True, "failurePolicy": "Ignore"},
+            # Containers that ask for no GPU get NVIDIA_VISIBLE_DEVICES=none from the webhook (pkg/device/nvidia/
+            # device.go MutateAdmission), overriding an image's `ENV NVIDIA_VISIBLE_DEVICES=all` (CUDA images set
+            # it) in a GPU pod's other containers, which run under the NVIDIA runtime too. A string, as the chart.
+            "overwriteEnv": "true",
             "defaultSchedulerPolicy": {"nodeSchedulerPolicy": "binpack", "gpuSchedulerPolicy": "spread"},
         },
         # The plugin runs on nodes labelled gpu=on (the chart's nvidiaNodeSelector), which the program

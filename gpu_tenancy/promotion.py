@@ -38,6 +38,7 @@ _DEVICE_TYPE_PREFIXES = ("command:", "docker:", "random:")
 _DEVICE_TYPES = {
     "gpu-tenancy:worker:Worker",
     "gpu-tenancy:host_worker:HostWorker",
+    "gpu-tenancy:host_identity:HostIdentities",
     "gpu-tenancy:mock_gpu_agent:MockGpuAgent",
     "gpu-tenancy:mock_nvml:MockNvml",
     "gpu-tenancy:nvml_mock_image:NvmlMockImage",

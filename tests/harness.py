@@ -29,7 +29,7 @@ from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.rpc import UNKNOWN
 
-from gpu_tenancy import hami, manifests, nvml_mock
+from gpu_tenancy import hami, hostprep, manifests, nvml_mock
 
 REPO = Path(__file__).resolve().parents[1]
 PROJECT = "gpu-tenancy"
@@ -223,6 +223,7 @@ class LabMocks(Mocks):
         self.unconfigured_providers: set[tuple[str, str]] = set()
         self.provider_reads: list[MockResourceArgs] = []
         self.pending: set[tuple[str, str]] = set()  # custom resources a preview would create
+        self.machine_ids: dict[str, str] = {}  # host address -> /etc/machine-id, where not one per address
 
     def planned_only(self, args: MockResourceArgs) -> bool:
         """A preview that would create this resource: it does not exist yet, its outputs are not known."""
@@ -243,7 +244,7 @@ class LabMocks(Mocks):
         if args.typ.startswith("pulumi:providers:") and _contains_unknown(args.inputs):
             self.unconfigured_providers.add((args.typ, args.name))
         if args.typ in ("command:local:Command", "command:remote:Command"):
-            outputs["stdout"] = UNKNOWN if pending else "apiVersion: v1\nkind: Config\n"
+            outputs["stdout"] = UNKNOWN if pending else self._stdout(args)
         elif args.typ == "random:index/randomString:RandomString":
             outputs["result"] = UNKNOWN if pending else "a" * int(args.inputs["length"])
         elif args.typ == "docker:index/remoteImage:RemoteImage":
@@ -260,6 +261,14 @@ class LabMocks(Mocks):
         id_known_in_preview = args.typ in ("command:local:Command", "command:remote:Command")
         resource_id = UNKNOWN if pending and args.custom and not id_known_in_preview else f"{args.name}-id"
         return (None if resource_id is UNKNOWN else resource_id), outputs
+
+    def _stdout(self, args: MockResourceArgs) -> str:
+        """What a command prints: a host's /etc/machine-id (32 hex, systemd machine-id(5)), by default one per
+        address (`machine_ids` overrides it), else a kubeconfig-shaped text."""
+        if args.inputs.get("create") == hostprep.MACHINE_ID_COMMAND:
+            host = str(unwrap(args.inputs.get("connection") or {}).get("host"))
+            return self.machine_ids.get(host, hashlib.md5(host.encode()).hexdigest()) + "\n"
+        return "apiVersion: v1\nkind: Config\n"
 
     def _exists(self, args: MockResourceArgs, outputs: dict[str, Any]) -> None:
         """Record a resource that exists (created by this `up` or by an earlier one) and its side effects."""
@@ -461,6 +470,7 @@ def record_mocks(
     ipam: list[dict[str, str]] | None = None,
     node_register: dict[str, str] | None = None,
     existing: Collection[tuple[str, str]] | None = None,
+    machine_ids: dict[str, str] | None = None,
 ) -> LabMocks:
     """Like `record_stack`, returning the mocks (resources and invokes).
 
@@ -468,6 +478,7 @@ def record_mocks(
     resource an earlier `up` created, see `created`) previews a change to a deployed stack.
     """
     mocks = LabMocks(unknowns=unknowns, ipam=ipam, node_register=node_register, preview=preview, existing=existing)
+    mocks.machine_ids = dict(machine_ids or {})
     _run(mocks, dev_config() if config is None else config, preview or unknowns, stack)
     return mocks
 

@@ -51,7 +51,8 @@ BAD_CONFIGS: list[tuple[str, dict[str, Any], str]] = [
 ]
 
 
-HOST = {"name": "gpu-01", "address": "10.20.0.11", "user": "ubuntu"}
+HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGRUI7A4r2Oe3N9zclUpPKxk3Z7S4zqycdNpn5Rp/E8V"
+HOST = {"name": "gpu-01", "address": "10.20.0.11", "user": "ubuntu", "hostKey": HOST_KEY}
 SECRETS = {"managementKubeconfig": "apiVersion: v1\nkind: Config\n", "sshPrivateKey": "key"}
 
 
@@ -74,7 +75,39 @@ MODE_CONFIGS: list[tuple[str, dict[str, Any], str]] = [
     ("bad host address", real({"name": "a", "gpus": [A100], "workers": [{**HOST, "address": "not a host!"}]}), "gpu-tenancy:tenants[0].workers[0].address: 'not a host!' is neither"),
     ("duplicate node names", real({"name": "a", "gpus": [A100], "workers": [HOST, {**HOST, "address": "10.20.0.12"}]}), "gpu-tenancy:tenants[0].workers: duplicate worker name(s): gpu-01"),
     ("unknown mismatch policy", real({"name": "a", "gpus": [A100], "workers": [HOST]}, inventoryMismatch="ignore"), "gpu-tenancy:inventoryMismatch: "),
+    ("worker without host key", real({"name": "a", "gpus": [A100], "workers": [{k: v for k, v in HOST.items() if k != "hostKey"}]}),
+     "gpu-tenancy:tenants[0].workers[0].hostKey: worker gpu-01 has no SSH host key, so anyone between here and 10.20.0.11 would receive its join token; set it from `ssh-keyscan -t ed25519 -p 22 10.20.0.11`"),
+    ("rsa host key", real({"name": "a", "gpus": [A100], "workers": [{**HOST, "hostKey": "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQ=="}]}),
+     "gpu-tenancy:tenants[0].workers[0].hostKey: is an RSA key"),
+    ("garbled host key", real({"name": "a", "gpus": [A100], "workers": [{**HOST, "hostKey": "ssh-ed25519 AAAAB3NzaC1yc2EAAAADAQABAAABAQ=="}]}),
+     "gpu-tenancy:tenants[0].workers[0].hostKey: its key data is not a ssh-ed25519 key"),
+    ("same ip written twice", real({"name": "a", "gpus": [A100], "workers": [{**HOST, "address": "fd00::11"}]}, {"name": "b", "gpus": [A100], "workers": [{**HOST, "name": "gpu-02", "address": "fd00:0:0::11"}]}),
+     "gpu-tenancy:tenants[1].workers[0].address: host fd00:0:0::11 is already a worker of tenant a (gpu-01)"),
 ]
+
+
+def test_a_ssh_keyscan_line_is_accepted_as_a_host_key() -> None:
+    config = real({"name": "a", "gpus": [A100], "workers": [{**HOST, "hostKey": f"10.20.0.11 {HOST_KEY} comment"}]})
+    assert load_config(config, frozenset(SECRETS)).tenants[0].workers[0].host_key == HOST_KEY
+
+
+def test_one_machine_under_a_name_and_an_address_is_refused() -> None:
+    """gpu-01.lab resolves to 10.20.0.11: listed for two tenants, one destroy would reset the other's host."""
+    resolved = {"gpu-01.lab": {"10.20.0.11"}, "10.20.0.11": {"10.20.0.11"}, "10.20.0.12": {"10.20.0.12"}}
+    by_name = {**HOST, "name": "gpu-02", "address": "gpu-01.lab"}
+    config = real({"name": "a", "gpus": [A100], "workers": [HOST]}, {"name": "b", "gpus": [A100], "workers": [by_name]})
+    with pytest.raises(ConfigError) as error:
+        load_config(config, frozenset(SECRETS), resolve=lambda address: resolved.get(address, set()))
+    assert str(error.value) == (
+        "gpu-tenancy:tenants[1].workers[0].address: host gpu-01.lab is already a worker of tenant a (gpu-01) "
+        "(10.20.0.11 and gpu-01.lab resolve to the same address); a machine joins one tenant once"
+    )
+    # Within one tenant too.
+    config = real({"name": "a", "gpus": [A100], "workers": [HOST, by_name]})
+    with pytest.raises(ConfigError, match=r"tenants\[0\]\.workers\[1\]\.address: host gpu-01.lab is already"):
+        load_config(config, frozenset(SECRETS), resolve=lambda address: resolved.get(address, set()))
+    # A name that does not resolve here is left to the machine-id check at prepare time.
+    assert load_config(config, frozenset(SECRETS), resolve=lambda address: set())
 
 
 @pytest.mark.parametrize(("case", "config", "expected"), BAD_CONFIGS + MODE_CONFIGS, ids=[c[0] for c in BAD_CONFIGS + MODE_CONFIGS])

@@ -195,7 +195,8 @@ def test_preview_adding_a_gpu_host_to_a_deployed_stack(variant: str, monkeypatch
     before = STACKS[variant]()
     existing = deployed(before, "gpu")
     config = copy.deepcopy(before)
-    config["tenants"][0]["workers"].append({"name": "gpu-a100-02", "address": "10.20.0.13", "user": "ubuntu"})
+    config["tenants"][0]["workers"].append({"name": "gpu-a100-02", "address": "10.20.0.13", "user": "ubuntu",
+                                               "hostKey": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGRUI7A4r2Oe3N9zclUpPKxk3Z7S4zqycdNpn5Rp/E8V"})
     resources = record_engine_view(
         config, stack="gpu", preview=True, existing=existing, node_register=registered_gpus(before)
     )
