@@ -13,9 +13,9 @@ import json
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.host_identity import HostIdentities, HostIdentitiesArgs
 from components.kamaji import Kamaji, KamajiArgs
 from components.kind_cluster import KindCluster, KindClusterArgs
-from components.host_identity import HostIdentities, HostIdentitiesArgs
 from components.metallb import MetalLB, MetalLBArgs
 from components.nvml_mock_image import NvmlMockImage, NvmlMockImageArgs
 from components.tenant import Tenant, TenantArgs
@@ -103,9 +103,11 @@ kamaji = Kamaji(
         chart_version=config.versions.kamaji_chart,
         image_tag=config.versions.kamaji_image_tag,
         depends_on=management_ready,
+        etcd_volume_mib=config.datastore.volume_mib,
+        dedicated_datastores=any(tenant.data_store == "dedicated" for tenant in config.tenants),
     ),
 )
-tenants_ready.append(kamaji.datastore)
+tenants_ready += [kamaji.datastore, *kamaji.issuers]
 
 # sim-nvml: NVIDIA's mock NVML image, built once on this Docker host for every tenant's worker.
 nvml_mock_image = (

@@ -83,6 +83,8 @@ class Tenant(pulumi.ComponentResource):
                 address=args.config.control_plane_address,
                 port=api_port,
                 konnectivity_port=konnectivity_port,
+                data_store=args.config.data_store,
+                etcd_volume_mib=args.stack.datastore.volume_mib,
             ),
             child,
         )

@@ -9,6 +9,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.tenant_datastore import TenantDataStore, TenantDataStoreArgs
 from gpu_tenancy import kubeadm, manifests
 
 TCP_API_VERSION = "kamaji.clastix.io/v1alpha1"
@@ -27,6 +28,9 @@ class TenantControlPlaneArgs:
     address: str | None = None
     port: int = manifests.TCP_PORT
     konnectivity_port: int = manifests.KONNECTIVITY_PORT
+    # "shared": the platform's etcd; "dedicated": an etcd of this tenant's own (TenantDataStore).
+    data_store: str = "shared"
+    etcd_volume_mib: int = 2048
 
 
 class KamajiTenantControlPlane(pulumi.CustomResource):
@@ -83,6 +87,19 @@ class TenantControlPlane(pulumi.ComponentResource):
             metadata={"name": tenant, "labels": manifests.labels(tenant, "control-plane")},
             opts=pulumi.ResourceOptions.merge(on_management, pulumi.ResourceOptions(depends_on=args.depends_on)),
         )
+        data_store, tcp_after = manifests.DATASTORE_NAME, [namespace]
+        if args.data_store == "dedicated":
+            own = TenantDataStore(
+                f"{name}-datastore",
+                TenantDataStoreArgs(
+                    tenant=tenant,
+                    management_provider=args.management_provider,
+                    volume_mib=args.etcd_volume_mib,
+                    depends_on=[namespace],
+                ),
+                pulumi.ResourceOptions(parent=self),
+            )
+            data_store, tcp_after = own.name, [namespace, own.datastore]
         self.tcp = KamajiTenantControlPlane(
             f"{name}-tcp",
             metadata={
@@ -100,8 +117,9 @@ class TenantControlPlane(pulumi.ComponentResource):
                 address=args.address,
                 port=args.port,
                 konnectivity_port=args.konnectivity_port,
+                data_store=data_store,
             ),
-            opts=pulumi.ResourceOptions.merge(on_management, pulumi.ResourceOptions(depends_on=[namespace])),
+            opts=pulumi.ResourceOptions.merge(on_management, pulumi.ResourceOptions(depends_on=tcp_after)),
         )
         # The read's id comes from what Kamaji wrote into the TCP's status, so it stays unknown while the
         # TCP is only planned: the engine then skips the read instead of failing it with "resource ...

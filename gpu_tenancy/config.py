@@ -11,8 +11,7 @@ import base64
 import ipaddress
 import re
 import socket
-from collections.abc import Callable
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -27,7 +26,7 @@ from pydantic import (
     model_validator,
 )
 
-from gpu_tenancy import addressing, image_pins, kind, nvml_mock, versions
+from gpu_tenancy import addressing, datastore, image_pins, kind, nvml_mock, versions
 from gpu_tenancy.manifests import KONNECTIVITY_PORT, TCP_PORT, DeviceLayer
 
 NAMESPACE = "gpu-tenancy"
@@ -202,6 +201,8 @@ class TenantConfig(_Model):
     service_cidr: str | None = Field(default=None, alias="serviceCidr")
     workloads: list[WorkloadConfig] = Field(default_factory=list)
     quota: dict[str, int] = Field(default_factory=dict)
+    # "shared": the platform's etcd, a key prefix per tenant; "dedicated": an etcd of its own (README: Datastore).
+    data_store: Literal["shared", "dedicated"] = Field(default="shared", alias="dataStore")
 
     @field_validator("name")
     @classmethod
@@ -349,6 +350,13 @@ class MetalLBConfig(_Model):
         return values
 
 
+class DataStoreConfig(_Model):
+    """The etcd volumes (the shared one and each dedicated one); etcd's quota is derived (gpu_tenancy/datastore)."""
+
+    volume_mib: int = Field(default=datastore.DEFAULT_VOLUME_MIB, ge=datastore.MIN_VOLUME_MIB, le=1024 * 1024,
+                            alias="volumeMiB")
+
+
 class ControlPlaneConfig(_Model):
     """How tenant API servers are exposed from the management cluster."""
 
@@ -365,6 +373,7 @@ class StackConfig(_Model):
     kind: KindConfig | None = None
     metallb: MetalLBConfig = Field(default_factory=MetalLBConfig)
     control_plane: ControlPlaneConfig = Field(default_factory=ControlPlaneConfig, alias="controlPlane")
+    datastore: DataStoreConfig = Field(default_factory=DataStoreConfig)
     inventory_mismatch: Literal["error", "warn"] = Field(default="error", alias="inventoryMismatch")
     # Secrets (mode real): set with `pulumi config set --secret`; SecretStr keeps them out of reprs.
     management_kubeconfig: SecretStr | None = Field(default=None, alias="managementKubeconfig")

@@ -97,7 +97,8 @@ def runtime_check_script() -> str:
     name = gpu_access.GPU_RUNTIME_CLASS
     return f"""dump="$(containerd config dump)"
 if printf '%s\\n' "$dump" | grep -Eq '^[[:space:]]*default_runtime_name[[:space:]]*=[[:space:]]*"{name}"'; then
-  echo "gpu-tenancy: containerd on $(hostname) runs every pod under the NVIDIA runtime (default_runtime_name = {name}); remove that default (see /etc/containerd/conf.d)" >&2
+  echo "gpu-tenancy: containerd on $(hostname) runs every pod under the NVIDIA runtime \\
+(default_runtime_name = {name}); remove that default (see /etc/containerd/conf.d)" >&2
   exit 1
 fi
 if ! printf '%s\\n' "$dump" | grep -Eq "runtimes[.][\\"']?{name}[\\"']?[.]options[]]"; then

@@ -80,8 +80,9 @@ def metallb_manifest(objects: list[dict[str, Any]]) -> str:
     return yaml.dump_all(objects, Dumper=_YAML_DUMPER, sort_keys=False)
 
 
-def kamaji_values(image_tag: str) -> dict[str, Any]:
+def kamaji_values(image_tag: str, etcd_volume_mib: int = 2048) -> dict[str, Any]:
     """Kamaji sized for one host; the DataStore is declared by the program to gate on readiness."""
+    from gpu_tenancy import datastore  # datastore builds on this module
     return {
         "image": {"tag": image_tag, "pullPolicy": "IfNotPresent"},
         "defaultDatastoreName": DATASTORE_NAME,
@@ -90,11 +91,11 @@ def kamaji_values(image_tag: str) -> dict[str, Any]:
             "requests": {"cpu": "50m", "memory": "128Mi"},
             "limits": {"cpu": "500m", "memory": "512Mi"},
         },
+        # One replica; etcd's quota below its volume (gpu_tenancy/datastore.py).
         "kamaji-etcd": {
             "deploy": True,
             "fullnameOverride": "kamaji-etcd",
-            "replicas": 1,
-            "persistentVolumeClaim": {"size": "2Gi"},
+            **datastore.etcd_values(etcd_volume_mib),
             "datastore": {"enabled": False},
         },
     }
@@ -102,25 +103,9 @@ def kamaji_values(image_tag: str) -> dict[str, Any]:
 
 def etcd_datastore_spec() -> dict[str, Any]:
     """DataStore for the kamaji-etcd subchart (one replica, cert-manager issued certificates)."""
-    endpoint = f"kamaji-etcd-0.kamaji-etcd.{KAMAJI_NAMESPACE}.svc.cluster.local:2379"
+    from gpu_tenancy import datastore  # datastore builds on this module
 
-    def ref(secret: str, key: str) -> dict[str, Any]:
-        return {"secretReference": {"name": secret, "namespace": KAMAJI_NAMESPACE, "keyPath": key}}
-
-    return {
-        "driver": "etcd",
-        "endpoints": [endpoint],
-        "tlsConfig": {
-            "certificateAuthority": {
-                "certificate": ref("kamaji-etcd-ca", "tls.crt"),
-                "privateKey": ref("kamaji-etcd-ca", "tls.key"),
-            },
-            "clientCertificate": {
-                "certificate": ref("kamaji-etcd-client-certs", "tls.crt"),
-                "privateKey": ref("kamaji-etcd-client-certs", "tls.key"),
-            },
-        },
-    }
+    return datastore.shared_spec()
 
 
 def wait_for(*conditions: str, timeout_seconds: int = 900) -> dict[str, str]:
@@ -155,6 +140,7 @@ def tenant_control_plane_spec(
     address: str | None = None,
     port: int = TCP_PORT,
     konnectivity_port: int = KONNECTIVITY_PORT,
+    data_store: str = DATASTORE_NAME,
 ) -> dict[str, Any]:
     """TCP with Konnectivity; `node_runtime` "kind" (kindest/node workers) or "host" (real hosts)."""
     # Both kindest/node and the prepared hosts run containerd with SystemdCgroup=true. `add`, not
@@ -168,7 +154,7 @@ def tenant_control_plane_spec(
     if address:
         network_profile["address"] = address
     return {
-        "dataStore": DATASTORE_NAME,
+        "dataStore": data_store,
         "controlPlane": {
             "deployment": {
                 "replicas": 1,

@@ -51,6 +51,10 @@ KAMAJI_CHART_VERSION = "0.0.0+latest"  # a moving build, not a pin: see the docs
 KAMAJI_IMAGE_TAG = "26.8.2-edge"
 KAMAJI_CHART_CHECKED_COMMIT = "ddbabd87ed0e8d7c319414383e153c46f21733a9"  # clastix/kamaji tag 26.8.2-edge
 
+# A tenant's own etcd (tenants[].dataStore: dedicated): the kamaji-etcd chart the Kamaji chart locks
+# (charts/kamaji Chart.lock: 0.15.0, etcd 3.5.17), so shared and dedicated etcds run the same etcd.
+KAMAJI_ETCD_CHART_VERSION = "0.15.0"
+
 # Charts deployed at a moving version (chart -> version) because no pinnable one is published.
 UNPINNED_CHARTS = {"kamaji": KAMAJI_CHART_VERSION}
 

@@ -60,7 +60,8 @@ from pulumi_policy import (
 # `helm:<chart>`). Nothing else may go there: root on a management node, or a tenant's admin kubeconfig
 # Secret in its namespace there, is every tenant.
 DEFAULT_MANAGEMENT_COMPONENTS: dict[str, list[str]] = {
-    KAMAJI_TYPE: ["helm:cert-manager", "helm:kamaji", DATASTORE_TYPE],
+    # cert-manager, Kamaji, the shared DataStore and the self-signed ClusterIssuer dedicated etcds' CAs come from.
+    KAMAJI_TYPE: ["helm:cert-manager", "helm:kamaji", DATASTORE_TYPE, "kubernetes:cert-manager.io/v1:ClusterIssuer"],
     METALLB_TYPE: ["helm:metallb", IPADDRESSPOOL_TYPE, L2ADVERTISEMENT_TYPE],
     # A tenant's namespace, control plane and the read of its admin kubeconfig, all in its own namespace.
     TCP_COMPONENT_TYPE: [NAMESPACE_TYPE, TCP_TYPE, SECRET_TYPE],
@@ -132,8 +133,10 @@ def _check_management(
         return
     if res.unread or component not in TENANT_SCOPED_COMPONENTS:
         return
-    namespace = dig(res.props, "metadata", "namespace")
-    name = dig(res.props, "metadata", "name")
+    if res.type in HELM_TYPES:  # a release names its namespace and name at the top level
+        namespace, name = res.props.get("namespace"), res.props.get("name")
+    else:
+        namespace, name = dig(res.props, "metadata", "namespace"), dig(res.props, "metadata", "name")
     if is_unknown(name) or is_unknown(namespace):
         return
     if tenant is None:
