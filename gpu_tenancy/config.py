@@ -103,8 +103,18 @@ class GpuConfig(_Model):
         return value
 
 
+# Upper bounds on counts: HAMi takes a container's GPUs from one node and no GPU node carries more than 16
+# cards (HGX/DGX class), so more could never be scheduled; the rest keep one stack's plan and preview small.
+MAX_CARDS_PER_REQUEST = 16
+MAX_CONTAINERS = 16
+MAX_WORKLOADS = 100
+MAX_GPU_GROUPS = 16
+MAX_WORKERS = 64
+MAX_TENANTS = 100
+
+
 class ContainerGpuRequest(_Model):
-    gpus: int = Field(default=1, gt=0)
+    gpus: int = Field(default=1, gt=0, le=MAX_CARDS_PER_REQUEST)
     gpumem_mib: int | None = Field(default=None, alias="gpumemMiB", gt=0)
     gpumem_percentage: int | None = Field(default=None, alias="gpumemPercentage", gt=0, le=100)
     gpucores: int | None = Field(default=None, ge=0, le=100)
@@ -121,7 +131,7 @@ class WorkloadConfig(_Model):
     replicas: int = Field(default=1, ge=0, le=1000)
     # The pause release kubeadm 1.35 pins (kubernetes cmd/kubeadm/app/constants PauseVersion).
     image: PinnedImage = "registry.k8s.io/pause:3.10.1"
-    containers: list[ContainerGpuRequest] = Field(min_length=1)
+    containers: list[ContainerGpuRequest] = Field(min_length=1, max_length=MAX_CONTAINERS)
     use_gpu_type: list[str] = Field(default_factory=list, alias="useGpuType")
     nouse_gpu_type: list[str] = Field(default_factory=list, alias="noUseGpuType")
     gpu_scheduler_policy: Literal["binpack", "spread"] | None = Field(
@@ -193,13 +203,13 @@ class WorkerHostConfig(_Model):
 
 class TenantConfig(_Model):
     name: DnsLabel
-    gpus: list[GpuConfig] = Field(min_length=1)
-    workers: list[WorkerHostConfig] = Field(default_factory=list)
+    gpus: list[GpuConfig] = Field(min_length=1, max_length=MAX_GPU_GROUPS)
+    workers: list[WorkerHostConfig] = Field(default_factory=list, max_length=MAX_WORKERS)
     control_plane_address: str | None = Field(default=None, alias="controlPlaneAddress")
     node_port: int | None = Field(default=None, alias="nodePort", ge=30000, le=32766)
     pod_cidr: str | None = Field(default=None, alias="podCidr")
     service_cidr: str | None = Field(default=None, alias="serviceCidr")
-    workloads: list[WorkloadConfig] = Field(default_factory=list)
+    workloads: list[WorkloadConfig] = Field(default_factory=list, max_length=MAX_WORKLOADS)
     quota: dict[str, int] = Field(default_factory=dict)
     # "shared": the platform's etcd, a key prefix per tenant; "dedicated": an etcd of its own (README: Datastore).
     data_store: Literal["shared", "dedicated"] = Field(default="shared", alias="dataStore")
@@ -368,7 +378,7 @@ class ControlPlaneConfig(_Model):
 
 class StackConfig(_Model):
     mode: Literal["sim", "sim-nvml", "real"]
-    tenants: list[TenantConfig] = Field(min_length=1)
+    tenants: list[TenantConfig] = Field(min_length=1, max_length=MAX_TENANTS)
     versions: VersionsConfig = Field(default_factory=VersionsConfig)
     kind: KindConfig | None = None
     metallb: MetalLBConfig = Field(default_factory=MetalLBConfig)

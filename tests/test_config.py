@@ -46,6 +46,12 @@ BAD_CONFIGS: list[tuple[str, dict[str, Any], str]] = [
     ("minor-line workload image", with_tenants({"name": "a", "gpus": [A100], "workloads": [{"name": "w", "image": "python:3.11", "containers": [{"gpus": 1, "gpumemMiB": 1024}]}]}), "gpu-tenancy:tenants[0].workloads[0].image: image 'python:3.11' tag '3.11' is not an exact release"),
     ("empty kamaji tag", with_tenants({"name": "a", "gpus": [A100]}, versions={"kamajiImageTag": ""}), "gpu-tenancy:versions.kamajiImageTag: tag is empty (the chart would fall back to its own default tag)"),
     ("moving hami tag", with_tenants({"name": "a", "gpus": [A100]}, versions={"hamiImageTag": "latest"}), "gpu-tenancy:versions.hamiImageTag: tag 'latest' is a moving tag"),
+    ("17 cards in one request", with_tenants({"name": "a", "gpus": [A100], "workloads": [{"name": "w", "containers": [{"gpus": 17, "gpumemMiB": 1024}]}]}), "gpu-tenancy:tenants[0].workloads[0].containers[0].gpus: Input should be less than or equal to 16"),
+    ("too many replicas", with_tenants({"name": "a", "gpus": [A100], "workloads": [{"name": "w", "replicas": 1001, "containers": [{"gpus": 1, "gpumemMiB": 1024}]}]}), "gpu-tenancy:tenants[0].workloads[0].replicas: Input should be less than or equal to 1000"),
+    ("17 containers", with_tenants({"name": "a", "gpus": [A100], "workloads": [{"name": "w", "containers": [{"gpus": 1, "gpumemMiB": 1}] * 17}]}), "gpu-tenancy:tenants[0].workloads[0].containers: List should have at most 16 items"),
+    ("17 card groups", with_tenants({"name": "a", "gpus": [A100] * 17}), "gpu-tenancy:tenants[0].gpus: List should have at most 16 items"),
+    ("too many workloads", with_tenants({"name": "a", "gpus": [A100], "workloads": [{"name": f"w{i}", "containers": [{"gpus": 1, "gpumemMiB": 1}]} for i in range(101)]}), "gpu-tenancy:tenants[0].workloads: List should have at most 100 items"),
+    ("17 cards of a model", with_tenants({"name": "a", "gpus": [{**A100, "count": 17}]}), "gpu-tenancy:tenants[0].gpus[0].count: Input should be less than or equal to 16"),
     ("zero memory quota", with_tenants({"name": "a", "gpus": [A100], "quota": {"limits.nvidia.com/gpumem": 0}}), "gpu-tenancy:tenants[0].quota: quota 'limits.nvidia.com/gpumem' must be >= 1"),
     ("unknown quota key", with_tenants({"name": "a", "gpus": [A100], "quota": {"requests.cpu": 1}}), "gpu-tenancy:tenants[0].quota: unknown quota key"),
 ]
