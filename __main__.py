@@ -152,3 +152,7 @@ pulumi.export("managementKubeconfig", management_kubeconfig)
 # do not make the whole map secret (`make kubeconfig TENANT=<name>` reads them).
 pulumi.export("tenants", {name: {"endpoint": t.endpoint, "nodes": t.nodes} for name, t in tenants.items()})
 pulumi.export("tenantKubeconfigs", {name: t.kubeconfig for name, t in tenants.items()})
+# Non-admin kubeconfigs (tenants[].userAccess): the `workloads` namespace only, Pod Security restricted.
+user_kubeconfigs = {name: t.user_kubeconfig for name, t in tenants.items() if t.user_kubeconfig is not None}
+if user_kubeconfigs:
+    pulumi.export("tenantUserKubeconfigs", user_kubeconfigs)

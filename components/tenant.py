@@ -21,6 +21,7 @@ from components.inventory_check import InventoryCheck, InventoryCheckArgs
 from components.mock_gpu_agent import MockGpuAgent, MockGpuAgentArgs
 from components.mock_nvml import MockNvml, MockNvmlArgs
 from components.nvml_mock_image import NvmlMockImage
+from components.tenant_access import TenantAccess, TenantAccessArgs
 from components.tenant_control_plane import TenantControlPlane, TenantControlPlaneArgs
 from components.tenant_network import TenantNetwork, TenantNetworkArgs
 from components.worker import Worker, WorkerArgs
@@ -99,8 +100,9 @@ class Tenant(pulumi.ComponentResource):
         else:
             self.nodes, gpu_ready = self._gpu_hosts(name, args, control_plane, pod_cidr)
         gpu_ready = [*gpu_ready, gpu_access]
-        if workloads.has_workloads(args.config):
-            Workloads(
+        self.user_kubeconfig: pulumi.Output[str] | None = None
+        if workloads.has_workloads(args.config) or args.config.user_access:
+            tenant_workloads = Workloads(
                 f"{name}-workloads",
                 WorkloadsArgs(
                     tenant=tenant,
@@ -111,6 +113,17 @@ class Tenant(pulumi.ComponentResource):
                 ),
                 child,
             )
+            if args.config.user_access:
+                self.user_kubeconfig = TenantAccess(
+                    f"{name}-user-access",
+                    TenantAccessArgs(
+                        tenant=tenant,
+                        provider=control_plane.provider,
+                        namespace=tenant_workloads.namespace,
+                        admin_kubeconfig=control_plane.kubeconfig,
+                    ),
+                    child,
+                ).kubeconfig
         self.endpoint = control_plane.endpoint
         self.kubeconfig = control_plane.kubeconfig
         self.register_outputs(

@@ -213,6 +213,8 @@ class TenantConfig(_Model):
     quota: dict[str, int] = Field(default_factory=dict)
     # "shared": the platform's etcd, a key prefix per tenant; "dedicated": an etcd of its own (README: Datastore).
     data_store: Literal["shared", "dedicated"] = Field(default="shared", alias="dataStore")
+    # A non-admin kubeconfig for the tenant's users (gpu_tenancy/tenant_access.py), output tenantUserKubeconfigs.
+    user_access: bool = Field(default=False, alias="userAccess")
 
     @field_validator("name")
     @classmethod

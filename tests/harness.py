@@ -272,6 +272,13 @@ class LabMocks(Mocks):
 
     def _exists(self, args: MockResourceArgs, outputs: dict[str, Any]) -> None:
         """Record a resource that exists (created by this `up` or by an earlier one) and its side effects."""
+        if args.typ == "kubernetes:core/v1:Secret" and outputs.get("type") == "kubernetes.io/service-account-token":
+            # The token controller fills a ServiceAccount token Secret in (kubernetes pkg/controller/
+            # serviceaccount/tokens_controller.go): token, ca.crt and namespace under data.
+            account = outputs["metadata"]["annotations"]["kubernetes.io/service-account.name"]
+            token = base64.b64encode(f"sa-token-{account}".encode()).decode()
+            outputs["data"] = {"token": token, "ca.crt": base64.b64encode(CA_PEM).decode(),
+                               "namespace": base64.b64encode(outputs["metadata"]["namespace"].encode()).decode()}
         if args.typ.startswith("kubernetes:") and not args.typ.startswith("kubernetes:helm.sh/"):
             object_id = _kubernetes_id(outputs.get("metadata"))
             if object_id:

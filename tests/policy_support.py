@@ -293,16 +293,18 @@ def craft(
 ) -> Recorded:
     """Add a resource as a pull request's code would register it: under `parent` (default: the stack), through
     `provider`, its URN qualified by its ancestors' types as the engine does (see `_engine_urns`)."""
-    stack = find(resources, STACK_TYPE)
-    parent = parent or stack
-    head = stack.urn.rpartition("::")[0].rsplit("::", 1)[0]
-    qualified = typ if parent is stack else parent.urn.rpartition("::")[0].rsplit("::", 1)[1] + "$" + typ
+    # The root stack registers itself only when it registers its outputs, which under mocks may come after
+    # the recording; its URN is known regardless.
+    head = resources[0].urn.rpartition("::")[0].rsplit("::", 1)[0]  # urn:pulumi:<stack>::<project>
+    stack, project = head.removeprefix("urn:pulumi:").split("::")
+    root = f"{head}::{STACK_TYPE}::{project}-{stack}"
+    qualified = typ if parent is None else parent.urn.rpartition("::")[0].rsplit("::", 1)[1] + "$" + typ
     record = Recorded(
         urn=f"{head}::{qualified}::{name}",
         type=typ,
         name=name,
         custom=True,
-        parent=parent.urn,
+        parent=parent.urn if parent else root,
         provider=f"{provider.urn}::{provider.name}-id" if provider else "",
         inputs=json.loads(json.dumps(inputs)),
         state=json.loads(json.dumps(inputs)),
