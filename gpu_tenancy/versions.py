@@ -25,8 +25,10 @@ The set fits together (evidence: shared reference `versions.md`):
   call HAMi v2.10.0's device plugin makes (README "The mock NVML"), reports the driver version of its
   Makefile's LIB_VERSION (550.163.01), and serves at most 8 GPUs per node (engine/device.go MaxDevices).
 - mode real: hosts get kubelet/kubeadm of exactly the tenant version from pkgs.k8s.io, and NVIDIA
-  container toolkit 1.19 (configures containerd 2.x, which Debian/Ubuntu hosts of 2026 ship) as the
-  default runtime for HAMi's device plugin. Not exercised on real GPUs by this project's CI.
+  container toolkit 1.19 (configures containerd 2.x, which Debian/Ubuntu hosts of 2026 ship) registered as
+  the runtime handler `nvidia`, not the default: HAMi's RuntimeClass (chart 2.10.0 `devicePlugin.
+  runtimeClassName`/`createRuntimeClass`) puts its plugin and GPU pods under it. Not exercised on real GPUs
+  by this project's CI.
 Every value can be overridden per stack under `gpu-tenancy:versions` (see README).
 """
 
