@@ -6,7 +6,8 @@
   `io.containerd.cri.v1.runtime` for config version 3, `io.containerd.grpc.v1.cri` for 2);
 * HAMi: what its chart (v2.10.0) renders for the program's real-mode values, recorded from Helm's own SDK:
   RuntimeClass `nvidia`, the device plugin and vGPU monitor under it, the webhook told to inject it and to
-  set NVIDIA_VISIBLE_DEVICES=none on containers without a GPU. Re-render with (never committed):
+  set NVIDIA_VISIBLE_DEVICES=none on containers without a GPU (recorded with helm-python-sdk 0.2.2).
+  Re-render with (never committed):
 
     python -m venv /tmp/helmvenv && /tmp/helmvenv/bin/pip install helm-python-sdk pyyaml
     git -C <HAMi clone> archive v2.10.0 charts/hami | tar -x -C /tmp/hami-chart
@@ -243,6 +244,6 @@ def test_the_policy_objects_are_valid_kubernetes() -> None:
 def test_every_tenant_gets_the_policy_in_every_mode(stack: str) -> None:
     config = gpu_config() if stack == "gpu" else None
     resources = record_stack(config, stack=stack, node_register=registered_gpus(config) if config else None)
-    policies = [r for r in resources if r.typ.endswith("ValidatingAdmissionPolicy")]
+    policies = [r for r in resources if r.typ.endswith("ValidatingAdmissionPolicy") and "gpu-access" in r.name]
     assert sorted(r.name for r in policies) == ["tenant-a-gpu-access-policy", "tenant-b-gpu-access-policy"]
     assert all(unwrap(r.inputs)["spec"] == gpu_access.validating_admission_policy_spec() for r in policies)
