@@ -247,3 +247,14 @@ def test_every_tenant_gets_the_policy_in_every_mode(stack: str) -> None:
     policies = [r for r in resources if r.typ.endswith("ValidatingAdmissionPolicy") and "gpu-access" in r.name]
     assert sorted(r.name for r in policies) == ["tenant-a-gpu-access-policy", "tenant-b-gpu-access-policy"]
     assert all(unwrap(r.inputs)["spec"] == gpu_access.validating_admission_policy_spec() for r in policies)
+
+
+def test_no_workload_is_created_before_the_policy_binds() -> None:
+    from policy_support import dev_stack, find
+
+    stack = dev_stack()
+    for tenant in ("tenant-a", "tenant-b"):
+        binding = find(stack, "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding",
+                       f"{tenant}-gpu-access-binding")
+        namespace = find(stack, "kubernetes:core/v1:Namespace", f"{tenant}-workloads-namespace")
+        assert binding.urn in namespace.dependencies

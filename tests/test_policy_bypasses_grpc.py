@@ -40,7 +40,8 @@ def stack() -> Iterator[list[Recorded]]:
 
 
 def mandatory(diagnostics: list[Any], policy: str) -> list[str]:
-    return [d.message for d in diagnostics if d.policyName == policy and d.enforcementLevel == MANDATORY]
+    """The reported part of each mandatory diagnostic (the engine shows "<description>\n<message>")."""
+    return [d.message.split("\n", 1)[-1] for d in diagnostics if d.policyName == policy and d.enforcementLevel == MANDATORY]
 
 
 def expect(messages: list[str], *fragments: str) -> None:
