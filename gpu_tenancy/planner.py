@@ -369,25 +369,41 @@ class _Scores:
 
 
 class _DevState:
-    __slots__ = ("dev", "request_counts", "used", "usedcores", "usedmem")
+    __slots__ = ("dev", "request_counts", "sort_keys", "used", "usedcores", "usedmem")
 
-    def __init__(self, dev: Device) -> None:
+    def __init__(self, dev: Device, scores: _Scores) -> None:
         self.dev = dev
         self.used = 0
         self.usedmem = 0
         self.usedcores = 0
         # ComputeScore only adds the container's own request on a device whose type is exactly "NVIDIA".
         self.request_counts = dev.type == _REQUEST_TYPE
+        self.sort_keys = self.keys_for(self.usage_score(scores))
+
+    def usage_score(self, scores: _Scores) -> float:
+        """ComputeScore of a request that does not count on this device: the device's usage alone."""
+        d = self.dev
+        return scores(d.count, d.devcore, d.devmem, self.used, self.usedcores, self.usedmem)
+
+    def keys_for(self, score: float) -> tuple[tuple[float, int], tuple[float, int]]:
+        """DeviceUsageList.Less's keys (spread, binpack), indexed by ``binpack``: see _fit_container."""
+        return (-score, self.dev.numa), (score, self.dev.numa)
+
+    def add(self, mem: int, cores: int, scores: _Scores) -> None:
+        self.used += 1
+        self.usedmem += mem
+        self.usedcores += cores
+        self.sort_keys = self.keys_for(self.usage_score(scores))
 
 
 class _NodeState:
     __slots__ = ("all_devs", "capacity", "devs", "idx", "node", "score", "used", "usedcores", "usedmem", "version")
 
-    def __init__(self, node: Node, idx: int) -> None:
+    def __init__(self, node: Node, idx: int, scores: _Scores) -> None:
         self.node = node
         self.idx = idx
         # In registration order: the order HAMi builds each pod's device list in (buildNodeUsage).
-        self.all_devs = [_DevState(d) for d in node.devices]
+        self.all_devs = [_DevState(d, scores) for d in node.devices]
         # getNodeResources: only devices whose type contains "nvidia" take part in Fit.
         self.devs = [s for s in self.all_devs if _NVIDIA in s.dev.type.lower()]
         self.capacity = (
@@ -492,9 +508,15 @@ def _fit_container(
     # ascending, NUMA ascending on equal scores; no further key. sort.Sort is an insertion sort
     # (stable) at this size, so devices that still tie keep their previous order. Fit then walks
     # the list from its end: spread tries the least used first, binpack the most used.
+    # A device's keys from its usage alone are kept up to date as placements land (_DevState.add).
     sign = 1.0 if binpack else -1.0
-    keys = {id(s): (sign * _device_score(s, req, *eff(s), scores), s.dev.numa) for s in order}
-    order.sort(key=lambda s: keys[id(s)])
+    keys = [
+        (sign * _device_score(s, req, *eff(s), scores), s.dev.numa)
+        if s.request_counts or (pending and id(s) in pending)
+        else s.sort_keys[binpack]
+        for s in order
+    ]
+    order[:] = [order[i] for i in sorted(range(len(order)), key=keys.__getitem__)]
 
     cores = req.cores
     reasons: dict[str, int] = {}
@@ -682,9 +704,9 @@ def plan(
                 f"node {n.name!r} has {len(n.devices)} GPUs; the planner reproduces HAMi's device order "
                 f"only up to {MAX_DEVICES_PER_NODE} per node (Go's sort.Sort is not stable above that)"
             )
-    states = [_NodeState(n, i) for i, n in enumerate(nodes)]
-    index = _NodeIndex(states)
     scores = _Scores()
+    states = [_NodeState(n, i, scores) for i, n in enumerate(nodes)]
+    index = _NodeIndex(states)
     all_types = {d.type for n in nodes for d in n.devices}
     qusage: dict[str | None, _QuotaUse] = {}
     # Per pod shape: node idx -> (node version, reason) of a refusal that holds while the node is unchanged.
@@ -778,9 +800,7 @@ def plan(
             ns, allocs = placed
             for ci, got in enumerate(allocs):
                 for s, mem, cores in got:
-                    s.used += 1
-                    s.usedmem += mem
-                    s.usedcores += cores
+                    s.add(mem, cores, scores)
                     ns.used += 1
                     ns.usedmem += mem
                     ns.usedcores += cores
