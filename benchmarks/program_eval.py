@@ -17,6 +17,7 @@ import gc
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -91,8 +92,8 @@ def main(counts: list[int], repeat: int) -> None:
           f"{'floor s':>8} {'floor ms/t':>10} {'ratio':>6}")
     base: tuple[float, float] | None = None
     for count in counts:
-        cpu, wall, resources = measure(lambda count=count: record_stack(config_for(count)), repeat)
-        floor, _, _ = measure(lambda resources=resources: sdk_floor(len(resources)), repeat)
+        cpu, wall, resources = measure(partial(record_stack, config_for(count)), repeat)
+        floor, _, _ = measure(partial(sdk_floor, len(resources)), repeat)
         per_tenant, floor_per_tenant = 1000 * cpu / count, 1000 * floor / count
         base = base or (per_tenant, floor_per_tenant)
         ratio, floor_ratio = per_tenant / base[0], floor_per_tenant / base[1]
