@@ -1,5 +1,6 @@
 """``gpu_tenancy.addressing.collisions`` as it was before it was made O(n log n): every claim against every
-earlier one. The reference tests/test_addressing.py compares the current implementation against."""
+earlier one (gpu_tenancy/addressing.py at commit bf99fc8). The reference tests/test_addressing.py compares the
+current implementation against."""
 
 from __future__ import annotations
 

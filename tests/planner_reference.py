@@ -1,7 +1,7 @@
 """The planner's engine as it was before it was made near-linear: the reference the differential test
 (tests/test_planner_differential.py) compares ``gpu_tenancy.planner.plan`` against.
 
-Kept verbatim (engine section of gpu_tenancy/planner.py at the commit before the rewrite), with the reason
+Kept verbatim (the engine section of gpu_tenancy/planner.py at commit bf99fc8), with the reason
 strings copied too so that a change to them in the planner shows up as a difference. The public data model
 (Device, Node, ContainerRequest, Workload, Quota, Placement, Failure, PlanResult) is imported: both engines
 read the same inputs and must build equal outputs. This implementation is Θ(replicas × nodes): it walks
