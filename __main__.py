@@ -20,6 +20,11 @@ from components.metallb import MetalLB, MetalLBArgs
 from components.nvml_mock_image import NvmlMockImage, NvmlMockImageArgs
 from components.tenant import Tenant, TenantArgs
 from gpu_tenancy.config import NAMESPACE, SECRET_KEYS, ConfigError, StackConfig, load_config, resolve_host
+from gpu_tenancy.gc_settings import defer_full_collections
+
+# The heap only grows until the engine has every resource: full collections would walk it again and again
+# for nothing (gpu_tenancy/gc_settings.py). The language host's process ends with the program.
+defer_full_collections()
 
 
 def decode_config_value(value: str | None) -> object:

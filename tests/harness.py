@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import datetime
+import gc
 import hashlib
 import json
 import runpy
@@ -433,7 +434,13 @@ def _evaluate(mocks: LabMocks, config: dict[str, Any], preview: bool, stack: str
     def program() -> None:
         runpy.run_path(str(REPO / "__main__.py"), run_name="__main__")
 
-    program()
+    # The program defers full garbage collections for the rest of its process (gpu_tenancy/gc_settings.py);
+    # here that process is the test run, so the suite's own settings come back after each evaluation.
+    gc_threshold = gc.get_threshold()
+    try:
+        program()
+    finally:
+        gc.set_threshold(*gc_threshold)
 
 
 def record_stack(
