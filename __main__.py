@@ -13,12 +13,18 @@ import json
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.host_identity import HostIdentities, HostIdentitiesArgs
 from components.kamaji import Kamaji, KamajiArgs
 from components.kind_cluster import KindCluster, KindClusterArgs
 from components.metallb import MetalLB, MetalLBArgs
 from components.nvml_mock_image import NvmlMockImage, NvmlMockImageArgs
 from components.tenant import Tenant, TenantArgs
-from gpu_tenancy.config import NAMESPACE, SECRET_KEYS, ConfigError, StackConfig, load_config
+from gpu_tenancy.config import NAMESPACE, SECRET_KEYS, ConfigError, StackConfig, load_config, resolve_host
+from gpu_tenancy.gc_settings import defer_full_collections
+
+# The heap only grows until the engine has every resource: full collections would walk it again and again
+# for nothing (gpu_tenancy/gc_settings.py). The language host's process ends with the program.
+defer_full_collections()
 
 
 def decode_config_value(value: str | None) -> object:
@@ -42,7 +48,7 @@ def read_config() -> StackConfig:
             raw[short] = decode_config_value(pulumi.Config(NAMESPACE).get(short))
     secret_keys = frozenset(key for key in SECRET_KEYS if pulumi.runtime.is_config_secret(prefix + key))
     try:
-        return load_config(raw, secret_keys)
+        return load_config(raw, secret_keys, resolve=resolve_host)
     except ConfigError as error:
         raise pulumi.RunError(str(error)) from None
 
@@ -102,9 +108,11 @@ kamaji = Kamaji(
         chart_version=config.versions.kamaji_chart,
         image_tag=config.versions.kamaji_image_tag,
         depends_on=management_ready,
+        etcd_volume_mib=config.datastore.volume_mib,
+        dedicated_datastores=any(tenant.data_store == "dedicated" for tenant in config.tenants),
     ),
 )
-tenants_ready.append(kamaji.datastore)
+tenants_ready += [kamaji.datastore, *kamaji.issuers]
 
 # sim-nvml: NVIDIA's mock NVML image, built once on this Docker host for every tenant's worker.
 nvml_mock_image = (
@@ -112,6 +120,19 @@ nvml_mock_image = (
     if config.mode == "sim-nvml"
     else None
 )
+
+# real: no host is prepared before every host's machine id shows it is listed once.
+hosts_ready: list[pulumi.Resource] = []
+if not config.simulated:
+    assert config.ssh_private_key is not None  # load_config requires it in mode real
+    identities = HostIdentities(
+        "hosts",
+        HostIdentitiesArgs(
+            hosts=[(tenant.name, host) for tenant in config.tenants for host in tenant.workers],
+            ssh_private_key=pulumi.Output.secret(config.ssh_private_key.get_secret_value()),
+        ),
+    )
+    hosts_ready.append(identities.gate)
 
 # One tenant each: independent of one another, so the engine builds them in parallel.
 tenants = {
@@ -124,6 +145,7 @@ tenants = {
             management_provider=management,
             depends_on=tenants_ready,
             nvml_mock_image=nvml_mock_image,
+            hosts_ready=hosts_ready,
         ),
     )
     for tenant in config.tenants
@@ -135,3 +157,7 @@ pulumi.export("managementKubeconfig", management_kubeconfig)
 # do not make the whole map secret (`make kubeconfig TENANT=<name>` reads them).
 pulumi.export("tenants", {name: {"endpoint": t.endpoint, "nodes": t.nodes} for name, t in tenants.items()})
 pulumi.export("tenantKubeconfigs", {name: t.kubeconfig for name, t in tenants.items()})
+# Non-admin kubeconfigs (tenants[].userAccess): the `workloads` namespace only, Pod Security restricted.
+user_kubeconfigs = {name: t.user_kubeconfig for name, t in tenants.items() if t.user_kubeconfig is not None}
+if user_kubeconfigs:
+    pulumi.export("tenantUserKubeconfigs", user_kubeconfigs)

@@ -39,8 +39,10 @@ class HostWorker(pulumi.ComponentResource):
             opts,
         )
         host = args.host
+        # The pinned host key: pulumi-command otherwise accepts any (v1.2.1 remote/connection.go SSHConfig).
+        assert host.host_key is not None  # load_config requires it in mode real
         connection = command.remote.ConnectionArgs(
-            host=host.address, port=host.port, user=host.user, private_key=args.ssh_private_key
+            host=host.address, port=host.port, user=host.user, private_key=args.ssh_private_key, host_key=host.host_key
         )
         prepare = command.remote.Command(
             f"{name}-prepare",

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from gpu_tenancy import chart_pins, manifests, versions
+from gpu_tenancy import chart_pins, datastore, manifests, versions
 
 
 @dataclass
@@ -17,6 +17,9 @@ class KamajiArgs:
     chart_version: str
     image_tag: str
     depends_on: list[pulumi.Resource]
+    etcd_volume_mib: int = 2048
+    # Tenants with an etcd of their own get its CA from this self-signed ClusterIssuer (gpu_tenancy/datastore).
+    dedicated_datastores: bool = False
 
 
 class Kamaji(pulumi.ComponentResource):
@@ -51,7 +54,7 @@ class Kamaji(pulumi.ComponentResource):
             repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=versions.KAMAJI_CHART_REPO),
             namespace=manifests.KAMAJI_NAMESPACE,
             create_namespace=True,
-            values=manifests.kamaji_values(args.image_tag),
+            values=manifests.kamaji_values(args.image_tag, args.etcd_volume_mib),
             opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=[cert_manager])),
         )
         self.datastore = k8s.apiextensions.CustomResource(
@@ -65,4 +68,16 @@ class Kamaji(pulumi.ComponentResource):
             spec=manifests.etcd_datastore_spec(),
             opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=[kamaji])),
         )
+        self.issuers: list[pulumi.Resource] = []
+        if args.dedicated_datastores:
+            self.issuers.append(
+                k8s.apiextensions.CustomResource(
+                    f"{name}-selfsigned-issuer",
+                    api_version="cert-manager.io/v1",
+                    kind="ClusterIssuer",
+                    metadata={"name": datastore.SELF_SIGNED_ISSUER},
+                    spec={"selfSigned": {}},
+                    opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=[cert_manager])),
+                )
+            )
         self.register_outputs({"dataStore": manifests.DATASTORE_NAME})

@@ -14,7 +14,7 @@ import pulumi_docker as docker
 import pulumi_kubernetes as k8s
 
 from components.cluster_role_account import cluster_role_account
-from gpu_tenancy import image_load, manifests
+from gpu_tenancy import agent_admission, image_load, manifests
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 AGENT_SOURCES = [
@@ -31,7 +31,8 @@ AGENT_UID = 10001  # the numeric USER of gpu_tenancy/agent/Dockerfile
 
 def agent_rbac_rules(node_name: pulumi.Input[str]) -> list[k8s.rbac.v1.PolicyRuleArgs]:
     """Least privilege: read/patch only its own Node (list/watch carry a metadata.name field selector,
-    which the API server maps to the resource name), patch its status, and list/watch/patch pods."""
+    which the API server maps to the resource name), patch its status, and list/watch/patch pods; the pod
+    patches are narrowed to the bind phase of pods on its node by an admission policy (agent_admission)."""
     return [
         k8s.rbac.v1.PolicyRuleArgs(
             api_groups=[""], resources=["nodes"], resource_names=[node_name], verbs=["get", "list", "watch", "patch"]
@@ -97,6 +98,22 @@ class MockGpuAgent(pulumi.ComponentResource):
         self.service_account = account.service_account
         self.cluster_role = account.cluster_role
         self.cluster_role_binding = account.binding
+        # Before the agent runs: its pod patches only ever set the bind phase of pods on its node.
+        username = agent_admission.service_account_user(NAMESPACE, name)
+        pod_policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+            f"{name}-pod-policy",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=name, labels=labels),
+            spec=pulumi.Output.from_input(args.node_name).apply(
+                lambda node: agent_admission.policy_spec(username, node)
+            ),
+            opts=k8s_opts,
+        )
+        self.pod_policy_binding = k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+            f"{name}-pod-policy-binding",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=name, labels=labels),
+            spec=agent_admission.binding_spec(name),
+            opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[pod_policy])),
+        )
         inventory_json = json.dumps(args.gpus, sort_keys=True)
         self.inventory = k8s.core.v1.ConfigMap(
             f"{name}-inventory",
@@ -176,7 +193,7 @@ class MockGpuAgent(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(
                 parent=self,
                 provider=args.provider,
-                depends_on=[self.image_load, self.cluster_role_binding, *args.depends_on],
+                depends_on=[self.image_load, self.cluster_role_binding, self.pod_policy_binding, *args.depends_on],
             ),
         )
         self.register_outputs({"image_name": image_name, "daemon_set_name": self.daemon_set.metadata.name})

@@ -8,18 +8,20 @@ GPU hosts over SSH and runs HAMi's device plugin on their driver.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components.bootstrap_token import BootstrapToken, BootstrapTokenArgs
+from components.gpu_access import GpuAccessPolicy, GpuAccessPolicyArgs
 from components.hami import Hami, HamiArgs
 from components.host_worker import HostWorker, HostWorkerArgs
 from components.inventory_check import InventoryCheck, InventoryCheckArgs
 from components.mock_gpu_agent import MockGpuAgent, MockGpuAgentArgs
 from components.mock_nvml import MockNvml, MockNvmlArgs
 from components.nvml_mock_image import NvmlMockImage
+from components.tenant_access import TenantAccess, TenantAccessArgs
 from components.tenant_control_plane import TenantControlPlane, TenantControlPlaneArgs
 from components.tenant_network import TenantNetwork, TenantNetworkArgs
 from components.worker import Worker, WorkerArgs
@@ -37,6 +39,8 @@ class TenantArgs:
     depends_on: list[pulumi.Resource]
     # sim-nvml: the stack's one build of NVIDIA's mock NVML image.
     nvml_mock_image: NvmlMockImage | None = None
+    # real: what a host's preparation waits for (HostIdentities: no machine listed twice).
+    hosts_ready: list[pulumi.Resource] = field(default_factory=list)
 
 
 class Tenant(pulumi.ComponentResource):
@@ -96,6 +100,19 @@ class Tenant(pulumi.ComponentResource):
                 api_server_args=(
                     cuda_control.api_server_args(versions.kubernetes) if args.stack.mode == "sim-nvml" else []
                 ),
+                data_store=args.config.data_store,
+                etcd_volume_mib=args.stack.datastore.volume_mib,
+            ),
+            child,
+        )
+        # Before any pod: GPUs only through HAMi, the same refusals in every mode.
+        gpu_access = GpuAccessPolicy(
+            f"{name}-gpu-access",
+            GpuAccessPolicyArgs(
+                tenant=tenant,
+                provider=control_plane.provider,
+                cuda_control_marker=cuda_control.MARKER if args.stack.mode == "sim-nvml" else "",
+                depends_on=[control_plane],
             ),
             child,
         )
@@ -103,8 +120,10 @@ class Tenant(pulumi.ComponentResource):
             self.nodes, gpu_ready = self._simulated_node(name, args, control_plane, pod_cidr, service_cidr)
         else:
             self.nodes, gpu_ready = self._gpu_hosts(name, args, control_plane, pod_cidr)
-        if workloads.has_workloads(args.config):
-            Workloads(
+        gpu_ready = [*gpu_ready, gpu_access]
+        self.user_kubeconfig: pulumi.Output[str] | None = None
+        if workloads.has_workloads(args.config) or args.config.user_access:
+            tenant_workloads = Workloads(
                 f"{name}-workloads",
                 WorkloadsArgs(
                     tenant=tenant,
@@ -115,6 +134,17 @@ class Tenant(pulumi.ComponentResource):
                 ),
                 child,
             )
+            if args.config.user_access:
+                self.user_kubeconfig = TenantAccess(
+                    f"{name}-user-access",
+                    TenantAccessArgs(
+                        tenant=tenant,
+                        provider=control_plane.provider,
+                        namespace=tenant_workloads.namespace,
+                        admin_kubeconfig=control_plane.kubeconfig,
+                    ),
+                    child,
+                ).kubeconfig
         self.endpoint = control_plane.endpoint
         self.kubeconfig = control_plane.kubeconfig
         self.register_outputs(
@@ -295,7 +325,7 @@ class Tenant(pulumi.ComponentResource):
                         ca_cert_hash=control_plane.ca_cert_hash,
                         kubeconfig=control_plane.kubeconfig,
                         bootstrap=bootstrap,
-                        depends_on=[control_plane, bootstrap.mint],
+                        depends_on=[control_plane, bootstrap.mint, *args.hosts_ready],
                     ),
                     child,
                 )

@@ -9,6 +9,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.tenant_datastore import TenantDataStore, TenantDataStoreArgs
 from gpu_tenancy import kubeadm, manifests
 
 TCP_API_VERSION = "kamaji.clastix.io/v1alpha1"
@@ -29,6 +30,9 @@ class TenantControlPlaneArgs:
     konnectivity_port: int = manifests.KONNECTIVITY_PORT
     # Flags the device layer needs on the tenant's API server (sim-nvml: gpu_tenancy.cuda_control).
     api_server_args: list[str] = field(default_factory=list)
+    # "shared": the platform's etcd; "dedicated": an etcd of this tenant's own (TenantDataStore).
+    data_store: str = "shared"
+    etcd_volume_mib: int = 2048
 
 
 class KamajiTenantControlPlane(pulumi.CustomResource):
@@ -85,6 +89,19 @@ class TenantControlPlane(pulumi.ComponentResource):
             metadata={"name": tenant, "labels": manifests.labels(tenant, "control-plane")},
             opts=pulumi.ResourceOptions.merge(on_management, pulumi.ResourceOptions(depends_on=args.depends_on)),
         )
+        data_store, tcp_after = manifests.DATASTORE_NAME, [namespace]
+        if args.data_store == "dedicated":
+            own = TenantDataStore(
+                f"{name}-datastore",
+                TenantDataStoreArgs(
+                    tenant=tenant,
+                    management_provider=args.management_provider,
+                    volume_mib=args.etcd_volume_mib,
+                    depends_on=[namespace],
+                ),
+                pulumi.ResourceOptions(parent=self),
+            )
+            data_store, tcp_after = own.name, [namespace, own.datastore]
         self.tcp = KamajiTenantControlPlane(
             f"{name}-tcp",
             metadata={
@@ -103,8 +120,9 @@ class TenantControlPlane(pulumi.ComponentResource):
                 port=args.port,
                 konnectivity_port=args.konnectivity_port,
                 api_server_args=args.api_server_args,
+                data_store=data_store,
             ),
-            opts=pulumi.ResourceOptions.merge(on_management, pulumi.ResourceOptions(depends_on=[namespace])),
+            opts=pulumi.ResourceOptions.merge(on_management, pulumi.ResourceOptions(depends_on=tcp_after)),
         )
         # The read's id comes from what Kamaji wrote into the TCP's status, so it stays unknown while the
         # TCP is only planned: the engine then skips the read instead of failing it with "resource ...

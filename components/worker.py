@@ -143,7 +143,7 @@ class Worker(pulumi.ComponentResource):
         network = docker.get_network_output(
             name=args.network, opts=pulumi.InvokeOutputOptions(parent=self, depends_on=args.depends_on)
         )
-        return network.ipam_configs.apply(
+        envs = network.ipam_configs.apply(
             lambda configs: [
                 f"{key}={value}"
                 for key, value in sorted(
@@ -157,4 +157,7 @@ class Worker(pulumi.ComponentResource):
                 )
             ]
         )
+        # Proxy credentials stay encrypted in the state (kind itself also copies them into the node's
+        # environment, where anyone root on the node or the Docker host reads them: README threat model).
+        return pulumi.Output.secret(envs) if kind_node.proxy_has_credentials(environ) else envs
 

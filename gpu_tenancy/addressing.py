@@ -65,42 +65,123 @@ class Claim:
     explicit: bool
 
 
-def _overlap(a: str, b: str) -> bool:
-    """CIDRs overlap, or port ranges "first-last" share a port (a CIDR and a port range never do)."""
-    if ("/" in a) != ("/" in b):
-        return False
-    if "/" in a:
-        return ipaddress.ip_network(a).overlaps(ipaddress.ip_network(b))
-    a_first, a_last = (int(p) for p in a.split("-"))
-    b_first, b_last = (int(p) for p in b.split("-"))
-    return a_first <= b_last and b_first <= a_last
+def _interval(value: str) -> tuple[int, int, int]:
+    """(space, first, last) of a claim's value: a CIDR's addresses (space 4 or 6, its IP version), a port
+    range "first-last" (space 0). Two values overlap when they share a space and their ranges intersect."""
+    if "/" in value:
+        network = ipaddress.ip_network(value)
+        return network.version, int(network.network_address), int(network.broadcast_address)
+    first, last = (int(p) for p in value.split("-"))
+    if first > last:
+        raise ValueError(f"port range {value!r}: first > last")
+    return 0, first, last
+
+
+# The earliest claims seen in some set: the first one, then the first of another tenant (the only ones that
+# can be reported against a claim, whatever its tenant). Empty when the set is.
+_Earliest = tuple[int, ...]
+
+
+class _EarliestClaims:
+    """Claims placed on a line of ``size`` positions: added by their start (found by ``starting_in``) and by
+    the positions they cover (found by ``covering``), each query answering with the earliest two claims of
+    distinct tenants, in O(log size). A segment tree; node 1 is the root, node k has children 2k and 2k+1."""
+
+    def __init__(self, size: int, tenants: list[str]) -> None:
+        self.leaves = 1 << max(size - 1, 0).bit_length()
+        self.tenants = tenants
+        self.by_start: list[_Earliest] = [()] * (2 * self.leaves)
+        self.by_cover: list[_Earliest] = [()] * (2 * self.leaves)
+
+    def merge(self, a: _Earliest, b: _Earliest) -> _Earliest:
+        if not a or not b:
+            return a or b
+        first = min(a[0], b[0])
+        others = [i for i in (*a, *b) if self.tenants[i] != self.tenants[first]]
+        return (first, min(others)) if others else (first,)
+
+    def add(self, claim: int, first: int, last: int) -> None:
+        one = (claim,)
+        node = first + self.leaves
+        while node:
+            self.by_start[node] = self.merge(self.by_start[node], one)
+            node //= 2
+        low, high = first + self.leaves, last + self.leaves + 1
+        while low < high:
+            if low & 1:
+                self.by_cover[low] = self.merge(self.by_cover[low], one)
+                low += 1
+            if high & 1:
+                high -= 1
+                self.by_cover[high] = self.merge(self.by_cover[high], one)
+            low //= 2
+            high //= 2
+
+    def starting_in(self, first: int, last: int) -> _Earliest:
+        found: _Earliest = ()
+        low, high = first + self.leaves, last + self.leaves + 1
+        while low < high:
+            if low & 1:
+                found = self.merge(found, self.by_start[low])
+                low += 1
+            if high & 1:
+                high -= 1
+                found = self.merge(found, self.by_start[high])
+            low //= 2
+            high //= 2
+        return found
+
+    def covering(self, position: int) -> _Earliest:
+        found: _Earliest = ()
+        node = position + self.leaves
+        while node:
+            found = self.merge(found, self.by_cover[node])
+            node //= 2
+        return found
+
+    def overlapping(self, first: int, last: int) -> _Earliest:
+        """Among the claims added, the earliest two of distinct tenants whose range meets [first, last]: they
+        start inside it, or cover its first position."""
+        return self.merge(self.starting_in(first, last), self.covering(first))
 
 
 def collisions(claims: Iterable[Claim]) -> list[tuple[str, str]]:
     """(key, problem) for each claim that overlaps an earlier tenant's claim (CIDR with CIDR, ports with ports).
 
     Reported on a derived claim when there is one (the fix is to set it), otherwise on the later tenant.
+    Each claim is checked against the earliest earlier claim it collides with, found in O(log n): all
+    values are placed on one line (spaces apart), derived and explicit claims in separate trees, since two
+    explicit CIDRs are left to the policy pack.
     """
+    claims = list(claims)
+    intervals = [_interval(claim.value) for claim in claims]
+    line = sorted({(space, point) for space, first, last in intervals for point in (first, last)})
+    position = {point: index for index, point in enumerate(line)}
+    tenants = [claim.tenant for claim in claims]
+    derived = _EarliestClaims(len(line), tenants)
+    explicit = _EarliestClaims(len(line), tenants)
     problems: list[tuple[str, str]] = []
-    seen: list[Claim] = []
-    for claim in claims:
-        for other in seen:
-            if other.tenant == claim.tenant or not _overlap(other.value, claim.value):
-                continue
-            if other.explicit and claim.explicit and "/" in claim.value:
-                continue  # CIDRs both chosen by the user: policy tenant-cidrs-disjoint judges those at preview
-            culprit, holder = (other, claim) if (not other.explicit and claim.explicit) else (claim, other)
-            key = f"tenants[{culprit.tenant_index}].{culprit.key}"
-            how, fix = ("set", f"choose another {key}") if culprit.explicit else (
-                "derived from its name", f"set {key} explicitly"
+    for index, (claim, (space, first, last)) in enumerate(zip(claims, intervals, strict=True)):
+        low, high = position[(space, first)], position[(space, last)]
+        earliest = derived.overlapping(low, high)
+        if not (claim.explicit and space != 0):
+            # CIDRs both chosen by the user: policy tenant-cidrs-disjoint judges those at preview
+            earliest = derived.merge(earliest, explicit.overlapping(low, high))
+        other_index = next((i for i in earliest if tenants[i] != claim.tenant), None)
+        (explicit if claim.explicit else derived).add(index, low, high)
+        if other_index is None:
+            continue
+        other = claims[other_index]
+        culprit, holder = (other, claim) if (not other.explicit and claim.explicit) else (claim, other)
+        key = f"tenants[{culprit.tenant_index}].{culprit.key}"
+        how, fix = ("set", f"choose another {key}") if culprit.explicit else (
+            "derived from its name", f"set {key} explicitly"
+        )
+        problems.append(
+            (
+                key,
+                f"{culprit.value} ({how}) of tenant {culprit.tenant!r} collides with {holder.value} of tenant "
+                f"{holder.tenant!r}; {fix}",
             )
-            problems.append(
-                (
-                    key,
-                    f"{culprit.value} ({how}) of tenant {culprit.tenant!r} collides with {holder.value} of tenant "
-                    f"{holder.tenant!r}; {fix}",
-                )
-            )
-            break
-        seen.append(claim)
+        )
     return problems

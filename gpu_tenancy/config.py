@@ -7,10 +7,12 @@ the problem, e.g. ``gpu-tenancy:tenants[1].name: 'Tenant_B' is not a DNS-1123 la
 
 from __future__ import annotations
 
+import base64
 import ipaddress
 import re
+import socket
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -26,7 +28,7 @@ from pydantic import (
     model_validator,
 )
 
-from gpu_tenancy import addressing, cuda_control, gpu_catalogue, hami, kind, nvml_mock, versions
+from gpu_tenancy import addressing, cuda_control, datastore, gpu_catalogue, hami, image_pins, kind, nvml_mock, versions
 from gpu_tenancy.manifests import KONNECTIVITY_PORT, TCP_PORT, DeviceLayer
 
 NAMESPACE = "gpu-tenancy"
@@ -43,17 +45,23 @@ MAX_TENANT_MINOR = 36
 MIN_TENANT_MINOR = 30
 
 
-def image_tag(image: str) -> str:
-    """The tag of an image reference (digest stripped); '' when it has none."""
-    name = image.split("@", 1)[0]
-    last = name.rsplit("/", 1)[-1]
-    return last.split(":", 1)[1] if ":" in last else ""
+image_tag = image_pins.image_tag
 
 
 def _pinned(image: str) -> str:
-    if image_tag(image) in ("", "latest"):
-        raise ValueError(f"{image!r} must carry an explicit tag other than 'latest'")
+    problem = image_pins.image_problem(image)
+    if problem:
+        raise ValueError(f"image {image!r} {problem}")
     return image
+
+
+def _pinned_tag(tag: str) -> str:
+    problem = image_pins.tag_problem(tag)
+    if problem:
+        # An empty tag lets the chart fall back to its own default: Kamaji's chart then runs `latest`.
+        hint = "the chart would fall back to its own default tag" if not tag.strip() else "it can move"
+        raise ValueError(f"tag {problem} ({hint}); set an exact release tag")
+    return tag
 
 
 def _ipv4(value: str) -> str:
@@ -72,6 +80,7 @@ def _dns1123(value: str) -> str:
 
 DnsLabel = Annotated[str, AfterValidator(_dns1123)]
 PinnedImage = Annotated[str, AfterValidator(_pinned)]
+PinnedTag = Annotated[str, AfterValidator(_pinned_tag)]
 
 
 class ConfigError(ValueError):
@@ -138,8 +147,18 @@ def describe_cards(counts: Counter[tuple[str, int]]) -> str:
     return ", ".join(f"{count} x {model} ({mib} MiB)" for (model, mib), count in sorted(counts.items())) or "none"
 
 
+# Upper bounds on counts: HAMi takes a container's GPUs from one node and no GPU node carries more than 16
+# cards (HGX/DGX class), so more could never be scheduled; the rest keep one stack's plan and preview small.
+MAX_CARDS_PER_REQUEST = 16
+MAX_CONTAINERS = 16
+MAX_WORKLOADS = 100
+MAX_GPU_GROUPS = 16
+MAX_WORKERS = 64
+MAX_TENANTS = 100
+
+
 class ContainerGpuRequest(_Model):
-    gpus: int = Field(default=1, gt=0)
+    gpus: int = Field(default=1, gt=0, le=MAX_CARDS_PER_REQUEST)
     gpumem_mib: int | None = Field(default=None, alias="gpumemMiB", gt=0)
     gpumem_percentage: int | None = Field(default=None, alias="gpumemPercentage", gt=0, le=100)
     gpucores: int | None = Field(default=None, ge=0, le=100)
@@ -154,8 +173,9 @@ class ContainerGpuRequest(_Model):
 class WorkloadConfig(_Model):
     name: DnsLabel
     replicas: int = Field(default=1, ge=0, le=1000)
-    image: PinnedImage = "registry.k8s.io/pause:3.10"
-    containers: list[ContainerGpuRequest] = Field(min_length=1)
+    # The pause release kubeadm 1.35 pins (kubernetes cmd/kubeadm/app/constants PauseVersion).
+    image: PinnedImage = "registry.k8s.io/pause:3.10.1"
+    containers: list[ContainerGpuRequest] = Field(min_length=1, max_length=MAX_CONTAINERS)
     use_gpu_type: list[str] = Field(default_factory=list, alias="useGpuType")
     nouse_gpu_type: list[str] = Field(default_factory=list, alias="noUseGpuType")
     gpu_scheduler_policy: Literal["binpack", "spread"] | None = Field(
@@ -170,6 +190,40 @@ class WorkloadConfig(_Model):
 QUOTA_KEYS = ("limits.nvidia.com/gpu", "limits.nvidia.com/gpumem", "limits.nvidia.com/gpucores")
 
 
+# Host key types pulumi-command can pin. It offers the server only the key's own type as host key algorithm
+# (pulumi-command v1.2.1 provider/pkg/provider/remote/connection.go SSHConfig: HostKeyAlgorithms =
+# [publicKey.Type()]); for an RSA key that is `ssh-rsa`, i.e. SHA-1 signatures, which OpenSSH 8.8+ servers
+# no longer offer, so an RSA host key would never connect.
+HOST_KEY_TYPES = (
+    "ssh-ed25519", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521",
+    "sk-ssh-ed25519@openssh.com", "sk-ecdsa-sha2-nistp256@openssh.com",
+)
+
+
+def _host_key(value: str) -> str:
+    """An OpenSSH public key line `<type> <base64> [comment]`, as `ssh-keyscan` prints after the host."""
+    fields = value.split()
+    if fields and fields[0] not in HOST_KEY_TYPES and len(fields) >= 3:
+        fields = fields[1:]  # a whole `ssh-keyscan` line: drop the leading host
+    if len(fields) < 2:
+        raise ValueError("is not an SSH public key line '<type> <base64>' (from ssh-keyscan)")
+    if fields[0] == "ssh-rsa":
+        raise ValueError(
+            "is an RSA key, which pulumi-command would negotiate as ssh-rsa (SHA-1) and OpenSSH 8.8+ refuses; "
+            "use the host's ed25519 key (ssh-keyscan -t ed25519 <address>)"
+        )
+    if fields[0] not in HOST_KEY_TYPES:
+        raise ValueError(f"key type {fields[0]!r} is not one of {', '.join(HOST_KEY_TYPES)}")
+    try:
+        blob = base64.b64decode(fields[1], validate=True)
+    except ValueError:
+        raise ValueError("is not valid base64 after the key type") from None
+    length = int.from_bytes(blob[:4], "big") if len(blob) >= 4 else -1
+    if blob[4 : 4 + length].decode(errors="replace") != fields[0]:
+        raise ValueError(f"its key data is not a {fields[0]} key")
+    return f"{fields[0]} {fields[1]}"
+
+
 class WorkerHostConfig(_Model):
     """A real GPU host (mode real), prepared and joined to its tenant over SSH."""
 
@@ -179,6 +233,8 @@ class WorkerHostConfig(_Model):
     port: int = Field(default=22, gt=0, lt=65536)
     # The cards in this host; a tenant's only host has the tenant's `gpus` unless it says otherwise.
     gpus: list[GpuConfig] = Field(default_factory=list)
+    # Required in mode real (mode_errors): without it pulumi-command accepts any host key.
+    host_key: Annotated[str, AfterValidator(_host_key)] | None = Field(default=None, alias="hostKey")
 
     @field_validator("address")
     @classmethod
@@ -193,14 +249,18 @@ class WorkerHostConfig(_Model):
 
 class TenantConfig(_Model):
     name: DnsLabel
-    gpus: list[GpuConfig] = Field(min_length=1)
-    workers: list[WorkerHostConfig] = Field(default_factory=list)
+    gpus: list[GpuConfig] = Field(min_length=1, max_length=MAX_GPU_GROUPS)
+    workers: list[WorkerHostConfig] = Field(default_factory=list, max_length=MAX_WORKERS)
     control_plane_address: str | None = Field(default=None, alias="controlPlaneAddress")
     node_port: int | None = Field(default=None, alias="nodePort", ge=30000, le=32766)
     pod_cidr: str | None = Field(default=None, alias="podCidr")
     service_cidr: str | None = Field(default=None, alias="serviceCidr")
-    workloads: list[WorkloadConfig] = Field(default_factory=list)
+    workloads: list[WorkloadConfig] = Field(default_factory=list, max_length=MAX_WORKLOADS)
     quota: dict[str, int] = Field(default_factory=dict)
+    # "shared": the platform's etcd, a key prefix per tenant; "dedicated": an etcd of its own (README: Datastore).
+    data_store: Literal["shared", "dedicated"] = Field(default="shared", alias="dataStore")
+    # A non-admin kubeconfig for the tenant's users (gpu_tenancy/tenant_access.py), output tenantUserKubeconfigs.
+    user_access: bool = Field(default=False, alias="userAccess")
 
     @field_validator("name")
     @classmethod
@@ -299,9 +359,9 @@ class VersionsConfig(_Model):
     cert_manager: str = Field(default=versions.CERT_MANAGER_CHART_VERSION, alias="certManager")
     metallb: str = versions.METALLB_CHART_VERSION
     kamaji_chart: str = Field(default=versions.KAMAJI_CHART_VERSION, alias="kamajiChart")
-    kamaji_image_tag: str = Field(default=versions.KAMAJI_IMAGE_TAG, alias="kamajiImageTag")
+    kamaji_image_tag: PinnedTag = Field(default=versions.KAMAJI_IMAGE_TAG, alias="kamajiImageTag")
     hami: str = versions.HAMI_CHART_VERSION
-    hami_image_tag: str = Field(default=versions.HAMI_IMAGE_TAG, alias="hamiImageTag")
+    hami_image_tag: PinnedTag = Field(default=versions.HAMI_IMAGE_TAG, alias="hamiImageTag")
     kindnetd_image: PinnedImage = Field(default=versions.KINDNETD_IMAGE, alias="kindnetdImage")
     # sim-nvml: the NVIDIA/k8s-test-infra commit the mock NVML image is built from (a full SHA: a tag or
     # branch could move under the same image name).
@@ -378,6 +438,13 @@ class MetalLBConfig(_Model):
         return values
 
 
+class DataStoreConfig(_Model):
+    """The etcd volumes (the shared one and each dedicated one); etcd's quota is derived (gpu_tenancy/datastore)."""
+
+    volume_mib: int = Field(default=datastore.DEFAULT_VOLUME_MIB, ge=datastore.MIN_VOLUME_MIB, le=1024 * 1024,
+                            alias="volumeMiB")
+
+
 class ControlPlaneConfig(_Model):
     """How tenant API servers are exposed from the management cluster."""
 
@@ -415,11 +482,12 @@ class MetricsConfig(_Model):
 
 class StackConfig(_Model):
     mode: Literal["sim", "sim-nvml", "real"]
-    tenants: list[TenantConfig] = Field(min_length=1)
+    tenants: list[TenantConfig] = Field(min_length=1, max_length=MAX_TENANTS)
     versions: VersionsConfig = Field(default_factory=VersionsConfig)
     kind: KindConfig | None = None
     metallb: MetalLBConfig = Field(default_factory=MetalLBConfig)
     control_plane: ControlPlaneConfig = Field(default_factory=ControlPlaneConfig, alias="controlPlane")
+    datastore: DataStoreConfig = Field(default_factory=DataStoreConfig)
     inventory_mismatch: Literal["error", "warn"] = Field(default="error", alias="inventoryMismatch")
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     # Secrets (mode real): set with `pulumi config set --secret`; SecretStr keeps them out of reprs.
@@ -524,7 +592,55 @@ def _first_error_line(error: ValidationError) -> str:
     return f"{_format_location(location)}: {message}"
 
 
-def mode_errors(config: StackConfig, raw: Mapping[str, Any]) -> list[tuple[str, str]]:
+Resolver = Callable[[str], set[str]]
+
+
+def resolve_host(address: str) -> set[str]:
+    """Every IP address a worker address stands for (itself for an IP); empty when it does not resolve."""
+    try:
+        return {str(ipaddress.ip_address(address))}
+    except ValueError:
+        pass
+    try:
+        return {str(info[4][0]) for info in socket.getaddrinfo(address, None)}
+    except OSError:
+        return set()
+
+
+def _literal_address(address: str) -> set[str]:
+    try:
+        return {str(ipaddress.ip_address(address))}
+    except ValueError:
+        return {address.lower()}
+
+
+def _duplicate_hosts(config: StackConfig, resolve: Resolver | None) -> list[tuple[str, str]]:
+    """A machine listed twice (same address, or a name resolving to another worker's address) in any tenant:
+    both joins would "succeed" and destroying one would `kubeadm reset` the other's host."""
+    errors: list[tuple[str, str]] = []
+    seen: dict[str, tuple[str, str, str]] = {}  # address -> (tenant, worker, as written)
+    for tenant_index, tenant in enumerate(config.tenants):
+        for worker_index, host in enumerate(tenant.workers):
+            addresses = _literal_address(host.address) | (resolve(host.address) if resolve else set())
+            clash = next((seen[a] for a in sorted(addresses) if a in seen), None)
+            if clash:
+                first_tenant, first_worker, written = clash
+                same = "" if written == host.address else f" ({written} and {host.address} resolve to the same address)"
+                errors.append(
+                    (
+                        f"tenants[{tenant_index}].workers[{worker_index}].address",
+                        f"host {host.address} is already a worker of tenant {first_tenant} ({first_worker}){same}; "
+                        "a machine joins one tenant once",
+                    )
+                )
+            for address in addresses:
+                seen.setdefault(address, (tenant.name, host.name, host.address))
+    return errors
+
+
+def mode_errors(
+    config: StackConfig, raw: Mapping[str, Any], resolve: Resolver | None = None
+) -> list[tuple[str, str]]:
     """Settings that belong to the other mode, or that the chosen mode needs: (key, problem)."""
     errors: list[tuple[str, str]] = []
     if config.simulated:
@@ -584,18 +700,18 @@ def mode_errors(config: StackConfig, raw: Mapping[str, Any]) -> list[tuple[str, 
         errors.append(("metallb.addresses", "is required when MetalLB is enabled in mode 'real'"))
     if config.metallb.addresses and not config.metallb.enabled:
         errors.append(("metallb.addresses", "is set but metallb.enabled is not true"))
-    # A host joins one control plane only: two tenants sharing it would share its GPUs.
-    owners: dict[str, str] = {}
-    for tenant_index, owner in enumerate(config.tenants):
-        for worker_index, host in enumerate(owner.workers):
-            first = owners.setdefault(host.address, owner.name)
-            if first != owner.name:
+    for index, tenant in enumerate(config.tenants):
+        for worker_index, host in enumerate(tenant.workers):
+            if host.host_key is None:
                 errors.append(
                     (
-                        f"tenants[{tenant_index}].workers[{worker_index}].address",
-                        f"host {host.address} is already a worker of tenant {first}",
+                        f"tenants[{index}].workers[{worker_index}].hostKey",
+                        f"worker {host.name} has no SSH host key, so anyone between here and {host.address} would "
+                        f"receive its join token; set it from `ssh-keyscan -t ed25519 -p {host.port} {host.address}` "
+                        "after checking the fingerprint on the host (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub)",
                     )
                 )
+    errors += _duplicate_hosts(config, resolve)
     return errors
 
 
@@ -619,11 +735,15 @@ def _nvml_mock_errors(config: StackConfig) -> list[tuple[str, str]]:
     return errors
 
 
-def load_config(raw: Mapping[str, Any], secret_keys: frozenset[str] = frozenset()) -> StackConfig:
+def load_config(
+    raw: Mapping[str, Any], secret_keys: frozenset[str] = frozenset(), resolve: Resolver | None = None
+) -> StackConfig:
     """Validate the stack's `gpu-tenancy:*` values; raise ConfigError with one line on failure.
 
     `secret_keys` are the keys (without namespace) the stack stores encrypted; a credential key
     outside it fails, so a kubeconfig or SSH key never sits in plain text in `Pulumi.<stack>.yaml`.
+    `resolve` (the program passes `resolve_host`) maps worker addresses to IPs, to refuse one machine
+    listed under two names.
     """
     for key in SECRET_KEYS:
         if key in raw and key not in secret_keys:
@@ -634,7 +754,7 @@ def load_config(raw: Mapping[str, Any], secret_keys: frozenset[str] = frozenset(
         config = StackConfig.model_validate(dict(raw))
     except ValidationError as error:
         raise ConfigError(_first_error_line(error)) from None
-    errors = mode_errors(config, raw) or addressing.collisions(config.address_claims())
+    errors = mode_errors(config, raw, resolve) or addressing.collisions(config.address_claims())
     if errors:
         key, problem = errors[0]
         raise ConfigError(f"{NAMESPACE}:{key}: {problem}")

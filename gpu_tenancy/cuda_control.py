@@ -9,10 +9,13 @@ on a mock NVML has, so every dynamically linked process would exit 127 before `m
 the node's ld.so.preload does not last: the plugin's vgpu-init.sh writes it again whenever it starts.
 
 So in sim-nvml, and only there, a MutatingAdmissionPolicy on the tenant's API server sets
-CUDA_DISABLE_CONTROL=true on every container that asks HAMi for a GPU: the preload is not mounted and
-libvgpu.so sits unused. Nothing enforces a slice on a mock GPU anyway; scheduling, quotas and the
-allocation HAMi's device plugin writes back are unchanged. The tenant's workloads stay as they are in every
-mode (the mutation happens in the API server, not in the program's manifests).
+CUDA_DISABLE_CONTROL=T (`ParseBool` reads "T" as true) on every container that asks HAMi for a GPU and does
+not set the variable itself: the preload is not mounted and libvgpu.so sits unused. Nothing enforces a slice
+on a mock GPU anyway; scheduling, quotas and the allocation HAMi's device plugin writes back are unchanged.
+The tenant's workloads stay as they are in every mode (the mutation happens in the API server, not in the
+program's manifests). The GPU-access admission policy (gpu_tenancy.gpu_access), which refuses the variable
+in every mode because it turns HAMi-core off, lets exactly this value through on GPU containers in sim-nvml
+(its parameters say so); a pod that sets the variable itself, to anything else, is refused as on real hosts.
 
 MutatingAdmissionPolicy (KEP-3962) is beta from Kubernetes 1.34, off unless the API server runs with the
 feature gate and the beta API enabled (kubernetes.io/docs/reference/access-authn-authz/
@@ -28,6 +31,9 @@ from typing import Any
 from gpu_tenancy import hami
 
 ENV_NAME = "CUDA_DISABLE_CONTROL"
+# What the mutation writes: true to HAMi (strconv.ParseBool), and a value people do not write by hand, so the
+# GPU-access policy can tell the mutation's from a pod's own.
+MARKER = "T"
 POLICY_NAME = "gpu-tenancy-cuda-control-off"
 MIN_MINOR = 34  # beta
 GA_MINOR = 36
@@ -40,9 +46,10 @@ GPU_RESOURCES = (
     hami.RESOURCE_GPU_CORES,
 )
 
-_ASKS_FOR_A_GPU = (
+_NEEDS_THE_VARIABLE = (
     "has(c.resources) && has(c.resources.limits) && "
-    + "[" + ", ".join(f"'{r}'" for r in GPU_RESOURCES) + "].exists(r, r in c.resources.limits)"
+    + "[" + ", ".join(f"'{r}'" for r in GPU_RESOURCES) + "].exists(r, r in c.resources.limits) && "
+    + f"!(has(c.env) && c.env.exists(e, e.name == '{ENV_NAME}'))"
 )
 
 
@@ -72,7 +79,8 @@ def api_server_args(kubernetes_version: str) -> list[str]:
 
 
 def policy_spec() -> dict[str, Any]:
-    """The MutatingAdmissionPolicy: pods created with a GPU container get CUDA_DISABLE_CONTROL=true there."""
+    """The MutatingAdmissionPolicy: a GPU container of a new pod that does not set CUDA_DISABLE_CONTROL gets
+    it, set to MARKER."""
     return {
         "failurePolicy": "Fail",
         "reinvocationPolicy": "IfNeeded",
@@ -82,7 +90,10 @@ def policy_spec() -> dict[str, Any]:
             ]
         },
         "matchConditions": [
-            {"name": "asks-hami-for-a-gpu", "expression": f"object.spec.containers.exists(c, {_ASKS_FOR_A_GPU})"}
+            {
+                "name": "a-gpu-container-without-the-variable",
+                "expression": f"object.spec.containers.exists(c, {_NEEDS_THE_VARIABLE})",
+            }
         ],
         "mutations": [
             {
@@ -92,8 +103,8 @@ def policy_spec() -> dict[str, Any]:
                 "applyConfiguration": {
                     "expression": (
                         "Object{spec: Object.spec{containers: object.spec.containers.filter(c, "
-                        f"{_ASKS_FOR_A_GPU}).map(c, Object.spec.containers{{name: c.name, env: "
-                        f'[Object.spec.containers.env{{name: "{ENV_NAME}", value: "true"}}]}})}}}}'
+                        f"{_NEEDS_THE_VARIABLE}).map(c, Object.spec.containers{{name: c.name, env: "
+                        f'[Object.spec.containers.env{{name: "{ENV_NAME}", value: "{MARKER}"}}]}})}}}}'
                     )
                 },
             }

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import shlex
 
-from gpu_tenancy import shell, versions
+from gpu_tenancy import gpu_access, shell, versions
 from gpu_tenancy.config import KUBERNETES_VERSION
 
 JOIN_FILE = "/run/gpu-tenancy-join.yaml"
@@ -72,16 +72,39 @@ apt-get install -y -q --allow-downgrades "kubelet=${{K8S_PACKAGE}}" "kubeadm=${{
   "nvidia-container-toolkit=${{TOOLKIT_PACKAGE}}" "nvidia-container-toolkit-base=${{TOOLKIT_PACKAGE}}"
 apt-mark hold kubelet kubeadm >/dev/null
 
-# containerd with the systemd cgroup driver (the control plane's kubelet config says systemd) and
-# the NVIDIA runtime as default, so HAMi's device plugin and GPU pods need no runtimeClassName.
+# containerd with the systemd cgroup driver (the control plane's kubelet config says systemd). The NVIDIA
+# runtime is registered as the handler `{gpu_access.GPU_RUNTIME_CLASS}` and NOT made the default: only pods
+# under HAMi's RuntimeClass reach it (gpu_tenancy/gpu_access.py). Run without --set-as-default, nvidia-ctk
+# also drops a default it set before (nvidia-container-toolkit pkg/config/engine/containerd/config.go
+# AddRuntimeWithOptions), so a host prepared by an older version is fixed by running this again.
 install -d /etc/containerd
 if [ ! -s /etc/containerd/config.toml ] || ! grep -q 'SystemdCgroup = true' /etc/containerd/config.toml; then
   containerd config default > /etc/containerd/config.toml
   sed -i 's/SystemdCgroup = false/SystemdCgroup = true/' /etc/containerd/config.toml
 fi
-nvidia-ctk runtime configure --runtime=containerd --set-as-default
+nvidia-ctk runtime configure --runtime=containerd --nvidia-runtime-name={gpu_access.GPU_RUNTIME_CLASS}
 systemctl enable --now containerd kubelet
 systemctl restart containerd
+{runtime_check_script()}"""
+
+
+def runtime_check_script() -> str:
+    """Fails the preparation unless containerd, as it runs, has runc as default and the NVIDIA handler.
+
+    Reads `containerd config dump` (the merged config, drop-ins included): any `default_runtime_name`
+    naming the NVIDIA handler would hand every pod the GPUs, `NVIDIA_VISIBLE_DEVICES=all` is enough.
+    """
+    name = gpu_access.GPU_RUNTIME_CLASS
+    return f"""dump="$(containerd config dump)"
+if printf '%s\\n' "$dump" | grep -Eq '^[[:space:]]*default_runtime_name[[:space:]]*=[[:space:]]*"{name}"'; then
+  echo "gpu-tenancy: containerd on $(hostname) runs every pod under the NVIDIA runtime \\
+(default_runtime_name = {name}); remove that default (see /etc/containerd/conf.d)" >&2
+  exit 1
+fi
+if ! printf '%s\\n' "$dump" | grep -Eq "runtimes[.][\\"']?{name}[\\"']?[.]options[]]"; then
+  echo "gpu-tenancy: containerd on $(hostname) has no '{name}' runtime handler after nvidia-ctk runtime configure" >&2
+  exit 1
+fi
 """
 
 
@@ -119,3 +142,28 @@ def remove_node_script() -> str:
         + 'kubectl --kubeconfig "$kubeconfig" --request-timeout=60s \\\n'
         + '  delete node "$GPU_TENANCY_NODE" --ignore-not-found\n'
     )
+
+
+MACHINE_ID_COMMAND = "cat /etc/machine-id"
+
+
+def duplicate_machines(machine_ids: dict[str, str]) -> list[str]:
+    """`tenant/worker` names that report one /etc/machine-id: the same machine listed twice (by two names,
+    behind two addresses) or cloned without a new id. Either way it must not join twice."""
+    by_id: dict[str, list[str]] = {}
+    for worker, machine_id in sorted(machine_ids.items()):
+        by_id.setdefault(machine_id.strip(), []).append(worker)
+    return [" and ".join(workers) + f" (machine-id {machine_id})"
+            for machine_id, workers in sorted(by_id.items()) if machine_id and len(workers) > 1]
+
+
+def machine_check_command(machine_ids: dict[str, str]) -> str:
+    """The gate every host's preparation waits for: succeeds only when no machine is listed twice."""
+    duplicates = duplicate_machines(machine_ids)
+    if not duplicates:
+        return "true"
+    message = (
+        "gpu-tenancy: one machine is listed as several workers: " + "; ".join(duplicates)
+        + ". Give each machine one entry (or, for distinct clones, a new id: systemd-machine-id-setup)."
+    )
+    return f"echo {shlex.quote(message)} >&2; exit 1"

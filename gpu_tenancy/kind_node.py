@@ -13,6 +13,7 @@ import csv
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 # One `docker info` call printing the three facts kind reads, as one JSON object.
 DOCKER_INFO_COMMAND = (
@@ -87,6 +88,15 @@ CLUSTER_DNS_SUFFIXES = (".svc", ".svc.cluster", ".svc.cluster.local")
 def has_proxy(environ: Mapping[str, str]) -> bool:
     """Whether kind would pass proxy settings at all: any of PROXY_VARIABLES set, in either case."""
     return any(environ.get(name) or environ.get(name.lower()) for name in PROXY_VARIABLES)
+
+
+def proxy_has_credentials(environ: Mapping[str, str]) -> bool:
+    """Whether a proxy URL carries a user or password (`http://user:secret@proxy:3128`)."""
+    for name in ("HTTP_PROXY", "HTTPS_PROXY"):
+        for value in (environ.get(name), environ.get(name.lower())):
+            if value and urlsplit(value if "://" in value else f"http://{value}").username is not None:
+                return True
+    return False
 
 
 def proxy_env(

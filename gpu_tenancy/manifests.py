@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 import yaml
 
-from gpu_tenancy import versions
+from gpu_tenancy import gpu_access, versions
 
 TENANT_LABEL = "gpu-tenancy.io/tenant"
 COMPONENT_LABEL = "gpu-tenancy.io/component"
@@ -84,8 +84,9 @@ def metallb_manifest(objects: list[dict[str, Any]]) -> str:
     return yaml.dump_all(objects, Dumper=_YAML_DUMPER, sort_keys=False)
 
 
-def kamaji_values(image_tag: str) -> dict[str, Any]:
+def kamaji_values(image_tag: str, etcd_volume_mib: int = 2048) -> dict[str, Any]:
     """Kamaji sized for one host; the DataStore is declared by the program to gate on readiness."""
+    from gpu_tenancy import datastore  # datastore builds on this module
     return {
         "image": {"tag": image_tag, "pullPolicy": "IfNotPresent"},
         "defaultDatastoreName": DATASTORE_NAME,
@@ -94,11 +95,11 @@ def kamaji_values(image_tag: str) -> dict[str, Any]:
             "requests": {"cpu": "50m", "memory": "128Mi"},
             "limits": {"cpu": "500m", "memory": "512Mi"},
         },
+        # One replica; etcd's quota below its volume (gpu_tenancy/datastore.py).
         "kamaji-etcd": {
             "deploy": True,
             "fullnameOverride": "kamaji-etcd",
-            "replicas": 1,
-            "persistentVolumeClaim": {"size": "2Gi"},
+            **datastore.etcd_values(etcd_volume_mib),
             "datastore": {"enabled": False},
         },
     }
@@ -106,25 +107,9 @@ def kamaji_values(image_tag: str) -> dict[str, Any]:
 
 def etcd_datastore_spec() -> dict[str, Any]:
     """DataStore for the kamaji-etcd subchart (one replica, cert-manager issued certificates)."""
-    endpoint = f"kamaji-etcd-0.kamaji-etcd.{KAMAJI_NAMESPACE}.svc.cluster.local:2379"
+    from gpu_tenancy import datastore  # datastore builds on this module
 
-    def ref(secret: str, key: str) -> dict[str, Any]:
-        return {"secretReference": {"name": secret, "namespace": KAMAJI_NAMESPACE, "keyPath": key}}
-
-    return {
-        "driver": "etcd",
-        "endpoints": [endpoint],
-        "tlsConfig": {
-            "certificateAuthority": {
-                "certificate": ref("kamaji-etcd-ca", "tls.crt"),
-                "privateKey": ref("kamaji-etcd-ca", "tls.key"),
-            },
-            "clientCertificate": {
-                "certificate": ref("kamaji-etcd-client-certs", "tls.crt"),
-                "privateKey": ref("kamaji-etcd-client-certs", "tls.key"),
-            },
-        },
-    }
+    return datastore.shared_spec()
 
 
 def wait_for(*conditions: str, timeout_seconds: int = 900) -> dict[str, str]:
@@ -160,6 +145,7 @@ def tenant_control_plane_spec(
     port: int = TCP_PORT,
     konnectivity_port: int = KONNECTIVITY_PORT,
     api_server_args: list[str] | None = None,
+    data_store: str = DATASTORE_NAME,
 ) -> dict[str, Any]:
     """TCP with Konnectivity; `node_runtime` "kind" (kindest/node workers) or "host" (real hosts)."""
     # Both kindest/node and the prepared hosts run containerd with SystemdCgroup=true. `add`, not
@@ -174,7 +160,7 @@ def tenant_control_plane_spec(
         network_profile["address"] = address
     deployment: dict[str, Any] = {"extraArgs": {"apiServer": list(api_server_args)}} if api_server_args else {}
     return {
-        "dataStore": DATASTORE_NAME,
+        "dataStore": data_store,
         "controlPlane": {
             "deployment": {
                 **deployment,
@@ -238,6 +224,11 @@ def hami_values(
     """HAMi inside a Kamaji tenant, for the tenant's device layer; `device_plugin` adds to the chart's
     devicePlugin values what the plugin needs to reach its devices (nvml_mock.hami_device_plugin_values)."""
     plugin_values: dict[str, Any] = {"enabled": device_layer != "mock-agent", "service": {"type": "ClusterIP"}}
+    if device_layer == "nvidia":
+        # The NVIDIA runtime is not containerd's default on a prepared host (gpu_tenancy/hostprep.py): the chart
+        # creates RuntimeClass `nvidia`, runs the device plugin and its vGPU monitor under it, and the webhook
+        # puts GPU pods under it (gpu_tenancy/gpu_access.py). kind nodes have no such handler: sim modes skip it.
+        plugin_values |= {"runtimeClassName": gpu_access.GPU_RUNTIME_CLASS, "createRuntimeClass": True}
     return {
         "global": {"imageTag": image_tag},
         # mock-device-plugin 1.0.1 (the chart's pin) crashes on the 2.10 ConfigMap (mock PR #18);
@@ -267,6 +258,10 @@ def hami_values(
             # Konnectivity's `cluster` egress. ClusterIP keeps it off node ports.
             "service": {"type": "ClusterIP"},
             "admissionWebhook": {"enabled": True, "failurePolicy": "Ignore"},
+            # Containers that ask for no GPU get NVIDIA_VISIBLE_DEVICES=none from the webhook (pkg/device/nvidia/
+            # device.go MutateAdmission), overriding an image's `ENV NVIDIA_VISIBLE_DEVICES=all` (CUDA images set
+            # it) in a GPU pod's other containers, which run under the NVIDIA runtime too. A string, as the chart.
+            "overwriteEnv": "true",
             "defaultSchedulerPolicy": {"nodeSchedulerPolicy": "binpack", "gpuSchedulerPolicy": "spread"},
         },
         # The plugin runs on nodes labelled gpu=on (the chart's nvidiaNodeSelector), which the program

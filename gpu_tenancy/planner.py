@@ -324,52 +324,104 @@ def gen_reason(reasons: Mapping[str, int], cards: int) -> str:
 
 # --------------------------------------------------------------------------- engine
 
+# Go computes scores in float32 and rounds every operation; Python floats are doubles. One precompiled
+# Struct rounds a double to float32 (pack, unpack) without parsing the format on every call.
+_FLOAT32 = struct.Struct("f")
+_pack_f32 = _FLOAT32.pack
+_unpack_f32 = _FLOAT32.unpack
+
 
 def _f32(value: float) -> float:
     """``value`` rounded to float32, as Go's float32 arithmetic rounds every operation."""
-    return float(struct.unpack("f", struct.pack("f", value))[0])
+    return float(_unpack_f32(_pack_f32(value))[0])
 
 
 def _ratio(part: int, total: int) -> float:
     return _f32(_f32(part) / _f32(total))
 
 
-class _DevState:
-    __slots__ = ("dev", "used", "usedcores", "usedmem")
+def _score(count: int, cores: int, mem: int, used: int, usedcores: int, usedmem: int) -> float:
+    """10 x (used/count + usedcores/cores + usedmem/mem) in float32, 0 when a capacity is 0: the shape of
+    both ComputeDefaultScore (a node's sums) and ComputeScore (one device, usage plus the request)."""
+    if count == 0 or cores == 0 or mem == 0:
+        return 0.0
+    use = _ratio(used, count)
+    core = _ratio(usedcores, cores)
+    memory = _ratio(usedmem, mem)
+    return _f32(10 * _f32(_f32(use + core) + memory))
 
-    def __init__(self, dev: Device) -> None:
+
+class _Scores:
+    """Memoised scores of one ``plan`` call. A score depends only on capacities and usage, and the same few
+    (capacity, usage) combinations recur across nodes and replicas, so each is rounded to float32 once."""
+
+    __slots__ = ("cache",)
+
+    def __init__(self) -> None:
+        self.cache: dict[tuple[int, int, int, int, int, int], float] = {}
+
+    def __call__(self, count: int, cores: int, mem: int, used: int, usedcores: int, usedmem: int) -> float:
+        key = (count, cores, mem, used, usedcores, usedmem)
+        value = self.cache.get(key)
+        if value is None:
+            value = self.cache[key] = _score(*key)
+        return value
+
+
+class _DevState:
+    __slots__ = ("dev", "request_counts", "sort_keys", "used", "usedcores", "usedmem")
+
+    def __init__(self, dev: Device, scores: _Scores) -> None:
         self.dev = dev
         self.used = 0
         self.usedmem = 0
         self.usedcores = 0
+        # ComputeScore only adds the container's own request on a device whose type is exactly "NVIDIA".
+        self.request_counts = dev.type == _REQUEST_TYPE
+        self.sort_keys = self.keys_for(self.usage_score(scores))
+
+    def usage_score(self, scores: _Scores) -> float:
+        """ComputeScore of a request that does not count on this device: the device's usage alone."""
+        d = self.dev
+        return scores(d.count, d.devcore, d.devmem, self.used, self.usedcores, self.usedmem)
+
+    def keys_for(self, score: float) -> tuple[tuple[float, int], tuple[float, int]]:
+        """DeviceUsageList.Less's keys (spread, binpack), indexed by ``binpack``: see _fit_container."""
+        return (-score, self.dev.numa), (score, self.dev.numa)
+
+    def add(self, mem: int, cores: int, scores: _Scores) -> None:
+        self.used += 1
+        self.usedmem += mem
+        self.usedcores += cores
+        self.sort_keys = self.keys_for(self.usage_score(scores))
 
 
 class _NodeState:
-    __slots__ = ("all_devs", "devs", "idx", "node", "score", "version")
+    __slots__ = ("all_devs", "capacity", "devs", "idx", "node", "score", "used", "usedcores", "usedmem", "version")
 
-    def __init__(self, node: Node, idx: int) -> None:
+    def __init__(self, node: Node, idx: int, scores: _Scores) -> None:
         self.node = node
         self.idx = idx
         # In registration order: the order HAMi builds each pod's device list in (buildNodeUsage).
-        self.all_devs = [_DevState(d) for d in node.devices]
+        self.all_devs = [_DevState(d, scores) for d in node.devices]
         # getNodeResources: only devices whose type contains "nvidia" take part in Fit.
         self.devs = [s for s in self.all_devs if _NVIDIA in s.dev.type.lower()]
+        self.capacity = (
+            sum(d.count for d in node.devices),
+            sum(d.devcore for d in node.devices),
+            sum(d.devmem for d in node.devices),
+        )
+        # The node's usage summed over its devices, kept as placements land (only placements change it).
+        self.used = 0
+        self.usedcores = 0
+        self.usedmem = 0
         self.version = 0
         self.score = 0.0
 
-    def compute_score(self) -> float:
+    def compute_score(self, scores: _Scores) -> float:
         """ComputeDefaultScore: 10 x (used/slots + cores/total + mem/total) over the node's devices,
         summed before dividing, in float32, from the usage before the pod."""
-        devs = self.all_devs
-        total = sum(s.dev.count for s in devs)
-        total_core = sum(s.dev.devcore for s in devs)
-        total_mem = sum(s.dev.devmem for s in devs)
-        if total == 0 or total_core == 0 or total_mem == 0:
-            return 0.0
-        use = _ratio(sum(s.used for s in devs), total)
-        core = _ratio(sum(s.usedcores for s in devs), total_core)
-        mem = _ratio(sum(s.usedmem for s in devs), total_mem)
-        return _f32(10 * _f32(_f32(use + core) + mem))
+        return scores(*self.capacity, self.used, self.usedcores, self.usedmem)
 
 
 @dataclass
@@ -388,36 +440,53 @@ def _type_ok(dev_type: str, use: Sequence[str], nouse: Sequence[str]) -> bool:
     return not (nouse_l and any(u in t for u in nouse_l))
 
 
+class _Request:
+    """One container's request as Fit and ComputeScore read it, resolved once per workload."""
+
+    __slots__ = ("cores", "memreq_by_devmem", "nums", "req", "score_request")
+
+    def __init__(self, req: ContainerRequest) -> None:
+        self.req = req
+        self.nums = req.gpus
+        self.cores = req.cores
+        # What ComputeScore adds on a device of the request's own type: (request, core, mem) with mem the
+        # percentage of the card when one is set (not 0 or 101, "unset"), else gpumem in MiB.
+        pct = req.mem_percentagereq
+        self.score_request = (1, req.coresreq, pct, req.gpumem_mib or 0)
+        self.memreq_by_devmem: dict[int, int] = {}
+
+    def memreq(self, d: Device) -> int:
+        value = self.memreq_by_devmem.get(d.devmem)
+        if value is None:
+            value = self.memreq_by_devmem[d.devmem] = self.req.memreq(d)
+        return value
+
+
 # A tentative allocation inside one pod: (device state, mem, cores)
 _Alloc = tuple[_DevState, int, int]
 
 
-def _device_score(d: Device, req: ContainerRequest, used: int, usedmem: int, usedcores: int) -> float:
+def _device_score(s: _DevState, req: _Request, used: int, usedmem: int, usedcores: int, scores: _Scores) -> float:
     """ComputeScore with the default weights (slot=core=memory=1), in float32. The container's own
     request only counts on a device whose type is exactly "NVIDIA" (the request type); registered
     types are "NVIDIA-<model>", so usually only the existing usage ranks the devices."""
-    if d.count == 0 or d.devcore == 0 or d.devmem == 0:
-        return 0.0
-    request = core = mem = 0
-    if d.type == _REQUEST_TYPE:
-        request = 1
-        core = req.coresreq
-        pct = req.mem_percentagereq
-        mem = d.devmem * pct // 100 if pct not in (0, 101) else (req.gpumem_mib or 0)
-    slot_score = _ratio(request + used, d.count)
-    core_score = _ratio(core + usedcores, d.devcore)
-    mem_score = _ratio(mem + usedmem, d.devmem)
-    return _f32(10 * _f32(_f32(slot_score + core_score) + mem_score))
+    d = s.dev
+    if not s.request_counts:
+        return scores(d.count, d.devcore, d.devmem, used, usedcores, usedmem)
+    request, core, pct, gpumem = req.score_request
+    mem = d.devmem * pct // 100 if pct not in (0, 101) else gpumem
+    return scores(d.count, d.devcore, d.devmem, request + used, core + usedcores, mem + usedmem)
 
 
 def _fit_container(
     order: list[_DevState],
-    req: ContainerRequest,
-    wl: Workload,
+    req: _Request,
+    binpack: bool,
     pending: dict[int, list[int]],
     type_ok: dict[str, bool],
     quota: Quota | None,
     quota_base: tuple[int, int],
+    scores: _Scores,
 ) -> tuple[list[_Alloc] | None, str]:
     """One container on one node: HAMi fitInDevices + Fit.
 
@@ -425,7 +494,7 @@ def _fit_container(
     left as the previous container sorted it (fitInDevices sorts the same list in place). ``pending``
     holds the usage (used, mem, cores) already claimed on a device by earlier containers of the same
     pod, keyed by ``id(devstate)``."""
-    nums = req.gpus
+    nums = req.nums
     if nums > len(order):
         return None, NODE_INSUFFICIENT_DEVICE
 
@@ -439,9 +508,15 @@ def _fit_container(
     # ascending, NUMA ascending on equal scores; no further key. sort.Sort is an insertion sort
     # (stable) at this size, so devices that still tie keep their previous order. Fit then walks
     # the list from its end: spread tries the least used first, binpack the most used.
-    sign = 1.0 if wl.gpu_scheduler_policy == "binpack" else -1.0
-    keys = {id(s): (sign * _device_score(s.dev, req, *eff(s)), s.dev.numa) for s in order}
-    order.sort(key=lambda s: keys[id(s)])
+    # A device's keys from its usage alone are kept up to date as placements land (_DevState.add).
+    sign = 1.0 if binpack else -1.0
+    keys = [
+        (sign * _device_score(s, req, *eff(s), scores), s.dev.numa)
+        if s.request_counts or (pending and id(s) in pending)
+        else s.sort_keys[binpack]
+        for s in order
+    ]
+    order[:] = [order[i] for i in sorted(range(len(order)), key=keys.__getitem__)]
 
     cores = req.cores
     reasons: dict[str, int] = {}
@@ -486,22 +561,24 @@ def _fit_container(
 
 def _fit_pod(
     ns: _NodeState,
-    wl: Workload,
+    requests: Sequence[_Request],
+    binpack: bool,
     type_ok: dict[str, bool],
     quota: Quota | None,
     qused: _QuotaUse,
+    scores: _Scores,
 ) -> tuple[list[list[_Alloc]] | None, str]:
     pending: dict[int, list[int]] = {}
     allocs: list[list[_Alloc]] = []
     order = list(ns.devs)
     pod_mem = 0
     pod_cores = 0
-    for req in wl.containers:
-        if req.gpus == 0:
+    for req in requests:
+        if req.nums == 0:
             allocs.append([])
             continue
         got, reason = _fit_container(
-            order, req, wl, pending, type_ok, quota, (qused.mem + pod_mem, qused.cores + pod_cores)
+            order, req, binpack, pending, type_ok, quota, (qused.mem + pod_mem, qused.cores + pod_cores), scores
         )
         if got is None:
             return None, reason
@@ -516,29 +593,56 @@ def _fit_pod(
     return allocs, ""
 
 
+# A node's place in a policy's order: see _NodeIndex.key.
+_Key = tuple[float, int]
+
+
 class _NodeIndex:
-    """Nodes kept sorted by score for both node policies, updated incrementally."""
+    """The nodes in each node policy's order, per scope, updated incrementally as placements change scores.
+
+    A scope is None (every node: what a workload without a tenant sees) or a tenant (its nodes only). The
+    scheduler tries the highest score first under binpack and the lowest under spread, ties in input order.
+    Each list holds the nodes in *reverse* order of preference, so the next node to try is at its end
+    (``list.pop`` is O(1)). Lists are built on first use, then kept sorted on every score change.
+    """
 
     def __init__(self, states: list[_NodeState]) -> None:
         self.states = states
-        self.asc: list[tuple[float, int]] = sorted((s.score, s.idx) for s in states)
-        self.desc: list[tuple[float, int]] = sorted((-s.score, s.idx) for s in states)
+        self.stores: dict[tuple[str | None, bool], list[_Key]] = {}
 
-    def order(self, policy: str) -> Iterable[_NodeState]:
-        # binpack -> highest score first; spread -> lowest first; ties -> input order.
-        keys = self.desc if policy == "binpack" else self.asc
-        st = self.states
-        return [st[i] for _, i in keys]
+    @staticmethod
+    def key(score: float, idx: int, binpack: bool) -> _Key:
+        return (score, -idx) if binpack else (-score, -idx)
+
+    def node(self, key: _Key) -> _NodeState:
+        return self.states[-key[1]]
+
+    def store(self, scope: str | None, binpack: bool) -> list[_Key]:
+        """The scope's nodes, least preferred first (do not modify: copy it)."""
+        found = self.stores.get((scope, binpack))
+        if found is None:
+            found = self.stores[(scope, binpack)] = sorted(
+                self.key(s.score, s.idx, binpack) for s in self.states if scope is None or s.node.tenant == scope
+            )
+        return found
 
     def update(self, ns: _NodeState, new_score: float) -> None:
         old = ns.score
         if new_score == old:
             return
-        for lst, k_old, k_new in ((self.asc, old, new_score), (self.desc, -old, -new_score)):
-            pos = bisect.bisect_left(lst, (k_old, ns.idx))
-            del lst[pos]
-            bisect.insort(lst, (k_new, ns.idx))
+        scopes = (None,) if ns.node.tenant is None else (None, ns.node.tenant)
+        for scope in scopes:
+            for binpack in (True, False):
+                lst = self.stores.get((scope, binpack))
+                if lst is not None:
+                    _move(lst, self.key(old, ns.idx, binpack), self.key(new_score, ns.idx, binpack))
         ns.score = new_score
+
+
+def _move(keys: list[_Key], old: _Key, new: _Key) -> None:
+    """Replace ``old`` with ``new`` in the sorted list ``keys``."""
+    del keys[bisect.bisect_left(keys, old)]
+    bisect.insort(keys, new)
 
 
 def _quota_for(quota: Quota | Mapping[str, Quota] | None, tenant: str | None) -> Quota | None:
@@ -547,6 +651,21 @@ def _quota_for(quota: Quota | Mapping[str, Quota] | None, tenant: str | None) ->
     if tenant is None:
         return None
     return quota.get(tenant)
+
+
+def _quota_decides(quota: Quota | None) -> bool:
+    """Whether a pod's fit on a node depends on the quota's usage: gpumem or gpucores is limited (Fit's
+    fitQuota). A GPU-count quota is checked at admission, before any node."""
+    return quota is not None and (quota.gpumem is not None or quota.gpucores is not None)
+
+
+# What a pod's fit on a node depends on besides the node's usage (and, with a gpumem/gpucores quota, the
+# quota's usage): containers, type filters, GPU policy.
+_Shape = tuple[tuple[ContainerRequest, ...], tuple[str, ...], tuple[str, ...], str]
+
+
+def _pod_shape(wl: Workload) -> _Shape:
+    return (wl.containers, wl.use_gpu_type, wl.nouse_gpu_type, wl.gpu_scheduler_policy)
 
 
 def plan(
@@ -567,6 +686,14 @@ def plan(
     quota applied to all workloads, or a mapping tenant -> Quota applied to the
     workloads whose ``tenant`` matches.  A workload with a ``tenant`` only sees nodes of
     that tenant; one without sees every node.
+
+    The scheduler tries every node for every pod; the planner reaches the same verdicts without doing so.
+    A pod's fit on a node depends only on the node's usage, the pod and, with a gpumem/gpucores quota, the
+    quota's usage. Without such a quota, a node that refused a pod keeps refusing pods of the same shape
+    until something is placed on it, so it is set aside (with its reason) and only placed-on nodes are
+    tried again: each replica costs O(log nodes) plus the nodes it sets aside. With such a quota a
+    refusal can turn into a fit as the quota fills (Fit takes cards greedily against what is left, and a
+    smaller remainder can skip a large card and take two small ones), so every node is tried again.
     """
     names = [n.name for n in nodes]
     if len(set(names)) != len(names):
@@ -577,28 +704,40 @@ def plan(
                 f"node {n.name!r} has {len(n.devices)} GPUs; the planner reproduces HAMi's device order "
                 f"only up to {MAX_DEVICES_PER_NODE} per node (Go's sort.Sort is not stable above that)"
             )
-    states = [_NodeState(n, i) for i, n in enumerate(nodes)]
+    scores = _Scores()
+    states = [_NodeState(n, i, scores) for i, n in enumerate(nodes)]
     index = _NodeIndex(states)
     all_types = {d.type for n in nodes for d in n.devices}
     qusage: dict[str | None, _QuotaUse] = {}
+    # Per pod shape: node idx -> (node version, reason) of a refusal that holds while the node is unchanged.
+    refusals: dict[_Shape, dict[int, tuple[int, str]]] = {}
 
     placements: list[Placement] = []
     failures: list[Failure] = []
 
     for wl in workloads:
+        pod_gpus = sum(c.gpus for c in wl.containers)
+        if pod_gpus == 0 or wl.replicas == 0:
+            continue  # not a HAMi pod
         type_ok = {t: _type_ok(t, wl.use_gpu_type, wl.nouse_gpu_type) for t in all_types}
+        requests = [_Request(c) for c in wl.containers]
+        gpu_binpack = wl.gpu_scheduler_policy == "binpack"
+        node_binpack = wl.node_scheduler_policy == "binpack"
         wq = _quota_for(quota, wl.tenant)
         qkey = wl.tenant if isinstance(quota, Mapping) else None
         qused = qusage.setdefault(qkey, _QuotaUse())
-        pod_gpus = sum(c.gpus for c in wl.containers)
-        eligible = [s for s in states if wl.tenant is None or s.node.tenant == wl.tenant]
-        eligible_ids = {s.idx for s in eligible}
+        quota_decides = _quota_decides(wq)
+        scope_nodes = index.store(wl.tenant, node_binpack)
+        refused = refusals.setdefault(_pod_shape(wl), {})
+        # Nodes that may still fit, least preferred first (without a gpumem/gpucores quota).
+        candidates = [] if quota_decides else list(scope_nodes)
         # node idx -> (node version, gpumem/gpucores quota usage, reason) of a failed attempt
         memo: dict[int, tuple[int, tuple[int, int], str]] = {}
+        # Once a replica is refused everywhere nothing changes until the next workload: later admitted
+        # replicas fail the same way.
+        unplaceable: tuple[str, dict[str, str]] | None = None
 
         for r in range(wl.replicas):
-            if pod_gpus == 0:
-                continue  # not a HAMi pod
             denied = _webhook_quota_denial(wl, wq, qused)
             if denied:
                 failures.append(Failure(wl.name, r, denied, admitted=False))
@@ -616,37 +755,64 @@ def plan(
             # The API server admits the pod against requests.nvidia.com/gpu when it is created, and a
             # pod HAMi cannot place stays Pending and keeps counting (only terminal pods are released).
             qused.gpu += pod_gpus
-            qsnap = (qused.mem, qused.cores)
+            if unplaceable is not None:
+                failures.append(Failure(wl.name, r, unplaceable[0], dict(unplaceable[1])))
+                continue
+            placed: tuple[_NodeState, list[list[_Alloc]]] | None = None
             node_reasons: dict[str, str] = {}
-            placed = False
-            for ns in index.order(wl.node_scheduler_policy):
-                if ns.idx not in eligible_ids:
-                    continue
-                m = memo.get(ns.idx)
-                if m is not None and m[0] == ns.version and (wq is None or m[1] == qsnap):
-                    node_reasons[ns.node.name] = m[2]
-                    continue
-                allocs, reason = _fit_pod(ns, wl, type_ok, wq, qused)
-                if allocs is None:
-                    memo[ns.idx] = (ns.version, qsnap, reason)
-                    node_reasons[ns.node.name] = reason
-                    continue
-                for ci, got in enumerate(allocs):
-                    for s, mem, cores in got:
-                        s.used += 1
-                        s.usedmem += mem
-                        s.usedcores += cores
-                        qused.mem += mem
-                        qused.cores += cores
-                        placements.append(
-                            Placement(wl.name, r, ci, ns.node.name, s.dev.id, mem, cores)
-                        )
-                ns.version += 1
-                index.update(ns, ns.compute_score())
-                placed = True
-                break
-            if not placed:
-                failures.append(Failure(wl.name, r, _summarise(node_reasons), node_reasons))
+            if not quota_decides:
+                while candidates:
+                    ns = index.node(candidates[-1])
+                    seen = refused.get(ns.idx)
+                    if seen is not None and seen[0] == ns.version:
+                        candidates.pop()
+                        continue
+                    allocs, reason = _fit_pod(ns, requests, gpu_binpack, type_ok, wq, qused, scores)
+                    if allocs is None:
+                        refused[ns.idx] = (ns.version, reason)
+                        candidates.pop()
+                        continue
+                    placed = ns, allocs
+                    break
+                else:
+                    for key in reversed(scope_nodes):
+                        ns = index.node(key)
+                        node_reasons[ns.node.name] = refused[ns.idx][1]
+            else:
+                qsnap = (qused.mem, qused.cores)
+                for key in reversed(scope_nodes):
+                    ns = index.node(key)
+                    m = memo.get(ns.idx)
+                    if m is not None and m[0] == ns.version and m[1] == qsnap:
+                        node_reasons[ns.node.name] = m[2]
+                        continue
+                    allocs, reason = _fit_pod(ns, requests, gpu_binpack, type_ok, wq, qused, scores)
+                    if allocs is None:
+                        memo[ns.idx] = (ns.version, qsnap, reason)
+                        node_reasons[ns.node.name] = reason
+                        continue
+                    placed = ns, allocs
+                    break
+            if placed is None:
+                unplaceable = (_summarise(node_reasons), node_reasons)
+                failures.append(Failure(wl.name, r, unplaceable[0], dict(node_reasons)))
+                continue
+            ns, allocs = placed
+            for ci, got in enumerate(allocs):
+                for s, mem, cores in got:
+                    s.add(mem, cores, scores)
+                    ns.used += 1
+                    ns.usedmem += mem
+                    ns.usedcores += cores
+                    qused.mem += mem
+                    qused.cores += cores
+                    placements.append(Placement(wl.name, r, ci, ns.node.name, s.dev.id, mem, cores))
+            ns.version += 1
+            new_score = ns.compute_score(scores)
+            if not quota_decides:
+                candidates.pop()
+                bisect.insort(candidates, index.key(new_score, ns.idx, node_binpack))
+            index.update(ns, new_score)
 
     return PlanResult(tuple(placements), tuple(failures))
 

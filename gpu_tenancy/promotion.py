@@ -38,6 +38,7 @@ _DEVICE_TYPE_PREFIXES = ("command:", "docker:", "random:")
 _DEVICE_TYPES = {
     "gpu-tenancy:worker:Worker",
     "gpu-tenancy:host_worker:HostWorker",
+    "gpu-tenancy:host_identity:HostIdentities",
     "gpu-tenancy:mock_gpu_agent:MockGpuAgent",
     "gpu-tenancy:mock_nvml:MockNvml",
     "gpu-tenancy:nvml_mock_image:NvmlMockImage",
@@ -52,6 +53,8 @@ _DEVICE_FIELDS = (
     # Which node holds which card, under the node's name: a kind worker per tenant, or the GPU hosts.
     ("gpu-tenancy:tenant:Tenant", ("gpuNodes",)),
     ("kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane", ("spec", "kubernetes", "kubelet")),
+    # sim-nvml: the value of its CUDA-control mutation the GPU-access policy lets through (gpu_tenancy.gpu_access).
+    ("kubernetes:core/v1:ConfigMap", ("data", "cudaControlMarker")),
     # sim-nvml: the API server flags its CUDA-control admission policy needs (gpu_tenancy.cuda_control).
     ("kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane", ("spec", "controlPlane", "deployment", "extraArgs")),
     ("kubernetes:helm.sh/v3:Release", ("values", "devicePlugin")),

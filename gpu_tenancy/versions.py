@@ -25,8 +25,10 @@ The set fits together (evidence: shared reference `versions.md`):
   call HAMi v2.10.0's device plugin makes (README "The mock NVML"), reports the driver version of its
   Makefile's LIB_VERSION (550.163.01), and serves at most 8 GPUs per node (engine/device.go MaxDevices).
 - mode real: hosts get kubelet/kubeadm of exactly the tenant version from pkgs.k8s.io, and NVIDIA
-  container toolkit 1.19 (configures containerd 2.x, which Debian/Ubuntu hosts of 2026 ship) as the
-  default runtime for HAMi's device plugin. Not exercised on real GPUs by this project's CI.
+  container toolkit 1.19 (configures containerd 2.x, which Debian/Ubuntu hosts of 2026 ship) registered as
+  the runtime handler `nvidia`, not the default: HAMi's RuntimeClass (chart 2.10.0 `devicePlugin.
+  runtimeClassName`/`createRuntimeClass`) puts its plugin and GPU pods under it. Not exercised on real GPUs
+  by this project's CI.
 - The CLIs on the machine that runs `pulumi up` (gpu_tenancy/tools.py installs them with `make tools`, each
   checked against a sha256 recorded there): kind KIND_BINARY (its node images above), kubectl KUBECTL_BINARY
   (the tenant's minor: no client/server skew), the Pulumi CLI PULUMI_CLI = the `pulumi` SDK pinned in
@@ -57,6 +59,10 @@ KAMAJI_CHART_REPO = "https://clastix.github.io/charts"
 KAMAJI_CHART_VERSION = "0.0.0+latest"  # a moving build, not a pin: see the docstring
 KAMAJI_IMAGE_TAG = "26.8.2-edge"
 KAMAJI_CHART_CHECKED_COMMIT = "ddbabd87ed0e8d7c319414383e153c46f21733a9"  # clastix/kamaji tag 26.8.2-edge
+
+# A tenant's own etcd (tenants[].dataStore: dedicated): the kamaji-etcd chart the Kamaji chart locks
+# (charts/kamaji Chart.lock: 0.15.0, etcd 3.5.17), so shared and dedicated etcds run the same etcd.
+KAMAJI_ETCD_CHART_VERSION = "0.15.0"
 
 # Charts deployed at a moving version (chart -> version) because no pinnable one is published.
 UNPINNED_CHARTS = {"kamaji": KAMAJI_CHART_VERSION}

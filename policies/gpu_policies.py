@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from policy_common import ADVISORY, MANDATORY, describe, policy_config
+from policy_common import MANDATORY, describe, policy_config
 from policy_lib import (
     COMPONENT_LABEL,
     CONTAINER_TYPE,
@@ -32,7 +32,6 @@ from policy_lib import (
     ancestor_tenant,
     as_dict,
     as_list,
-    component_label,
     containers,
     contains_unknown,
     dig,
@@ -41,7 +40,6 @@ from policy_lib import (
     is_unknown,
     known_str,
     planner_inputs,
-    pod_labels,
     pod_spec,
     quantity,
     resource_tenant,
@@ -57,11 +55,6 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-# Installed by the program into every tenant. The mock NVML (mode sim-nvml) is privileged with hostPath by
-# upstream design: it mknods /dev/nvidia* and lays out the driver root on the host.
-DEFAULT_PLATFORM_COMPONENTS = [
-    "kindnet", "kube-proxy", MOCK_AGENT_COMPONENT, MOCK_NVML_COMPONENT, "worker", "control-plane"
-]
 DEFAULT_SPLIT_COUNT = 10
 
 # --------------------------------------------------------------------------- 7 gpu-requests-fractional
@@ -370,63 +363,6 @@ no_mock_gpus_in_real = StackValidationPolicy(
                 "type": "string",
                 "enum": list(MODES),
                 "description": "Force the mode to check against (default: read from the stack).",
-            }
-        }
-    ),
-)
-
-
-# --------------------------------------------------------------------------- 11 no-privileged-tenant-workloads
-
-
-def validate_no_privileged_tenant_workloads(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    res = from_resource_args(args)
-    tenant = resource_tenant(res)
-    if tenant is None:
-        return
-    platform = set(policy_config(args, "platformComponents", DEFAULT_PLATFORM_COMPONENTS))
-    component = component_label(res) or known_str(pod_labels(res).get(COMPONENT_LABEL))
-    if component in platform:
-        return
-    if res.type == CONTAINER_TYPE:
-        if res.props.get("privileged") is True:
-            report(f"tenant {tenant!r}: Docker container {res.name!r} is privileged.", None)
-        return
-    spec = pod_spec(res)
-    if spec is None:
-        return
-    for key in ("hostNetwork", "hostPID", "hostIPC"):
-        if spec.get(key) is True:
-            report(f"tenant {tenant!r}: {describe(res)} sets {key}: true.", None)
-    for volume in as_list(spec.get("volumes")):
-        if isinstance(volume, dict) and volume.get("hostPath") is not None:
-            report(f"tenant {tenant!r}: {describe(res)} mounts hostPath volume {volume.get('name')!r}.", None)
-    for container in containers(spec):
-        context = as_dict(container.get("securityContext"))
-        if context.get("privileged") is True:
-            report(f"tenant {tenant!r}: {describe(res)} container {container.get('name')!r} is privileged.", None)
-        if context.get("allowPrivilegeEscalation") is True and context.get("privileged") is not True:
-            report(
-                f"tenant {tenant!r}: {describe(res)} container {container.get('name')!r} allows privilege escalation.",
-                None,
-            )
-
-
-no_privileged_tenant_workloads = ResourceValidationPolicy(
-    name="no-privileged-tenant-workloads",
-    description=(
-        "Tenant workloads other than platform components (label gpu-tenancy.io/component in platformComponents) "
-        "run neither privileged nor with hostPath, hostNetwork, hostPID or hostIPC, which hand them the node itself."
-    ),
-    validate=validate_no_privileged_tenant_workloads,
-    enforcement_level=ADVISORY,
-    config_schema=PolicyConfigSchema(
-        properties={
-            "platformComponents": {
-                "type": "array",
-                "items": {"type": "string"},
-                "default": DEFAULT_PLATFORM_COMPONENTS,
-                "description": f"Values of {COMPONENT_LABEL} that mark platform components (exempt).",
             }
         }
     ),

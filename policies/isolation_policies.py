@@ -11,26 +11,35 @@ from policy_common import MANDATORY, describe, policy_config
 from policy_lib import (
     COMMAND_TYPE,
     CONTAINER_TYPE,
+    DATASTORE_TYPE,
+    HELM_TYPES,
     HOST_WORKER_TYPE,
     IPADDRESSPOOL_TYPE,
     K8S_COMPONENT_TYPES,
     K8S_PROVIDER_TYPE,
-    MANAGEMENT,
+    KAMAJI_TYPE,
+    L2ADVERTISEMENT_TYPE,
     METALLB_TYPE,
     NAMESPACE_TYPE,
     REMOTE_COMMAND_TYPE,
+    SECRET_TYPE,
+    TCP_COMPONENT_TYPE,
     TCP_TYPE,
+    TENANT_DATASTORE_TYPE,
     TENANT_TYPE,
     Network,
+    Provider,
     Res,
     ancestor_tenant,
     as_list,
+    chart_name,
     component_label,
     dig,
     from_policy_resources,
     from_resource_args,
     is_unknown,
     known_str,
+    nearest_component,
     network,
     overlaps,
     owner,
@@ -47,7 +56,20 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-DEFAULT_MANAGEMENT_TYPES = [TCP_TYPE, NAMESPACE_TYPE]
+# What each platform component may create on the management cluster (by resource type; a Helm release by
+# `helm:<chart>`). Nothing else may go there: root on a management node, or a tenant's admin kubeconfig
+# Secret in its namespace there, is every tenant.
+DEFAULT_MANAGEMENT_COMPONENTS: dict[str, list[str]] = {
+    # cert-manager, Kamaji, the shared DataStore and the self-signed ClusterIssuer dedicated etcds' CAs come from.
+    KAMAJI_TYPE: ["helm:cert-manager", "helm:kamaji", DATASTORE_TYPE, "kubernetes:cert-manager.io/v1:ClusterIssuer"],
+    METALLB_TYPE: ["helm:metallb", IPADDRESSPOOL_TYPE, L2ADVERTISEMENT_TYPE],
+    # A tenant's namespace, control plane and the read of its admin kubeconfig, all in its own namespace.
+    TCP_COMPONENT_TYPE: [NAMESPACE_TYPE, TCP_TYPE, SECRET_TYPE],
+    # A tenant's own etcd (tenants[].dataStore: dedicated): the kamaji-etcd chart and its DataStore.
+    TENANT_DATASTORE_TYPE: ["helm:kamaji-etcd", DATASTORE_TYPE],
+}
+# Components whose management objects belong to their tenant and stay in its namespace.
+TENANT_SCOPED_COMPONENTS = (TCP_COMPONENT_TYPE, TENANT_DATASTORE_TYPE)
 DEFAULT_FORBIDDEN_TCP_NAMESPACES = ["default", "kube-system", "kube-public", "kube-node-lease", "kamaji-system"]
 # kind's own pod and service CIDRs of the management cluster (kind defaults).
 DEFAULT_RESERVED_CIDRS = ["10.244.0.0/16", "10.96.0.0/16"]
@@ -60,19 +82,26 @@ def _provider_identity(resources: list[Res], report: ReportViolation) -> None:
     for res in resources:
         if res.type != K8S_PROVIDER_TYPE:
             continue
-        identifier = res.props.get("clusterIdentifier")
-        if is_unknown(identifier) or identifier is None:
+        provider = Provider(res.type, res.name, res.urn, res.props)
+        cluster = provider_cluster(provider)
+        if not cluster.known:
+            report(
+                f"{cluster.describe()} reaches a cluster the pack cannot attribute to a tenant or to the platform; "
+                "only the stack's `management` provider (clusterIdentifier 'management') and each tenant's own "
+                "TenantControlPlane provider (clusterIdentifier 'tenant/<name>') may exist.",
+                res.urn,
+            )
             continue
         tenant = ancestor_tenant(res)
-        named = res.name.removesuffix("-kubernetes") if res.name.endswith("-kubernetes") else None
-        if tenant and identifier != f"tenant/{tenant}":
+        if cluster.kind == "tenant" and tenant != cluster.name:
             report(
-                f"provider {res.name!r} belongs to tenant {tenant!r} but has clusterIdentifier {identifier!r}; "
+                f"provider {res.name!r} belongs to tenant {tenant!r} but reaches tenant {cluster.name!r}'s cluster; "
                 f"set cluster_identifier='tenant/{tenant}' so it only ever targets that tenant's cluster.",
                 res.urn,
             )
-        elif named and not tenant and identifier.startswith("tenant/") and identifier != f"tenant/{named}":
-            report(f"provider {res.name!r} has clusterIdentifier {identifier!r}, not 'tenant/{named}'.", res.urn)
+        identifier = res.props.get("clusterIdentifier")
+        if not isinstance(identifier, str) or is_unknown(identifier):
+            continue
         if identifier in seen:
             report(
                 f"providers {seen[identifier]!r} and {res.name!r} share clusterIdentifier {identifier!r}: "
@@ -82,18 +111,102 @@ def _provider_identity(resources: list[Res], report: ReportViolation) -> None:
         seen[identifier] = res.name
 
 
+def _management_kind(res: Res) -> str:
+    return f"helm:{chart_name(res.props.get('chart')) or '?'}" if res.type in HELM_TYPES else res.type
+
+
+def _check_management(
+    res: Res, tenant: str | None, tenants: set[str], components: dict[str, list[str]], report: ReportViolation
+) -> None:
+    """An object on the management cluster: made by a platform component that needs that kind, and a
+    tenant's only in that tenant's namespace."""
+    component = nearest_component(res.urn)
+    kind = _management_kind(res)
+    if component not in components or kind not in components[component]:
+        report(
+            f"{describe(res)} lands on the management cluster, made by {component or 'the stack itself'}; only the "
+            "platform's own components create objects there, and only the kinds they need "
+            f"({component}: {', '.join(components.get(component or '', [])) or 'none'}). Deploy it through a "
+            "tenant's own provider instead.",
+            res.urn,
+        )
+        return
+    if res.unread or component not in TENANT_SCOPED_COMPONENTS:
+        return
+    if res.type in HELM_TYPES:  # a release names its namespace and name at the top level
+        namespace, name = res.props.get("namespace"), res.props.get("name")
+    else:
+        namespace, name = dig(res.props, "metadata", "namespace"), dig(res.props, "metadata", "name")
+    if is_unknown(name) or is_unknown(namespace):
+        return
+    if tenant is None:
+        report(f"{describe(res)} made by {component} is under no tenant; it must sit under its Tenant.", res.urn)
+    elif res.type == NAMESPACE_TYPE:
+        if name != tenant:
+            report(
+                f"{describe(res)} of tenant {tenant!r} creates management namespace {name!r}; "
+                f"a tenant only gets its own namespace {tenant!r}.",
+                res.urn,
+            )
+    elif res.type == DATASTORE_TYPE:
+        if name != f"{tenant}-etcd":
+            report(f"{describe(res)} of tenant {tenant!r} is DataStore {name!r}, not its own {tenant}-etcd.", res.urn)
+    elif namespace != tenant:
+        where = "tenant " + repr(namespace) + "'s" if namespace in tenants else repr(namespace)
+        report(
+            f"{describe(res)} of tenant {tenant!r} reaches into {where} management namespace, where "
+            "control-plane credentials live; use only the tenant's own namespace.",
+            res.urn,
+        )
+
+
+def _cluster_owner(
+    res: Res, tenant: str | None, tenants: set[str], components: dict[str, list[str]], report: ReportViolation
+) -> str | None:
+    """Whose a Kubernetes object is, by the provider it goes through; reports what does not add up."""
+    cluster = provider_cluster(res.provider)
+    if not cluster.known:
+        report(
+            f"{describe(res)} goes through {cluster.describe()}, which the pack cannot attribute to a tenant or to "
+            "the platform; pass provider=<the tenant's TenantControlPlane>.provider (or the management provider "
+            "for platform components).",
+            res.urn,
+        )
+        return tenant
+    if cluster.kind == "tenant":
+        if tenant != cluster.name:
+            owner_text = f"belongs to tenant {tenant!r}" if tenant else "is under no tenant"
+            report(
+                f"{describe(res)} {owner_text} but goes through {cluster.describe()}; only tenant "
+                f"{cluster.name!r}'s own components (under its Tenant) create objects on its cluster.",
+                res.urn,
+            )
+        return cluster.name
+    _check_management(res, tenant, tenants, components, report)
+    return tenant
+
+
 def validate_tenant_provider_isolation(args: StackValidationArgs, report: ReportViolation) -> None:
     resources = from_policy_resources(args.resources)
-    allowed_on_management = set(policy_config(args, "allowedManagementTypes", DEFAULT_MANAGEMENT_TYPES))
-    owners: dict[str, str | None] = {}
+    components = policy_config(args, "managementComponents", DEFAULT_MANAGEMENT_COMPONENTS)
+    _provider_identity(resources, report)
+    parents: dict[str, str | None] = {}
     for res in resources:
         tenant, conflicts = owner(res)
-        owners[res.urn] = tenant
+        parents[res.urn] = tenant
         for conflict in conflicts:
             report(f"{describe(res)} is claimed by more than one tenant: {conflict}.", res.urn)
-    _provider_identity(resources, report)
+    tenants = {t for t in parents.values() if t}
+    owners: dict[str, str | None] = {}
+    for res in resources:
+        tenant = ancestor_tenant(res)
+        if res.is_kubernetes and res.type != K8S_PROVIDER_TYPE and not (
+            res.provider is None and res.type in K8S_COMPONENT_TYPES
+        ):
+            owners[res.urn] = _cluster_owner(res, tenant, tenants, components, report)
+        else:
+            owners[res.urn] = parents[res.urn]
     by_urn = {r.urn: r for r in resources}
-    tenants = {t for t in owners.values() if t}
     for res in resources:
         tenant = owners[res.urn]
         if tenant is None:
@@ -107,69 +220,25 @@ def validate_tenant_provider_isolation(args: StackValidationArgs, report: Report
                     "a tenant's resources may only use its own tenant's outputs.",
                     res.urn,
                 )
-        if not res.is_kubernetes or res.type == K8S_PROVIDER_TYPE:
-            continue
-        if res.provider is None and res.type in K8S_COMPONENT_TYPES:
-            continue  # a component: its children carry the provider and are checked themselves
-        cluster = provider_cluster(res.provider)
-        if cluster.kind == "tenant":
-            if cluster.name != tenant:
-                report(
-                    f"{describe(res)} belongs to tenant {tenant!r} but goes through {cluster.describe()}; "
-                    f"pass provider=<{tenant}'s TenantControlPlane>.provider.",
-                    res.urn,
-                )
-        elif cluster.kind == MANAGEMENT:
-            if res.unread:
-                continue  # where it lives is not known yet (an empty read during preview)
-            namespace = known_str(dig(res.props, "metadata", "namespace"))
-            name = dig(res.props, "metadata", "name")
-            if is_unknown(name) or is_unknown(dig(res.props, "metadata", "namespace")):
-                continue
-            if res.type == NAMESPACE_TYPE and name not in (None, tenant):
-                report(
-                    f"{describe(res)} of tenant {tenant!r} creates management namespace {name!r}; "
-                    f"a tenant only gets its own namespace {tenant!r}.",
-                    res.urn,
-                )
-            elif res.type in allowed_on_management or namespace == tenant:
-                continue
-            elif namespace in tenants:
-                report(
-                    f"{describe(res)} of tenant {tenant!r} reaches into tenant {namespace!r}'s management namespace, "
-                    "where that tenant's control-plane credentials live; use only the tenant's own namespace.",
-                    res.urn,
-                )
-            else:
-                report(
-                    f"{describe(res)} belongs to tenant {tenant!r} but lands on the management cluster "
-                    f"(namespace {namespace!r}); only its TenantControlPlane, its namespace and objects in that "
-                    "namespace may. Deploy it through the tenant's provider instead.",
-                    res.urn,
-                )
-        else:
-            report(
-                f"{describe(res)} belongs to tenant {tenant!r} but goes through {cluster.describe()}; "
-                f"use {tenant!r}'s own provider (clusterIdentifier 'tenant/{tenant}').",
-                res.urn,
-            )
 
 
 tenant_provider_isolation = StackValidationPolicy(
     name="tenant-provider-isolation",
     description=(
-        "A tenant's Kubernetes resources must go through that tenant's own provider, never use another "
-        "tenant's outputs, and reach the management cluster only as its TenantControlPlane and namespace."
+        "Every Kubernetes object is attributed by its provider to exactly one tenant or to the platform: a provider "
+        "without a known cluster identity fails; a tenant's cluster gets only that tenant's own components' "
+        "objects, never another tenant's outputs; the management cluster only the platform components' objects of "
+        "the kinds they need, a tenant's only in its own namespace."
     ),
     validate=validate_tenant_provider_isolation,
     enforcement_level=MANDATORY,
     config_schema=PolicyConfigSchema(
         properties={
-            "allowedManagementTypes": {
-                "type": "array",
-                "items": {"type": "string"},
-                "default": DEFAULT_MANAGEMENT_TYPES,
-                "description": "Types a tenant may create on the management provider outside its own namespace.",
+            "managementComponents": {
+                "type": "object",
+                "default": DEFAULT_MANAGEMENT_COMPONENTS,
+                "description": "component type -> resource types (a Helm release as helm:<chart>) it may create on "
+                "the management cluster.",
             }
         }
     ),

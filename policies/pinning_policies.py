@@ -15,10 +15,12 @@ from policy_lib import (
     HELM_TYPES,
     REMOTE_COMMAND_TYPE,
     REMOTE_IMAGE_TYPE,
+    REQUIRED_CHART_TAGS,
     TCP_TYPE,
     Res,
     ancestor_tenant,
     as_list,
+    chart_name,
     component_label,
     containers,
     dig,
@@ -42,7 +44,7 @@ from pulumi_policy import (
 )
 
 from gpu_tenancy import chart_pins, versions
-from gpu_tenancy.config import image_tag
+from gpu_tenancy.image_pins import image_tag
 
 # --------------------------------------------------------------------------- 4 tcp-version-pinned
 
@@ -127,8 +129,16 @@ def validate_images_pinned(args: ResourceValidationArgs, report: ReportViolation
     elif res.type == CONTAINER_TYPE:
         found.append(("image", res.props.get("image")))
     elif res.type in HELM_TYPES:
-        for path, problem in helm_value_image_problems(res.props.get("values")):
-            report(f"{describe(res)}: {path} {problem}; pin an explicit version tag.", None)
+        values = res.props.get("values")
+        for path, problem in helm_value_image_problems(values):
+            report(f"{describe(res)}: {path} {problem}; pin an exact release tag or a digest.", None)
+        required = REQUIRED_CHART_TAGS.get(chart_name(res.props.get("chart")) or "")
+        if required and not is_unknown(values) and dig(values, *required.split(".")) is None:
+            report(
+                f"{describe(res)}: values.{required} is not set, so the chart runs its own default tag (a moving "
+                "one); set an exact release tag.",
+                None,
+            )
         return
     for where, ref in found:
         if ref is None and spec is not None:
@@ -136,14 +146,15 @@ def validate_images_pinned(args: ResourceValidationArgs, report: ReportViolation
             continue
         why = image_problem(ref)
         if why:
-            report(f"{describe(res)}: {where} image {ref!r} {why}; pin a tag or digest, never 'latest'.", None)
+            report(f"{describe(res)}: {where} image {ref!r} {why}; pin an exact release tag or a digest.", None)
 
 
 images_pinned = ResourceValidationPolicy(
     name="images-pinned",
     description=(
-        "Every container image carries an explicit tag other than 'latest' (or a digest): pods in any workload, "
-        "Docker images and containers, and image tags in Helm values."
+        "Every container image is pinned to a digest or an exact release tag (vX.Y.Z, a date stamp or a content "
+        "hash; never a moving tag such as latest or main, nor an empty one): pods in any workload, Docker images "
+        "and containers, image tags in Helm values, and the tag of a chart whose own default moves (Kamaji)."
     ),
     validate=validate_images_pinned,
     enforcement_level=MANDATORY,

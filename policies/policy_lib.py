@@ -21,8 +21,7 @@ from typing import Any
 
 from pulumi_policy.proxy import UnknownValueError
 
-from gpu_tenancy import nvml_mock
-from gpu_tenancy.config import image_tag
+from gpu_tenancy import image_pins, nvml_mock
 
 # The sentinels pulumi_policy.proxy recognises (same values as in pulumi's rpc module).
 _UNKNOWN_SENTINELS = frozenset(
@@ -46,9 +45,19 @@ MOCK_NVML_TYPE = "gpu-tenancy:mock_nvml:MockNvml"
 MOCK_AGENT_COMPONENT = "mock-gpu-agent"
 MOCK_NVML_COMPONENT = nvml_mock.COMPONENT
 METALLB_TYPE = "gpu-tenancy:metallb:MetalLB"
+KAMAJI_TYPE = "gpu-tenancy:kamaji:Kamaji"
+TENANT_DATASTORE_TYPE = "gpu-tenancy:tenant_datastore:TenantDataStore"
+TENANT_NETWORK_TYPE = "gpu-tenancy:tenant_network:TenantNetwork"
+WORKER_TYPE = "gpu-tenancy:worker:Worker"
+HAMI_TYPE = "gpu-tenancy:hami:Hami"
 STACK_TYPE = "pulumi:pulumi:Stack"
 K8S_PROVIDER_TYPE = "pulumi:providers:kubernetes"
 TCP_TYPE = "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane"
+TCP_COMPONENT_TYPE = "gpu-tenancy:tenant_control_plane:TenantControlPlane"
+DATASTORE_TYPE = "kubernetes:kamaji.clastix.io/v1alpha1:DataStore"
+SECRET_TYPE = "kubernetes:core/v1:Secret"
+L2ADVERTISEMENT_TYPE = "kubernetes:metallb.io/v1beta1:L2Advertisement"
+PERSISTENT_VOLUME_TYPE = "kubernetes:core/v1:PersistentVolume"
 NAMESPACE_TYPE = "kubernetes:core/v1:Namespace"
 COMMAND_TYPE = "command:local:Command"
 REMOTE_COMMAND_TYPE = "command:remote:Command"
@@ -336,9 +345,29 @@ def owner(res: Res) -> tuple[str | None, list[str]]:
     return (signals["URN parent chain"] or (tenants[0] if tenants else None)), conflicts
 
 
+def urn_types(urn: str) -> list[str]:
+    """The qualified type of `urn:pulumi:<stack>::<project>::<ancestor types>$<type>::<name>`, split.
+
+    The engine qualifies a type with every ancestor's type but the root stack's (pulumi/pulumi
+    pkg/resource/deploy/source_eval.go), so this is the component ancestry a resource cannot set for
+    itself the way it sets a label: it comes from where the program constructs it.
+    """
+    parts = urn.split("::")
+    return parts[2].split("$") if len(parts) >= 4 else []
+
+
+def nearest_component(urn: str) -> str | None:
+    """The closest gpu-tenancy component type among a resource's ancestors (from its URN), if any."""
+    for typ in reversed(urn_types(urn)[:-1]):
+        if typ.startswith(f"{STACK_CONFIG_NAMESPACE}:"):
+            return typ
+    return None
+
+
 @dataclass(frozen=True)
 class Cluster:
-    """Which cluster a Kubernetes provider talks to: ("management", None), ("tenant", name) or ("other", id)."""
+    """Which cluster a Kubernetes provider talks to: ("management", None), ("tenant", name) or
+    ("unknown", why): a provider the pack cannot attribute, which fails closed."""
 
     kind: str
     name: str | None
@@ -348,24 +377,59 @@ class Cluster:
             return f"tenant {self.name!r}'s provider"
         if self.kind == MANAGEMENT:
             return "the management provider"
-        return f"provider {self.name!r}"
+        return f"{self.name}"
+
+    @property
+    def known(self) -> bool:
+        return self.kind in ("tenant", MANAGEMENT)
+
+
+def _structural_cluster(provider: Provider) -> Cluster | None:
+    """The cluster of a provider this program makes, from its place in the stack (URN) and name alone.
+
+    Used only while its clusterIdentifier is unknown (a preview before the control plane exists): the
+    management provider is the stack's top-level `management`, a tenant's is `<tenant>-kubernetes` made by
+    that tenant's TenantControlPlane component. URNs are unique in a stack, so no other provider can
+    take either place.
+    """
+    types = urn_types(provider.urn)
+    if types == [K8S_PROVIDER_TYPE] and provider.name == MANAGEMENT:
+        return Cluster(MANAGEMENT, None)
+    if types == [TENANT_TYPE, TCP_COMPONENT_TYPE, K8S_PROVIDER_TYPE] and provider.name.endswith("-kubernetes"):
+        return Cluster("tenant", provider.name.removesuffix("-kubernetes"))
+    return None
 
 
 def provider_cluster(provider: Provider | None) -> Cluster:
+    """The cluster a provider reaches, by its `clusterIdentifier` (`management` or `tenant/<name>`).
+
+    Fails closed: the default provider, a provider without a clusterIdentifier or with one of another
+    form, or a tenant identifier on a provider that is not that tenant's own, are "unknown"; a resource
+    going through one cannot be attributed to a tenant or to the platform.
+    """
     if provider is None:
-        return Cluster("other", "<none: the default provider>")
-    identifier = known_str(provider.props.get("clusterIdentifier"))
-    if identifier:
-        if identifier == MANAGEMENT:
-            return Cluster(MANAGEMENT, None)
-        if identifier.startswith("tenant/"):
-            return Cluster("tenant", identifier.removeprefix("tenant/"))
-        return Cluster("other", identifier)
-    if provider.name == MANAGEMENT:
+        return Cluster("unknown", "the default provider (no provider= given)")
+    identifier = provider.props.get("clusterIdentifier")
+    if is_unknown(identifier):
+        unattributed = f"provider {provider.name!r} (clusterIdentifier not known yet, not a provider of the program)"
+        return _structural_cluster(provider) or Cluster("unknown", unattributed)
+    if not isinstance(identifier, str) or not identifier:
+        return Cluster("unknown", f"provider {provider.name!r}, which has no clusterIdentifier")
+    if identifier == MANAGEMENT:
+        if urn_types(provider.urn) != [K8S_PROVIDER_TYPE]:
+            return Cluster("unknown", f"provider {provider.name!r}, which is not the stack's management provider")
         return Cluster(MANAGEMENT, None)
-    if provider.name.endswith("-kubernetes") and not provider.name.startswith("default"):
-        return Cluster("tenant", provider.name.removesuffix("-kubernetes"))
-    return Cluster("other", provider.name)
+    if identifier.startswith("tenant/"):
+        tenant = identifier.removeprefix("tenant/")
+        expected = Cluster("tenant", tenant)
+        if _structural_cluster(provider) != expected:
+            return Cluster(
+                "unknown",
+                f"provider {provider.name!r}, which claims {identifier!r} but is not {tenant!r}'s TenantControlPlane "
+                "provider",
+            )
+        return expected
+    return Cluster("unknown", f"provider {provider.name!r} (clusterIdentifier {identifier!r})")
 
 
 def resource_tenant(res: Res) -> str | None:
@@ -382,7 +446,7 @@ def resource_tenant(res: Res) -> str | None:
 
 # --------------------------------------------------------------------------- pods and images
 
-_POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
+POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
     "Pod": ("spec",),
     "PodTemplate": ("template", "spec"),
     "Deployment": ("spec", "template", "spec"),
@@ -398,7 +462,7 @@ _POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
 def pod_spec(res: Res) -> dict[str, Any] | None:
     if not res.is_kubernetes:
         return None
-    path = _POD_SPEC_PATHS.get(res.kind)
+    path = POD_SPEC_PATHS.get(res.kind)
     if path is None:
         return None
     spec = dig(res.props, *path)
@@ -406,7 +470,7 @@ def pod_spec(res: Res) -> dict[str, Any] | None:
 
 
 def pod_labels(res: Res) -> dict[str, Any]:
-    path = _POD_SPEC_PATHS.get(res.kind)
+    path = POD_SPEC_PATHS.get(res.kind)
     if path is None:
         return {}
     template = dig(res.props, *path[:-1], "metadata", "labels") if len(path) > 1 else None
@@ -421,30 +485,28 @@ def containers(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def image_problem(ref: Any) -> str | None:
-    """Why an image reference is not pinned, or None. Digests and image IDs count as pinned."""
+    """Why an image reference is not pinned (gpu_tenancy.image_pins), or None. Image IDs count as pinned."""
     if not isinstance(ref, str) or is_unknown(ref):
         return None
     if ref.startswith("sha256:"):
         return None  # an image ID (docker.Container.image from RemoteImage.image_id)
-    if not ref.strip():
-        return "is empty"
-    if "@" in ref:  # pinned by digest
-        return None
-    tag = image_tag(ref)
-    if not tag:
-        return "has no tag"
-    if tag == "latest":
-        return "uses the 'latest' tag"
-    return None
+    return image_pins.image_problem(ref)
+
+
+# Charts whose own default image tag moves, so the values must set one (chart -> dotted values path).
+# Kamaji's chart has appVersion `latest` and `image.tag: ""` (charts/kamaji values.yaml, Chart.yaml).
+REQUIRED_CHART_TAGS: dict[str, str] = {"kamaji": "image.tag"}
 
 
 def helm_value_image_problems(values: Any, path: str = "values") -> Iterator[tuple[str, str]]:
-    """(path, problem) for image references and tags in Helm values that are floating."""
+    """(path, problem) for image references and tags in Helm values that do not pin one release."""
     if isinstance(values, dict):
         for key, value in values.items():
             here = f"{path}.{key}"
-            if key in ("tag", "imageTag") and isinstance(value, str) and value == "latest":
-                yield here, "uses the 'latest' tag"
+            if key in ("tag", "imageTag") and isinstance(value, str) and not is_unknown(value):
+                problem = image_pins.tag_problem(value)
+                if problem:
+                    yield here, f"tag {problem}"
             elif key == "image" and isinstance(value, str):
                 problem = image_problem(value)
                 if problem:
@@ -454,6 +516,14 @@ def helm_value_image_problems(values: Any, path: str = "values") -> Iterator[tup
     elif isinstance(values, list):
         for index, value in enumerate(values):
             yield from helm_value_image_problems(value, f"{path}[{index}]")
+
+
+def chart_name(chart: Any) -> str | None:
+    """A Helm chart's name from `chart` (`name`, `repo/name` or an oci:// / https:// reference)."""
+    text = known_str(chart)
+    if not text:
+        return None
+    return text.rstrip("/").rsplit("/", 1)[-1].removesuffix(".tgz")
 
 
 # --------------------------------------------------------------------------- quantities and CIDRs

@@ -3,7 +3,7 @@
 Every policy has a stable name, a description that says what to change, a default enforcement level
 (mandatory unless noted) and, where it has a tunable, a config schema. Per stack, any of them can be
 overridden with `pulumi preview --policy-pack policies --policy-pack-config <file.json>`, e.g.
-``{"no-privileged-tenant-workloads": "mandatory", "tenant-cidrs-disjoint": {"reservedCidrs": []}}``.
+``{"gpu-plan-fits": "advisory", "tenant-cidrs-disjoint": {"reservedCidrs": []}}``.
 
 Resource policies see a resource's inputs; stack policies see every resource's outputs (for a component:
 what it passed to register_outputs), its provider and its parent chain. Values unknown during preview
@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from gpu_policies import gpu_plan_fits, gpu_requests_fractional, no_mock_gpus_in_real, no_privileged_tenant_workloads
+from gpu_policies import gpu_plan_fits, gpu_requests_fractional, no_mock_gpus_in_real
 from isolation_policies import (
-    DEFAULT_MANAGEMENT_TYPES,
+    DEFAULT_MANAGEMENT_COMPONENTS,
     tcp_dedicated_namespace,
     tcp_konnectivity_enabled,
     tenant_cidrs_disjoint,
@@ -27,11 +27,12 @@ from isolation_policies import (
 from pinning_policies import charts_pinned, images_pinned, tcp_version_pinned
 from policy_lib import COMPONENT_LABEL, TCP_TYPE, TENANT_TYPE
 from pulumi_policy import Policy, ReportViolation
+from workload_policies import workload_safety
 
 __all__ = [
     "ALL_POLICIES",
     "COMPONENT_LABEL",
-    "DEFAULT_MANAGEMENT_TYPES",
+    "DEFAULT_MANAGEMENT_COMPONENTS",
     "POLICIES_BY_NAME",
     "TCP_TYPE",
     "TENANT_TYPE",
@@ -40,13 +41,13 @@ __all__ = [
     "gpu_requests_fractional",
     "images_pinned",
     "no_mock_gpus_in_real",
-    "no_privileged_tenant_workloads",
     "tcp_dedicated_namespace",
     "tcp_konnectivity_enabled",
     "tcp_version_pinned",
     "tenant_cidrs_disjoint",
     "tenant_provider_isolation",
     "worker_joins_own_tenant",
+    "workload_safety",
 ]
 
 ALL_POLICIES: list[Policy] = [
@@ -60,7 +61,7 @@ ALL_POLICIES: list[Policy] = [
     tenant_cidrs_disjoint,
     worker_joins_own_tenant,
     no_mock_gpus_in_real,
-    no_privileged_tenant_workloads,
+    workload_safety,
     gpu_plan_fits,
 ]
 

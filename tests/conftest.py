@@ -15,17 +15,17 @@ SHARED = Path(os.environ.get("GPU_TENANCY_SHARED") or REPO.parent / "shared")
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-# Property tests: derandomised in CI (`.ci/run` sets CI=true) so a verdict never depends on the seed; randomised
-# with more examples locally, where a new counterexample is worth finding. HYPOTHESIS_PROFILE picks one.
-settings.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True)
+# Property tests run the same examples on every run, CI or not (Hypothesis' own "ci" profile: derandomised,
+# no example database, no deadline). HYPOTHESIS_PROFILE=default draws fresh random examples instead, and
+# HYPOTHESIS_PROFILE=local fresh ones with four times the examples, to hunt for a new counterexample.
 settings.register_profile("local", max_examples=400, deadline=None, derandomize=False)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "local"))
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 # The policy pack imports its modules as top-level names (the engine runs it from policies/). Under mutmut,
 # whose mutants know a module by its path (policies.gpu_policies), the top-level names are aliased to the
 # package modules so that a mutant is switched on where the tests call it.
-POLICY_MODULES = ("policy_lib", "policy_common", "gpu_policies", "isolation_policies", "pinning_policies",
-                  "tenant_policies")
+POLICY_MODULES = ("policy_lib", "policy_common", "workload_lib", "gpu_policies", "isolation_policies",
+                  "pinning_policies", "workload_policies", "tenant_policies")
 if "MUTANT_UNDER_TEST" in os.environ:
     for _name in POLICY_MODULES:
         sys.modules.setdefault(_name, importlib.import_module(f"policies.{_name}"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import datetime
+import gc
 import hashlib
 import json
 import runpy
@@ -29,7 +30,7 @@ from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.rpc import UNKNOWN
 
-from gpu_tenancy import manifests, nvml_mock
+from gpu_tenancy import hostprep, manifests, nvml_mock
 from tests import hami_register
 
 # The annotation HAMi v2.10.0's device plugin writes its register to (pkg/device/nvidia/device.go
@@ -228,6 +229,7 @@ class LabMocks(Mocks):
         self.unconfigured_providers: set[tuple[str, str]] = set()
         self.provider_reads: list[MockResourceArgs] = []
         self.pending: set[tuple[str, str]] = set()  # custom resources a preview would create
+        self.machine_ids: dict[str, str] = {}  # host address -> /etc/machine-id, where not one per address
 
     def planned_only(self, args: MockResourceArgs) -> bool:
         """A preview that would create this resource: it does not exist yet, its outputs are not known."""
@@ -248,7 +250,7 @@ class LabMocks(Mocks):
         if args.typ.startswith("pulumi:providers:") and _contains_unknown(args.inputs):
             self.unconfigured_providers.add((args.typ, args.name))
         if args.typ in ("command:local:Command", "command:remote:Command"):
-            outputs["stdout"] = UNKNOWN if pending else "apiVersion: v1\nkind: Config\n"
+            outputs["stdout"] = UNKNOWN if pending else self._stdout(args)
         elif args.typ == "random:index/randomString:RandomString":
             outputs["result"] = UNKNOWN if pending else "a" * int(args.inputs["length"])
         elif args.typ == "docker:index/remoteImage:RemoteImage":
@@ -266,8 +268,23 @@ class LabMocks(Mocks):
         resource_id = UNKNOWN if pending and args.custom and not id_known_in_preview else f"{args.name}-id"
         return (None if resource_id is UNKNOWN else resource_id), outputs
 
+    def _stdout(self, args: MockResourceArgs) -> str:
+        """What a command prints: a host's /etc/machine-id (32 hex, systemd machine-id(5)), by default one per
+        address (`machine_ids` overrides it), else a kubeconfig-shaped text."""
+        if args.inputs.get("create") == hostprep.MACHINE_ID_COMMAND:
+            host = str(unwrap(args.inputs.get("connection") or {}).get("host"))
+            return self.machine_ids.get(host, hashlib.md5(host.encode()).hexdigest()) + "\n"
+        return "apiVersion: v1\nkind: Config\n"
+
     def _exists(self, args: MockResourceArgs, outputs: dict[str, Any]) -> None:
         """Record a resource that exists (created by this `up` or by an earlier one) and its side effects."""
+        if args.typ == "kubernetes:core/v1:Secret" and outputs.get("type") == "kubernetes.io/service-account-token":
+            # The token controller fills a ServiceAccount token Secret in (kubernetes pkg/controller/
+            # serviceaccount/tokens_controller.go): token, ca.crt and namespace under data.
+            account = outputs["metadata"]["annotations"]["kubernetes.io/service-account.name"]
+            token = base64.b64encode(f"sa-token-{account}".encode()).decode()
+            outputs["data"] = {"token": token, "ca.crt": base64.b64encode(CA_PEM).decode(),
+                               "namespace": base64.b64encode(outputs["metadata"]["namespace"].encode()).decode()}
         if args.typ.startswith("kubernetes:") and not args.typ.startswith("kubernetes:helm.sh/"):
             object_id = _kubernetes_id(outputs.get("metadata"))
             if object_id:
@@ -420,7 +437,13 @@ def _evaluate(mocks: LabMocks, config: dict[str, Any], preview: bool, stack: str
     def program() -> None:
         runpy.run_path(str(REPO / "__main__.py"), run_name="__main__")
 
-    program()
+    # The program defers full garbage collections for the rest of its process (gpu_tenancy/gc_settings.py);
+    # here that process is the test run, so the suite's own settings come back after each evaluation.
+    gc_threshold = gc.get_threshold()
+    try:
+        program()
+    finally:
+        gc.set_threshold(*gc_threshold)
 
 
 def record_stack(
@@ -448,6 +471,7 @@ def record_mocks(
     ipam: list[dict[str, str]] | None = None,
     node_register: dict[str, str] | None = None,
     existing: Collection[tuple[str, str]] | None = None,
+    machine_ids: dict[str, str] | None = None,
 ) -> LabMocks:
     """Like `record_stack`, returning the mocks (resources and invokes).
 
@@ -455,6 +479,7 @@ def record_mocks(
     resource an earlier `up` created, see `created`) previews a change to a deployed stack.
     """
     mocks = LabMocks(unknowns=unknowns, ipam=ipam, node_register=node_register, preview=preview, existing=existing)
+    mocks.machine_ids = dict(machine_ids or {})
     _run(mocks, dev_config() if config is None else config, preview or unknowns, stack)
     return mocks
 

@@ -153,15 +153,79 @@ def _capturing_monitor(into: dict[str, Recorded]) -> Iterator[None]:
         yield
 
 
+STACK_TYPE = "pulumi:pulumi:Stack"
+
+
+def _engine_urns(recorded: list[Recorded]) -> dict[str, str]:
+    """The URN the engine gives each resource, keyed by the URN the SDK's mock monitor made up.
+
+    The engine qualifies a resource's type with its parent's whole qualified type, leaving the root stack
+    out (pulumi/pulumi pkg/resource/deploy/source_eval.go `RegisterResource`: `parentType =
+    parent.QualifiedType()` unless it is the root stack; the SDK's own `pulumi.runtime.resource.create_urn`
+    builds aliases the same way from `parent_urn[0:rfind("::")] + "$"`). The mock monitor
+    (`pulumi.runtime.mocks.MockMonitor.make_urn`) keeps only the parent's last type and keeps the stack's,
+    so `a$b$c` would reach the pack as `b$c`. Policies read component ancestry from URNs, so the recorded
+    view is rewritten to the engine's form.
+    """
+    by_urn = {r.urn: r for r in recorded}
+    engine: dict[str, str] = {}
+
+    def qualified(urn: str) -> str:
+        if urn in engine:
+            return engine[urn]
+        record = by_urn.get(urn)
+        if record is None:
+            return urn
+        prefix, _, name = urn.rpartition("::")
+        head = prefix.rsplit("::", 1)[0]  # urn:pulumi:<stack>::<project>
+        parent = by_urn.get(record.parent) if record.parent else None
+        if parent is None or parent.type == STACK_TYPE:
+            qualified_type = record.type
+        else:
+            qualified_type = qualified(parent.urn).rpartition("::")[0].rsplit("::", 1)[1] + "$" + record.type
+        engine[urn] = f"{head}::{qualified_type}::{name}"
+        return engine[urn]
+
+    for record in recorded:
+        qualified(record.urn)
+    return engine
+
+
+def _with_engine_urns(recorded: list[Recorded]) -> list[Recorded]:
+    engine = _engine_urns(recorded)
+
+    def urn(value: str) -> str:
+        return engine.get(value, value)
+
+    def reference(value: str) -> str:  # "<provider urn>::<provider id>"
+        if not value:
+            return value
+        provider, _, provider_id = value.rpartition("::")
+        return f"{urn(provider)}::{provider_id}"
+
+    return [
+        replace(
+            r,
+            urn=urn(r.urn),
+            parent=urn(r.parent) if r.parent else r.parent,
+            provider=reference(r.provider),
+            dependencies=[urn(d) for d in r.dependencies],
+            property_dependencies={k: [urn(d) for d in v] for k, v in r.property_dependencies.items()},
+            deleted_with=urn(r.deleted_with) if r.deleted_with else r.deleted_with,
+        )
+        for r in recorded
+    ]
+
+
 def record_engine_view(config: dict[str, Any] | None = None, **options: Any) -> list[Recorded]:
-    """The dev stack (or `config`) registered under mocks, as the engine records it.
+    """The dev stack (or `config`) registered under mocks, as the engine records it (URNs as it makes them).
 
     `options` go to tests/harness.record_mocks (unknowns, stack, node_register, ...).
     """
     recorded: dict[str, Recorded] = {}
     with _capturing_monitor(recorded):
         record_mocks(config, **options)
-    return list(recorded.values())
+    return _with_engine_urns(list(recorded.values()))
 
 
 _CACHE: dict[tuple[str, bool], list[Recorded]] = {}
@@ -215,6 +279,40 @@ def find(resources: list[Recorded], typ: str, name: str | None = None) -> Record
     if not matches:
         raise LookupError(f"no {typ} {name or ''} registered")
     return matches[0]
+
+
+def craft(
+    resources: list[Recorded],
+    typ: str,
+    name: str,
+    inputs: dict[str, Any],
+    *,
+    parent: Recorded | None = None,
+    provider: Recorded | None = None,
+    property_dependencies: dict[str, list[str]] | None = None,
+) -> Recorded:
+    """Add a resource as a pull request's code would register it: under `parent` (default: the stack), through
+    `provider`, its URN qualified by its ancestors' types as the engine does (see `_engine_urns`)."""
+    # The root stack registers itself only when it registers its outputs, which under mocks may come after
+    # the recording; its URN is known regardless.
+    head = resources[0].urn.rpartition("::")[0].rsplit("::", 1)[0]  # urn:pulumi:<stack>::<project>
+    stack, project = head.removeprefix("urn:pulumi:").split("::")
+    root = f"{head}::{STACK_TYPE}::{project}-{stack}"
+    qualified = typ if parent is None else parent.urn.rpartition("::")[0].rsplit("::", 1)[1] + "$" + typ
+    record = Recorded(
+        urn=f"{head}::{qualified}::{name}",
+        type=typ,
+        name=name,
+        custom=True,
+        parent=parent.urn if parent else root,
+        provider=f"{provider.urn}::{provider.name}-id" if provider else "",
+        inputs=json.loads(json.dumps(inputs)),
+        state=json.loads(json.dumps(inputs)),
+        property_dependencies=property_dependencies or {},
+        dependencies=sorted({u for urns in (property_dependencies or {}).values() for u in urns}),
+    )
+    resources.append(record)
+    return record
 
 
 def set_both(resource: Recorded, path: list[str | int], value: Any) -> None:

@@ -8,11 +8,12 @@ import itertools
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpu_tenancy import addressing
 from gpu_tenancy.config import DNS1123_LABEL, ConfigError, load_config
+from tests import addressing_reference
 from tests.harness import by_type, dev_config, gpu_config, nodeport_gpu_config, record_stack, registered_gpus
 
 TCP = "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane"
@@ -161,3 +162,53 @@ def test_node_port_needs_service_type_node_port() -> None:
     config["tenants"][0]["nodePort"] = 30500
     with pytest.raises(ConfigError, match=r"tenants\[0\]\.nodePort: is only used with controlPlane\.serviceType NodePort"):
         load_config(config, frozenset({"managementKubeconfig", "sshPrivateKey"}))
+
+
+def _cidr(draw: st.DrawFn) -> str:
+    """A block of 10.0.0.0/16 (or 2001:db8::/112): small spaces, so blocks often nest or coincide."""
+    if draw(st.integers(0, 9)) == 0:
+        prefix = draw(st.integers(112, 124))
+        return str(ipaddress.ip_network((int(ipaddress.ip_address("2001:db8::")) + draw(st.integers(0, 0xFFFF)), prefix), strict=False))
+    prefix = draw(st.integers(16, 26))
+    return str(ipaddress.ip_network((int(ipaddress.ip_address("10.0.0.0")) + draw(st.integers(0, 0xFFFF)), prefix), strict=False))
+
+
+@st.composite
+def address_claims(draw: st.DrawFn) -> list[addressing.Claim]:
+    claims = []
+    for _ in range(draw(st.integers(0, 40))):
+        tenant_index = draw(st.integers(0, 6))
+        key = draw(st.sampled_from(["podCidr", "serviceCidr", "nodePort"]))
+        if key == "nodePort":
+            first = draw(st.integers(30000, 30030))
+            value = f"{first}-{first + draw(st.integers(0, 3))}"
+        else:
+            value = _cidr(draw)
+        claims.append(addressing.Claim(tenant_index, f"t{tenant_index}", key, value, draw(st.booleans())))
+    return claims
+
+
+@settings(max_examples=300)
+@given(address_claims())
+def test_collisions_match_the_pairwise_reference(claims: list[addressing.Claim]) -> None:
+    """Same problems, same messages, same order as comparing every pair (tests/addressing_reference.py)."""
+    assert addressing.collisions(claims) == addressing_reference.collisions(claims)
+
+
+def test_a_collision_is_reported_against_the_earliest_claim_of_another_tenant() -> None:
+    claims = [
+        addressing.Claim(0, "a", "podCidr", "10.0.0.0/16", True),
+        addressing.Claim(1, "b", "podCidr", "10.0.1.0/24", True),  # explicit inside explicit: the policy pack's
+        addressing.Claim(2, "c", "podCidr", "10.0.0.0/8", False),
+        addressing.Claim(2, "c", "nodePort", "30000-30001", False),
+        addressing.Claim(3, "c", "serviceCidr", "10.0.1.128/25", False),  # tenant c again: a and b only
+        addressing.Claim(4, "d", "nodePort", "30001-30002", True),
+    ]
+    assert addressing.collisions(claims) == [
+        ("tenants[2].podCidr", "10.0.0.0/8 (derived from its name) of tenant 'c' collides with 10.0.0.0/16 of "
+         "tenant 'a'; set tenants[2].podCidr explicitly"),
+        ("tenants[3].serviceCidr", "10.0.1.128/25 (derived from its name) of tenant 'c' collides with "
+         "10.0.0.0/16 of tenant 'a'; set tenants[3].serviceCidr explicitly"),
+        ("tenants[2].nodePort", "30000-30001 (derived from its name) of tenant 'c' collides with 30001-30002 of "
+         "tenant 'd'; set tenants[2].nodePort explicitly"),
+    ]

@@ -15,9 +15,11 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 @pytest.mark.parametrize(
     ("script", "args", "output"),
     [
-        ("program_eval.py", ["1", "2"], r"^\s+2\s+\d+\s+[\d.]+\s+[\d.]+\s+[\d.]+$"),
+        ("program_eval.py", ["1", "2", "--repeat", "1"], r"^\s+2\s+\d+(\s+[\d.]+){7}$"),
         ("agent_reconcile.py", [], r"reconciled 100 nodes / 1000 pods in [\d.]+ ms"),
-        ("planner_bench.py", [], r"placed 10000 failed 0 in [\d.]+ s"),
+        ("planner_bench.py", ["--repeat", "1"],
+         r"placed 10000 failed 0 in [\d.]+ s\n100,000 replicas \(10 workloads\) over 10,000 GPUs: placed 100000 "
+         r"failed 0 in [\d.]+ s, [\d.]+x the time"),
     ],
 )
 def test_benchmark_runs_standalone(script: str, args: list[str], output: str) -> None:

@@ -39,19 +39,30 @@ BAD_CONFIGS: list[tuple[str, dict[str, Any], str]] = [
     ("missing model", with_tenants({"name": "a", "gpus": [{"memoryMiB": 1, "count": 1}]}), "gpu-tenancy:tenants[0].gpus[0].model: is required"),
     ("version unsupported", with_tenants({"name": "a", "gpus": [A100]}, versions={"kubernetes": "v1.37.0", "workerImage": "kindest/node:v1.37.0"}), "gpu-tenancy:versions.kubernetes: 'v1.37.0' is outside what Kamaji 26.8.2-edge accepts (v1.30 .. v1.36)"),
     ("worker mismatch", with_tenants({"name": "a", "gpus": [A100]}, versions={"workerImage": "kindest/node:v1.34.8"}), "gpu-tenancy:versions: workerImage tag 'v1.34.8' must equal"),
-    ("latest image", with_tenants({"name": "a", "gpus": [A100]}, versions={"kindNodeImage": "kindest/node:latest"}), "gpu-tenancy:versions.kindNodeImage: 'kindest/node:latest' must carry an explicit tag other than 'latest'"),
+    ("latest image", with_tenants({"name": "a", "gpus": [A100]}, versions={"kindNodeImage": "kindest/node:latest"}), "gpu-tenancy:versions.kindNodeImage: image 'kindest/node:latest' tag 'latest' is a moving tag"),
     ("bad cidr", with_tenants({"name": "a", "gpus": [A100], "podCidr": "10.0.0.0/33"}), "gpu-tenancy:tenants[0].podCidr: '10.0.0.0/33' is not a valid CIDR"),
     ("ipv6 cidr", with_tenants({"name": "a", "gpus": [A100], "serviceCidr": "fd00::/64"}), "gpu-tenancy:tenants[0].serviceCidr: 'fd00::/64' must be an IPv4 CIDR of /24 or larger"),
     ("headroom replaced", with_tenants({"name": "a", "gpus": [A100]}, metallb={"headroom": 8}), "gpu-tenancy:metallb.headroom: is replaced by metallb.poolSize"),
     ("zero pool", with_tenants({"name": "a", "gpus": [A100]}, metallb={"poolSize": 0}), "gpu-tenancy:metallb.poolSize: Input should be greater than or equal to 1"),
     ("pool too small", with_tenants({"name": "a", "gpus": [A100]}, {"name": "b", "gpus": [A100]}, metallb={"poolSize": 1}), "gpu-tenancy:metallb.poolSize: 1 addresses for 2 tenants' control planes"),
-    ("unpinned workload image", with_tenants({"name": "a", "gpus": [A100], "workloads": [{"name": "w", "image": "nginx", "containers": [{"gpus": 1, "gpumemMiB": 1024}]}]}), "gpu-tenancy:tenants[0].workloads[0].image: 'nginx' must carry an explicit tag"),
+    ("unpinned workload image", with_tenants({"name": "a", "gpus": [A100], "workloads": [{"name": "w", "image": "nginx", "containers": [{"gpus": 1, "gpumemMiB": 1024}]}]}), "gpu-tenancy:tenants[0].workloads[0].image: image 'nginx' has no tag"),
+    ("moving workload image", with_tenants({"name": "a", "gpus": [A100], "workloads": [{"name": "w", "image": "ghcr.io/x/app:main", "containers": [{"gpus": 1, "gpumemMiB": 1024}]}]}), "gpu-tenancy:tenants[0].workloads[0].image: image 'ghcr.io/x/app:main' tag 'main' is a moving tag"),
+    ("minor-line workload image", with_tenants({"name": "a", "gpus": [A100], "workloads": [{"name": "w", "image": "python:3.11", "containers": [{"gpus": 1, "gpumemMiB": 1024}]}]}), "gpu-tenancy:tenants[0].workloads[0].image: image 'python:3.11' tag '3.11' is not an exact release"),
+    ("empty kamaji tag", with_tenants({"name": "a", "gpus": [A100]}, versions={"kamajiImageTag": ""}), "gpu-tenancy:versions.kamajiImageTag: tag is empty (the chart would fall back to its own default tag)"),
+    ("moving hami tag", with_tenants({"name": "a", "gpus": [A100]}, versions={"hamiImageTag": "latest"}), "gpu-tenancy:versions.hamiImageTag: tag 'latest' is a moving tag"),
+    ("17 cards in one request", with_tenants({"name": "a", "gpus": [A100], "workloads": [{"name": "w", "containers": [{"gpus": 17, "gpumemMiB": 1024}]}]}), "gpu-tenancy:tenants[0].workloads[0].containers[0].gpus: Input should be less than or equal to 16"),
+    ("too many replicas", with_tenants({"name": "a", "gpus": [A100], "workloads": [{"name": "w", "replicas": 1001, "containers": [{"gpus": 1, "gpumemMiB": 1024}]}]}), "gpu-tenancy:tenants[0].workloads[0].replicas: Input should be less than or equal to 1000"),
+    ("17 containers", with_tenants({"name": "a", "gpus": [A100], "workloads": [{"name": "w", "containers": [{"gpus": 1, "gpumemMiB": 1}] * 17}]}), "gpu-tenancy:tenants[0].workloads[0].containers: List should have at most 16 items"),
+    ("17 card groups", with_tenants({"name": "a", "gpus": [A100] * 17}), "gpu-tenancy:tenants[0].gpus: List should have at most 16 items"),
+    ("too many workloads", with_tenants({"name": "a", "gpus": [A100], "workloads": [{"name": f"w{i}", "containers": [{"gpus": 1, "gpumemMiB": 1}]} for i in range(101)]}), "gpu-tenancy:tenants[0].workloads: List should have at most 100 items"),
+    ("17 cards of a model", with_tenants({"name": "a", "gpus": [{**A100, "count": 17}]}), "gpu-tenancy:tenants[0].gpus[0].count: Input should be less than or equal to 16"),
     ("negative memory quota", with_tenants({"name": "a", "gpus": [A100], "quota": {"limits.nvidia.com/gpumem": -1}}), "gpu-tenancy:tenants[0].quota: quota 'limits.nvidia.com/gpumem' must be >= 0 (0 admits no pod asking for it)"),
     ("unknown quota key", with_tenants({"name": "a", "gpus": [A100], "quota": {"requests.cpu": 1}}), "gpu-tenancy:tenants[0].quota: unknown quota key"),
 ]
 
 
-HOST = {"name": "gpu-01", "address": "10.20.0.11", "user": "ubuntu"}
+HOST_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGRUI7A4r2Oe3N9zclUpPKxk3Z7S4zqycdNpn5Rp/E8V"
+HOST = {"name": "gpu-01", "address": "10.20.0.11", "user": "ubuntu", "hostKey": HOST_KEY}
 SECRETS = {"managementKubeconfig": "apiVersion: v1\nkind: Config\n", "sshPrivateKey": "key"}
 
 
@@ -76,7 +87,39 @@ MODE_CONFIGS: list[tuple[str, dict[str, Any], str]] = [
     ("several hosts, one without gpus", real({"name": "a", "gpus": [{**L4, "count": 2}], "workers": [{**HOST, "gpus": [L4]}, {**HOST, "name": "gpu-02", "address": "10.20.0.12"}]}), "gpu-tenancy:tenants[0]: workers[1].gpus is required when a tenant has several hosts: say which cards host gpu-02 has"),
     ("hosts' cards differ from the tenant's", real({"name": "a", "gpus": [{**L4, "count": 3}], "workers": [{**HOST, "gpus": [L4]}, {**HOST, "name": "gpu-02", "address": "10.20.0.12", "gpus": [L4]}]}), "gpu-tenancy:tenants[0]: its hosts' gpus (2 x NVIDIA L4 (23034 MiB)) differ from its gpus (3 x NVIDIA L4 (23034 MiB)): the tenant's gpus are the sum of its hosts'"),
     ("unknown mismatch policy", real({"name": "a", "gpus": [A100], "workers": [HOST]}, inventoryMismatch="ignore"), "gpu-tenancy:inventoryMismatch: Input should be 'error' or 'warn' (got 'ignore')"),
+    ("worker without host key", real({"name": "a", "gpus": [A100], "workers": [{k: v for k, v in HOST.items() if k != "hostKey"}]}),
+     "gpu-tenancy:tenants[0].workers[0].hostKey: worker gpu-01 has no SSH host key, so anyone between here and 10.20.0.11 would receive its join token; set it from `ssh-keyscan -t ed25519 -p 22 10.20.0.11`"),
+    ("rsa host key", real({"name": "a", "gpus": [A100], "workers": [{**HOST, "hostKey": "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQ=="}]}),
+     "gpu-tenancy:tenants[0].workers[0].hostKey: is an RSA key"),
+    ("garbled host key", real({"name": "a", "gpus": [A100], "workers": [{**HOST, "hostKey": "ssh-ed25519 AAAAB3NzaC1yc2EAAAADAQABAAABAQ=="}]}),
+     "gpu-tenancy:tenants[0].workers[0].hostKey: its key data is not a ssh-ed25519 key"),
+    ("same ip written twice", real({"name": "a", "gpus": [A100], "workers": [{**HOST, "address": "fd00::11"}]}, {"name": "b", "gpus": [A100], "workers": [{**HOST, "name": "gpu-02", "address": "fd00:0:0::11"}]}),
+     "gpu-tenancy:tenants[1].workers[0].address: host fd00:0:0::11 is already a worker of tenant a (gpu-01)"),
 ]
+
+
+def test_a_ssh_keyscan_line_is_accepted_as_a_host_key() -> None:
+    config = real({"name": "a", "gpus": [A100], "workers": [{**HOST, "hostKey": f"10.20.0.11 {HOST_KEY} comment"}]})
+    assert load_config(config, frozenset(SECRETS)).tenants[0].workers[0].host_key == HOST_KEY
+
+
+def test_one_machine_under_a_name_and_an_address_is_refused() -> None:
+    """gpu-01.lab resolves to 10.20.0.11: listed for two tenants, one destroy would reset the other's host."""
+    resolved = {"gpu-01.lab": {"10.20.0.11"}, "10.20.0.11": {"10.20.0.11"}, "10.20.0.12": {"10.20.0.12"}}
+    by_name = {**HOST, "name": "gpu-02", "address": "gpu-01.lab"}
+    config = real({"name": "a", "gpus": [A100], "workers": [HOST]}, {"name": "b", "gpus": [A100], "workers": [by_name]})
+    with pytest.raises(ConfigError) as error:
+        load_config(config, frozenset(SECRETS), resolve=lambda address: resolved.get(address, set()))
+    assert str(error.value) == (
+        "gpu-tenancy:tenants[1].workers[0].address: host gpu-01.lab is already a worker of tenant a (gpu-01) "
+        "(10.20.0.11 and gpu-01.lab resolve to the same address); a machine joins one tenant once"
+    )
+    # Within one tenant too (each of its two hosts with one of its two cards).
+    config = real({"name": "a", "gpus": [{**A100, "count": 2}], "workers": [{**HOST, "gpus": [A100]}, {**by_name, "gpus": [A100]}]})
+    with pytest.raises(ConfigError, match=r"tenants\[0\]\.workers\[1\]\.address: host gpu-01.lab is already"):
+        load_config(config, frozenset(SECRETS), resolve=lambda address: resolved.get(address, set()))
+    # A name that does not resolve here is left to the machine-id check at prepare time.
+    assert load_config(config, frozenset(SECRETS), resolve=lambda address: set())
 
 
 @pytest.mark.parametrize(("case", "config", "expected"), BAD_CONFIGS + MODE_CONFIGS, ids=[c[0] for c in BAD_CONFIGS + MODE_CONFIGS])

@@ -6,12 +6,12 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import celpy
 import kubernetes_validate
 import pytest
 
-from gpu_tenancy import cuda_control
+from gpu_tenancy import cuda_control, gpu_access
 from gpu_tenancy.config import ConfigError, load_config
+from tests.admission_cel import Request, denials, evaluate
 from tests.harness import by_type, dev_config, gpu_config, nvml_config, record_stack, registered_gpus, unwrap
 
 MAP = "kubernetes:admissionregistration.k8s.io/v1beta1:MutatingAdmissionPolicy"
@@ -19,14 +19,13 @@ BINDING = "kubernetes:admissionregistration.k8s.io/v1beta1:MutatingAdmissionPoli
 
 
 def _matches(pod: dict[str, Any]) -> bool:
-    env = celpy.Environment()
     (condition,) = cuda_control.policy_spec()["matchConditions"]
-    program = env.program(env.compile(condition["expression"]))
-    return bool(program.evaluate({"object": celpy.json_to_cel(pod)}))
+    return evaluate(condition["expression"], {"object": pod}) is True
 
 
-def _pod(*limits: dict[str, str] | None) -> dict[str, Any]:
-    containers = [{"name": f"c{i}", **({"resources": {"limits": lim}} if lim is not None else {})} for i, lim in enumerate(limits)]
+def _pod(*limits: dict[str, str] | None, env: list[dict[str, str]] | None = None) -> dict[str, Any]:
+    containers = [{"name": f"c{i}", **({"resources": {"limits": lim}} if lim is not None else {}),
+                   **({"env": env} if env is not None else {})} for i, lim in enumerate(limits)]
     return {"spec": {"containers": containers}}
 
 
@@ -40,8 +39,10 @@ def _pod(*limits: dict[str, str] | None) -> dict[str, Any]:
         (_pod(None, {"nvidia.com/gpu": "1"}), True),
         (_pod({"cpu": "1"}), False),
         (_pod(None), False),
+        # A container that sets the variable itself is left as it is (and refused by the GPU-access policy).
+        (_pod({"nvidia.com/gpu": "1"}, env=[{"name": "CUDA_DISABLE_CONTROL", "value": "true"}]), False),
     ],
-    ids=["slice", "percentage only", "cores only", "second container", "cpu only", "no resources"],
+    ids=["slice", "percentage only", "cores only", "second container", "cpu only", "no resources", "sets it itself"],
 )
 def test_the_policy_matches_pods_that_ask_hami_for_a_gpu(pod: dict[str, Any], matched: bool) -> None:
     assert _matches(pod) is matched
@@ -50,10 +51,9 @@ def test_the_policy_matches_pods_that_ask_hami_for_a_gpu(pod: dict[str, Any], ma
 def test_the_mutation_sets_the_variable_hami_reads_on_the_gpu_containers_only() -> None:
     (mutation,) = cuda_control.policy_spec()["mutations"]
     expression = mutation["applyConfiguration"]["expression"]
-    celpy.Environment().compile(expression)  # parses as CEL
     # HAMi's Allocate skips the ld.so.preload mount when the container's own env has CUDA_DISABLE_CONTROL
-    # parsing as true (server.go: strconv.ParseBool(val.Value)).
-    assert 'Object.spec.containers.env{name: "CUDA_DISABLE_CONTROL", value: "true"}' in expression
+    # parsing as true (server.go: strconv.ParseBool(val.Value), which reads "T" as true).
+    assert 'Object.spec.containers.env{name: "CUDA_DISABLE_CONTROL", value: "T"}' in expression
     (condition,) = cuda_control.policy_spec()["matchConditions"]
     gpu_filter = condition["expression"].removeprefix("object.spec.containers.exists(c, ").removesuffix(")")
     assert f"object.spec.containers.filter(c, {gpu_filter}).map(" in expression
@@ -105,3 +105,39 @@ def test_only_sim_nvml_deploys_the_policy_and_the_api_server_flags() -> None:
         assert not [r for r in resources if "MutatingAdmissionPolicy" in r.typ], stack
         for tcp in by_type(resources, "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane"):
             assert "extraArgs" not in unwrap(tcp.inputs)["spec"]["controlPlane"]["deployment"], stack
+
+
+def _mutated(pod: dict[str, Any]) -> dict[str, Any]:
+    """What the mutation leaves (its apply configuration, merged by name as server-side apply does): the
+    variable on each GPU container that lacked it."""
+    pod = copy.deepcopy(pod)
+    for container in pod["spec"]["containers"]:
+        limits = (container.get("resources") or {}).get("limits") or {}
+        if any(r in limits for r in cuda_control.GPU_RESOURCES) and not any(
+            e["name"] == "CUDA_DISABLE_CONTROL" for e in container.get("env") or []
+        ):
+            container.setdefault("env", []).append({"name": "CUDA_DISABLE_CONTROL", "value": cuda_control.MARKER})
+    return pod
+
+
+@pytest.mark.parametrize(
+    ("pod", "sim_nvml", "other_modes"),
+    [
+        # The mutation's own value on a GPU container: only where sim-nvml's parameters name it.
+        (_mutated(_pod({"nvidia.com/gpu": "1"})), [], ["refused"]),
+        # A pod's own value, or the marker on a container without a GPU: refused in every mode alike.
+        (_pod({"nvidia.com/gpu": "1"}, env=[{"name": "CUDA_DISABLE_CONTROL", "value": "true"}]), ["refused"], ["refused"]),
+        (_pod({"cpu": "1"}, env=[{"name": "CUDA_DISABLE_CONTROL", "value": "T"}]), ["refused"], ["refused"]),
+        (_pod({"nvidia.com/gpu": "1"}), [], []),
+    ],
+    ids=["mutated GPU container", "own value", "marker without a GPU", "plain GPU pod"],
+)
+def test_the_gpu_access_policy_admits_the_mutation_only_in_sim_nvml(
+    pod: dict[str, Any], sim_nvml: list[str], other_modes: list[str]
+) -> None:
+    spec = gpu_access.validating_admission_policy_spec()
+    obj = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "team"}, **pod}
+    for marker, expected in ((cuda_control.MARKER, sim_nvml), ("", other_modes)):
+        params = {"apiVersion": "v1", "kind": "ConfigMap", "data": gpu_access.params_data(marker)}
+        refused = denials(spec, Request("pods", "CREATE", "team", obj, params=params))
+        assert ["refused"] * len(refused) == expected, (marker, refused)

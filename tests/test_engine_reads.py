@@ -200,7 +200,8 @@ def test_preview_adding_a_gpu_host_to_a_deployed_stack(variant: str, monkeypatch
     config["tenants"][0]["gpus"] = [{**a100, "count": 2}]
     config["tenants"][0]["workers"][0]["gpus"] = [a100]
     config["tenants"][0]["workers"].append(
-        {"name": "gpu-a100-02", "address": "10.20.0.13", "user": "ubuntu", "gpus": [a100]}
+        {"name": "gpu-a100-02", "address": "10.20.0.13", "user": "ubuntu", "gpus": [a100],
+         "hostKey": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGRUI7A4r2Oe3N9zclUpPKxk3Z7S4zqycdNpn5Rp/E8V"}
     )
     resources = record_engine_view(
         config, stack="gpu", preview=True, existing=existing, node_register=registered_gpus(before)

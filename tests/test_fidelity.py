@@ -35,11 +35,13 @@ CHARTS = {
     "metallb": "metallb/0.16.1",
     "kamaji": f"kamaji/{versions.KAMAJI_CHART_VERSION}",
     "hami": "hami/2.10.0",
+    "kamaji-etcd": f"kamaji-etcd/{versions.KAMAJI_ETCD_CHART_VERSION}",
 }
 SUBCHARTS = {"kamaji-etcd": "kamaji-etcd/0.15.0"}
-# Maps whose keys are free-form in the upstream chart: resource requirements, and pod annotations (HAMi's
-# devicePlugin.podAnnotations, rendered with toYaml into the pod template).
-FREE_FORM = {"resources", "podAnnotations"}
+# Maps whose keys are free-form in the upstream chart: resource requirements, pod annotations (HAMi's
+# devicePlugin.podAnnotations, rendered with toYaml into the pod template) and kamaji-etcd's
+# certManager.issuerRef (`{}`, rendered with toYaml into each Certificate's issuerRef).
+FREE_FORM = {"resources", "podAnnotations", "issuerRef"}
 CORE_PREFIXES = (
     "kubernetes:core/v1:",
     "kubernetes:apps/v1:",
@@ -49,7 +51,15 @@ CORE_PREFIXES = (
 
 
 
-STACKS = {"dev": dev_config, "dev-nvml": nvml_config, "gpu": gpu_config, "gpu-nodeport": nodeport_gpu_config}
+def dedicated_config() -> dict[str, Any]:
+    """The dev stack with tenant-b on an etcd of its own (tenants[].dataStore: dedicated)."""
+    config = dev_config()
+    config["tenants"][1]["dataStore"] = "dedicated"
+    return config
+
+
+STACKS = {"dev": dev_config, "dev-nvml": nvml_config, "gpu": gpu_config, "gpu-nodeport": nodeport_gpu_config,
+          "dev-dedicated": dedicated_config}
 
 
 @pytest.fixture(scope="module", params=sorted(STACKS))
@@ -127,8 +137,9 @@ def chart_defaults(shared: Path, chart: str) -> dict[str, Any]:
 
 def test_every_helm_value_path_exists_upstream(shared: Path, resources: list[MockResourceArgs]) -> None:
     releases = [r for r in resources if r.typ == "kubernetes:helm.sh/v3:Release"]
-    # cert-manager, Kamaji, HAMi per tenant, and MetalLB where the stack runs it.
-    assert len(releases) == 4 + any(r.inputs["chart"] == "metallb" for r in releases)
+    # cert-manager, Kamaji, HAMi per tenant, MetalLB where the stack runs it, a dedicated tenant's etcd.
+    assert len(releases) == 4 + any(r.inputs["chart"] == "metallb" for r in releases) + sum(
+        r.inputs["chart"] == "kamaji-etcd" for r in releases)
     for release in releases:
         chart, values = release.inputs["chart"], release.inputs["values"]
         defaults = chart_defaults(shared, CHARTS[chart])

@@ -487,8 +487,10 @@ def test_the_pod_mounts_the_mock_driver_root_and_runs_its_nvidia_smi() -> None:
 # ----------------------------------------------------------------------------------- the skip path
 
 FAULT_TESTS = 9  # test_faults.py's (F1-F7, F5 and F6 in two cases each)
-E2E_TESTS = 26 + FAULT_TESTS  # test_lab.py, test_nvml.py and test_faults.py items, parametrized ones per case
+E2E_TESTS = 30 + FAULT_TESTS  # test_lab.py, test_lab_gpu_access.py, test_nvml.py and test_faults.py items, parametrized ones per case
 NVML_TESTS = 6  # test_nvml.py's: they skip against the default (dev, mode sim) stack
+REAL_ONLY_TESTS = 1  # test_lab_gpu_access.py's check on a real host
+SIM_SKIPPED = NVML_TESTS + 1  # and the real-hosts check of test_lab_gpu_access.py
 
 
 def fake_bin(tmp_path: Path, tools: dict[str, str]) -> str:
@@ -744,9 +746,10 @@ def run_with_fake_automation(tmp_path: Path, *args: str, **env: str) -> tuple[st
 
 def test_failed_deploy_errors_every_check_and_still_destroys_keeping_logs(tmp_path: Path) -> None:
     output, entries, reports = run_with_fake_automation(tmp_path, FAKE_UP_FAILS="1")
-    assert re.search(rf"\b{NVML_TESTS} deselected, {E2E_TESTS - NVML_TESTS} errors\b", output), output
-    assert f"not for this mode {NVML_TESTS}" in output, output
-    assert not re.search(r"\d+ passed", output) and f"checks: passed 0, failed 0, errors {E2E_TESTS - NVML_TESTS}" in output, output
+    not_for_sim = NVML_TESTS + REAL_ONLY_TESTS
+    assert re.search(rf"\b{not_for_sim} deselected, {E2E_TESTS - not_for_sim} errors\b", output), output
+    assert f"not for this mode {not_for_sim}" in output, output
+    assert not re.search(r"\d+ passed", output) and f"checks: passed 0, failed 0, errors {E2E_TESTS - not_for_sim}" in output, output
     assert "deploy failed in the fake" in output
     assert [entry[0] for entry in entries] == ["create", "preview", "up", "destroy"], entries
     create, preview, up, destroy = entries
@@ -898,7 +901,7 @@ def test_failed_destroy_keeps_the_state_and_says_how_to_retry(tmp_path: Path) ->
 def test_a_mandatory_violation_in_the_preview_deploys_nothing(tmp_path: Path) -> None:
     output, entries, _ = run_with_fake_automation(tmp_path, FAKE_PREVIEW_VIOLATION="1")
     assert [entry[0] for entry in entries] == ["create", "preview", "destroy"], entries
-    assert re.search(rf"\b{E2E_TESTS - NVML_TESTS} errors\b", output), output
+    assert re.search(rf"\b{E2E_TESTS - SIM_SKIPPED} errors\b", output), output
     assert "gpu-tenancy/tenant-provider-isolation: tenant-provider-isolation: tenant-a reads" in output, output
 
 
@@ -1016,6 +1019,7 @@ class FakeTenantApi:
         self.node, self.daemon_sets, self.pod_outcome, self.log = node, daemon_sets, pod_outcome, log
         self.pods: dict[str, dict[str, Any]] = {}
         self.created: list[dict[str, Any]] = []
+        self.namespaces: list[str] = []  # where pods were created
 
     def request(self, method: str, url: str, headers: Any = None, body: Any = None, post_params: Any = None, _request_timeout: Any = None) -> Any:
         from types import SimpleNamespace
@@ -1032,20 +1036,23 @@ class FakeTenantApi:
 
         parts = urlsplit(url)
         path, query = parts.path, parse_qs(parts.query)
-        pod_path = re.fullmatch(r"/api/v1/namespaces/default/pods/([^/]+)(/log)?", path)
+        # Pods in any namespace (check 17 runs in kube-system, outside the GPU-access admission policy).
+        pod_path = re.fullmatch(r"/api/v1/namespaces/[^/]+/pods/([^/]+)(/log)?", path)
+        pods_path = re.fullmatch(r"/api/v1/namespaces/([^/]+)/pods", path)
         if method == "GET" and path == "/apis/apps/v1/daemonsets":
             key, value = query["labelSelector"][0].split("=")
             items = [d for d in self.daemon_sets if d["metadata"]["labels"].get(key) == value]
             return answer(200, {"apiVersion": "apps/v1", "kind": "DaemonSetList", "metadata": {}, "items": items})
         if method == "GET" and path == f"/api/v1/nodes/{self.node['metadata']['name']}":
             return answer(200, self.node)
-        if method == "POST" and path == "/api/v1/namespaces/default/pods":
+        if method == "POST" and pods_path:
             self.created.append(body)
+            self.namespaces.append(pods_path[1])
             status, annotations = self.pod_outcome(body)
-            pod = {**body, "metadata": {**body["metadata"], "namespace": "default", "annotations": annotations}, "status": status}
+            pod = {**body, "metadata": {**body["metadata"], "namespace": pods_path[1], "annotations": annotations}, "status": status}
             self.pods[body["metadata"]["name"]] = pod
             return answer(201, pod)
-        if method == "GET" and path == "/api/v1/namespaces/default/pods":
+        if method == "GET" and pods_path:
             return answer(200, {"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": list(self.pods.values())})
         if pod_path and pod_path[1] in self.pods:
             if method == "DELETE":
@@ -1150,6 +1157,7 @@ def test_check_17_runs_the_mock_nvidia_smi_and_keeps_its_output(tmp_path: Path, 
     (created,) = api.created
     assert created["spec"]["containers"][0]["image"] == "gpu-tenancy/nvml-mock:204019fb69e4"
     assert (tmp_path / NVIDIA_SMI_LOG).read_text() == listed and not api.pods
+    assert api.namespaces == ["kube-system"], "CUDA_DISABLE_CONTROL is refused outside kube-system"
 
     other = "GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-00000000-0000-0000-0000-000000000000)\n"
     api = FakeTenantApi(_node(NVML_A100_REGISTER), [], _nvidia_smi_outcome("Succeeded", 0), log=other)

@@ -227,3 +227,33 @@ def test_webhook_denies_over_quota_pods_at_creation_and_they_hold_no_gpu_quota()
     # The webhook counts cores unclamped and per GPU: 2 x 150.
     two = Workload("two", (ContainerRequest(gpus=2, gpumem_mib=10, gpucores=150),))
     assert "limits.nvidia.com/gpucores 0+300 > 250" in plan([node(n=2)], [two], Quota(gpucores=250)).failures[0].reason
+
+
+def test_a_node_refused_under_a_memory_quota_fits_a_later_replica() -> None:
+    """Fit takes cards greedily against what the quota has left (device.go fitQuota, checked per card), so
+    a node refused with more quota left can fit once less is left. Node a's cards are walked 70000, 30000,
+    30000 (all idle: spread keeps registration order and Fit walks from the end); each replica takes 2 cards
+    at 10% of their memory. Replica 0, 9000 MiB left: a takes 7000, then 7000+3000 > 9000 twice: refused;
+    b takes 1500+1500. Replica 1, 6000 left: a skips the 7000 card and takes 3000+3000 (spread: a's score 0
+    is below b's)."""
+    a = Node("a", tuple(Device(f"a-g{i}", A100, mem, index=i) for i, mem in enumerate((30000, 30000, 70000))))
+    b = Node("b", tuple(Device(f"b-g{i}", A100, 15000, index=i) for i in range(2)))
+    pods = Workload("w", (ContainerRequest(gpus=2, gpumem_percentage=10),), replicas=2, node_scheduler_policy="spread")
+    result = plan([a, b], [pods], Quota(gpumem=9000))
+    assert result.fits
+    assert [(p.replica, p.device_id, p.mem_mib) for p in result.placements] == [
+        (0, "b-g1", 1500), (0, "b-g0", 1500), (1, "a-g1", 3000), (1, "a-g0", 3000)]
+
+
+def test_node_reasons_follow_the_node_order_when_the_pod_fails() -> None:
+    """A failed pod lists every node's reason in the order the scheduler tried them. binpack: n0 (1 slot)
+    takes replica 0 (score 10 x (1/1 + 1000/81920)); replica 1 and 2 go to n1 (2 slots); n1 then scores
+    10 x (2/2 + 2000/81920), above n0, so replica 3 tries n1 first."""
+    n0 = Node("n0", (Device("n0-g0", A100, 81920, 100, 1),))
+    n1 = Node("n1", (Device("n1-g0", A100, 81920, 100, 2),))
+    result = plan([n0, n1], [wl(replicas=4, gpumem_mib=1000)])
+    assert [p.device_id for p in result.placements] == ["n0-g0", "n1-g0", "n1-g0"]
+    (failure,) = result.failures
+    assert list(failure.node_reasons.items()) == [
+        ("n1", "1/1 CardTimeSlicingExhausted"), ("n0", "1/1 CardTimeSlicingExhausted")]
+    assert failure.reason == "n0: 1/1 CardTimeSlicingExhausted; n1: 1/1 CardTimeSlicingExhausted"

@@ -24,7 +24,6 @@ from pulumi_policy.proxy import unknown_checking_proxy
 
 from gpu_tenancy import nvml_mock, versions
 
-import gpu_policies as gp  # isort: skip  (policies/ is put on sys.path by policy_support)
 import policy_lib as lib  # isort: skip
 import tenant_policies as tp  # isort: skip
 
@@ -94,12 +93,11 @@ def test_every_policy_is_named_described_and_levelled() -> None:
     assert set(names) >= {
         "tenant-provider-isolation", "tcp-konnectivity-enabled", "tcp-dedicated-namespace", "tcp-version-pinned",
         "images-pinned", "charts-pinned", "gpu-requests-fractional", "tenant-cidrs-disjoint",
-        "worker-joins-own-tenant", "no-mock-gpus-in-real", "no-privileged-tenant-workloads", "gpu-plan-fits",
+        "worker-joins-own-tenant", "no-mock-gpus-in-real", "workload-safety", "gpu-plan-fits",
     }
     for policy in tp.ALL_POLICIES:
         assert len(policy.description) > 40
-        expected = EnforcementLevel.ADVISORY if policy.name == "no-privileged-tenant-workloads" else EnforcementLevel.MANDATORY
-        assert policy.enforcement_level == expected, policy.name
+        assert policy.enforcement_level == EnforcementLevel.MANDATORY, policy.name
     stack_policies = {p.name for p in tp.ALL_POLICIES if isinstance(p, StackValidationPolicy)}
     assert stack_policies == {
         "tenant-provider-isolation", "tcp-dedicated-namespace", "tcp-version-pinned", "tenant-cidrs-disjoint",
@@ -160,7 +158,8 @@ def test_isolation_flags_a_resource_on_another_tenants_provider(stack: list[Reco
 def test_isolation_flags_a_tenant_workload_on_the_management_provider(stack: list[Recorded]) -> None:
     config_map = owned(stack, "kubernetes:core/v1:ConfigMap", "tenant-a", "kube-proxy")
     config_map.provider = provider_ref(stack, "management")
-    assert_violation(run(tp.tenant_provider_isolation, stack), "lands on the management cluster", "kube-system")
+    assert_violation(run(tp.tenant_provider_isolation, stack), "lands on the management cluster",
+                     "made by gpu-tenancy:tenant_network:TenantNetwork")
 
 
 def test_isolation_flags_a_tenant_resource_on_the_default_provider(stack: list[Recorded]) -> None:
@@ -217,14 +216,16 @@ def test_isolation_flags_providers_sharing_a_cluster(stack: list[Recorded]) -> N
     provider_b = find(stack, PROVIDER, "tenant-b-kubernetes")
     set_both(provider_b, ["clusterIdentifier"], "tenant/tenant-a")
     messages = run(tp.tenant_provider_isolation, stack)
-    assert_violation(messages, "share clusterIdentifier 'tenant/tenant-a'")
-    assert_violation(messages, "belongs to tenant 'tenant-b' but has clusterIdentifier 'tenant/tenant-a'")
+    assert_violation(messages, "'tenant-b-kubernetes', which claims 'tenant/tenant-a'", "cannot attribute")
+    # And everything that goes through it fails closed.
+    assert_violation(messages, "'tenant-b-network-kube-proxy' goes through provider 'tenant-b-kubernetes'")
 
 
-def test_isolation_allowed_management_types_are_configurable(stack: list[Recorded]) -> None:
+def test_isolation_management_components_are_configurable(stack: list[Recorded]) -> None:
     config_map = owned(stack, "kubernetes:core/v1:ConfigMap", "tenant-a", "kube-proxy")
     config_map.provider = provider_ref(stack, "management")
-    allowed = {"allowedManagementTypes": [*tp.DEFAULT_MANAGEMENT_TYPES, "kubernetes:core/v1:ConfigMap"]}
+    network = "gpu-tenancy:tenant_network:TenantNetwork"
+    allowed = {"managementComponents": {**tp.DEFAULT_MANAGEMENT_COMPONENTS, network: ["kubernetes:core/v1:ConfigMap"]}}
     assert run(tp.tenant_provider_isolation, stack, allowed) == []
 
 
@@ -294,7 +295,7 @@ def test_latest_tag_in_helm_values_and_untagged_worker_image_are_flagged(stack: 
     set_both(owned(stack, RELEASE, "tenant-a", "hami"), ["values", "global", "imageTag"], "latest")
     set_both(owned(stack, lib.REMOTE_IMAGE_TYPE, "tenant-b"), ["name"], "kindest/node")
     messages = run(tp.images_pinned, stack)
-    assert_violation(messages, "values.global.imageTag uses the 'latest' tag")
+    assert_violation(messages, "values.global.imageTag tag 'latest' is a moving tag")
     assert_violation(messages, "'kindest/node' has no tag")
 
 
@@ -307,7 +308,7 @@ def test_locally_built_images_are_pinned_by_their_tag(nvml: list[Recorded]) -> N
              "gpu-tenancy/nvml-mock:latest")
     messages = run(tp.images_pinned, nvml)
     assert_violation(messages, "'tenant-a-mock-nvml-daemonset'", "'gpu-tenancy/nvml-mock' has no tag")
-    assert_violation(messages, "'tenant-b-mock-nvml-daemonset'", "uses the 'latest' tag")
+    assert_violation(messages, "'tenant-b-mock-nvml-daemonset'", "tag 'latest' is a moving tag")
 
 
 # --------------------------------------------------------------------------- 6 charts-pinned
@@ -835,31 +836,27 @@ def test_sim_nvml_first_preview_still_flags_what_is_known(nvml_env: None) -> Non
     assert_violation(run(tp.no_mock_gpus_in_real, stack), "mode is 'sim-nvml'", "runs the mock-GPU agent")
 
 
-# --------------------------------------------------------------------------- 11 no-privileged-tenant-workloads
+# --------------------------------------------------------------------------- 11 workload-safety
 
 
-def test_privileged_tenant_workload_is_reported_but_platform_components_are_not(stack: list[Recorded]) -> None:
-    kube_proxy = owned(stack, DAEMONSET, "tenant-a", "kube-proxy")  # privileged and hostNetwork by design
-    assert run(tp.no_privileged_tenant_workloads, stack) == []
-    set_both(kube_proxy, ["spec", "template", "metadata", "labels", lib.COMPONENT_LABEL], "team-job")
-    set_both(kube_proxy, ["metadata", "labels", lib.COMPONENT_LABEL], "team-job")
-    messages = run(tp.no_privileged_tenant_workloads, stack)
-    assert_violation(messages, "tenant 'tenant-a'", "sets hostNetwork: true")
-    assert_violation(messages, "mounts hostPath volume 'xtables-lock'")
-    assert_violation(messages, "container 'kube-proxy' is privileged")
-    assert tp.no_privileged_tenant_workloads.enforcement_level == EnforcementLevel.ADVISORY
+def test_a_label_no_longer_exempts_a_privileged_workload_but_its_component_does(stack: list[Recorded]) -> None:
+    """kube-proxy is privileged and hostNetwork by design: exempt because TenantNetwork made it, not by label."""
+    assert run(tp.workload_safety, stack) == []
+    workload = owned(stack, "kubernetes:apps/v1:Deployment", "tenant-a", "a-infer")
+    for path in (["metadata", "labels"], ["spec", "template", "metadata", "labels"]):
+        set_both(workload, [*path, lib.COMPONENT_LABEL], "kube-proxy")
+    set_both(workload, ["spec", "template", "spec", "hostNetwork"], True)
+    assert_violation(run(tp.workload_safety, stack), "'tenant-a-workloads-a-infer'", "sets hostNetwork: true")
 
 
-def test_the_mock_nvml_is_a_platform_component_only_under_its_label(nvml: list[Recorded]) -> None:
+def test_the_mock_nvml_is_exempt_by_its_component_type_only(nvml: list[Recorded]) -> None:
     """Privileged with hostPath by upstream design (it mknods /dev/nvidia* and lays out the driver root)."""
-    assert "nvml-mock" in gp.DEFAULT_PLATFORM_COMPONENTS
-    assert run(tp.no_privileged_tenant_workloads, nvml) == []
+    assert run(tp.workload_safety, nvml) == []
     daemon_set = owned(nvml, DAEMONSET, "tenant-a", "mock-nvml")
-    set_both(daemon_set, ["metadata", "labels", lib.COMPONENT_LABEL], "team-job")
-    set_both(daemon_set, ["spec", "template", "metadata", "labels", lib.COMPONENT_LABEL], "team-job")
-    messages = run(tp.no_privileged_tenant_workloads, nvml)
-    assert_violation(messages, "tenant 'tenant-a'", "container 'nvml-mock' is privileged")
-    assert_violation(messages, "mounts hostPath volume 'host-run-nvidia'")
+    daemon_set.urn = daemon_set.urn.replace("gpu-tenancy:mock_nvml:MockNvml$", "gpu-tenancy:workloads:Workloads$")
+    messages = run(tp.workload_safety, nvml)
+    assert_violation(messages, "container 'nvml-mock' is privileged")
+    assert_violation(messages, "mounts hostPath /run/nvidia")
     assert not any("tenant-b" in m for m in messages)
 
 
@@ -963,10 +960,13 @@ def lib_unknown_string() -> str:
     ("ref", "problem"),
     [
         ("kindest/node:v1.35.5", None),
-        ("registry:5000/team/app:1.2", None),
+        ("registry:5000/team/app:1.2.3", None),
+        ("registry:5000/team/app:1.2", "tag '1.2' is not an exact release (use a vX.Y.Z tag or pin a digest @sha256:...)"),
         ("registry:5000/team/app", "has no tag"),
         ("busybox", "has no tag"),
-        ("busybox:latest", "uses the 'latest' tag"),
+        ("busybox:latest", "tag 'latest' is a moving tag"),
+        ("ghcr.io/org/app:main", "tag 'main' is a moving tag"),
+        ("busybox:1.2@sha256:" + "a" * 64, None),
         ("busybox@sha256:" + "a" * 64, None),
         ("sha256:0123", None),
     ],
@@ -989,12 +989,25 @@ def test_quantities_networks_and_provider_clusters() -> None:
         "172.18.255.245/32", "172.18.255.246/31", "172.18.255.248/30", "172.18.255.252/31", "172.18.255.254/32"]
     a, b = lib.network("10.100.0.0/16"), lib.network("10.100.8.0/24")
     assert a and b and lib.overlaps(a, b) and not lib.overlaps(a, lib.network("fc00::/64"))  # type: ignore[arg-type]
+
+def test_provider_clusters_are_known_only_by_identity_and_place() -> None:
     cluster = lib.provider_cluster
-    assert cluster(lib.Provider(PROVIDER, "x", "u", {"clusterIdentifier": "tenant/t1"})) == lib.Cluster("tenant", "t1")
-    assert cluster(lib.Provider(PROVIDER, "t2-kubernetes", "u", {})) == lib.Cluster("tenant", "t2")
-    assert cluster(lib.Provider(PROVIDER, "management", "u", {})).kind == "management"
-    assert cluster(lib.Provider(PROVIDER, "x", "u", {"clusterIdentifier": "management"})).kind == "management"
-    assert cluster(None).kind == "other"
+    top = f"urn:pulumi:dev::gpu-tenancy::{PROVIDER}::"
+    in_tcp = f"urn:pulumi:dev::gpu-tenancy::{TENANT}${lib.TCP_COMPONENT_TYPE}${PROVIDER}::"
+    unknown = lib.UNKNOWN
+    assert cluster(lib.Provider(PROVIDER, "t1-kubernetes", in_tcp + "t1-kubernetes",
+                                {"clusterIdentifier": "tenant/t1"})) == lib.Cluster("tenant", "t1")
+    assert cluster(lib.Provider(PROVIDER, "management", top + "management", {"clusterIdentifier": "management"})).known
+    # Preview: the identifier is not known yet; only the program's own providers, by their place, are known.
+    assert cluster(lib.Provider(PROVIDER, "t2-kubernetes", in_tcp + "t2-kubernetes",
+                                {"clusterIdentifier": unknown})) == lib.Cluster("tenant", "t2")
+    assert cluster(lib.Provider(PROVIDER, "management", top + "management", {"clusterIdentifier": unknown})).known
+    # Fails closed: no identifier, a name that only looks right, a claim from the wrong place, the default.
+    assert not cluster(lib.Provider(PROVIDER, "t2-kubernetes", top + "t2-kubernetes", {})).known
+    assert not cluster(lib.Provider(PROVIDER, "t3-kubernetes", top + "t3-kubernetes", {"clusterIdentifier": unknown})).known
+    assert not cluster(lib.Provider(PROVIDER, "x", top + "x", {"clusterIdentifier": "tenant/t1"})).known
+    assert not cluster(lib.Provider(PROVIDER, "x", in_tcp + "x", {"clusterIdentifier": "management"})).known
+    assert not cluster(None).known
 
 
 def test_planner_inputs_register_each_node_as_hami_would() -> None:

@@ -142,14 +142,12 @@ def test_analyzer_info_lists_every_policy_with_its_level(analyzer: analyzer_pb2_
     info = analyzer.GetAnalyzerInfo(empty_pb2.Empty(), timeout=RPC_TIMEOUT)
     assert info.name == "gpu-tenancy"
     levels = {p.name: p.enforcementLevel for p in info.policies}
-    assert levels == {
-        p.name: ADVISORY if p.name == "no-privileged-tenant-workloads" else MANDATORY for p in tp.ALL_POLICIES
-    }
+    assert levels == {p.name: MANDATORY for p in tp.ALL_POLICIES}
     described = {p.name: p.description for p in info.policies}
     assert all(described[p.name] == p.description for p in tp.ALL_POLICIES)
     schema = {p.name: json_format.MessageToDict(p.configSchema) for p in info.policies}
     assert "reservedCidrs" in schema["tenant-cidrs-disjoint"]["properties"]
-    assert "platformComponents" in schema["no-privileged-tenant-workloads"]["properties"]
+    assert "exemptions" in schema["workload-safety"]["properties"]
 
 
 @pytest.mark.parametrize("unknowns", [False, True], ids=["deployed", "first-preview"])
@@ -166,13 +164,14 @@ def test_bad_resources_get_mandatory_and_advisory_diagnostics(analyzer: analyzer
         del props["spec"]["addons"]["konnectivity"]
     kube_proxy = find(stack, "kubernetes:apps/v1:DaemonSet", "tenant-b-network-kube-proxy")
     set_both(kube_proxy, ["spec", "template", "spec", "containers", 0, "image"], "registry.k8s.io/kube-proxy:latest")
-    set_both(kube_proxy, ["metadata", "labels", tp.COMPONENT_LABEL], "team-job")
+    workload = find(stack, "kubernetes:apps/v1:Deployment", "tenant-b-workloads-b-notebook")
+    set_both(workload, ["spec", "template", "spec", "hostPID"], True)
     found = summary(analyze(analyzer, stack))
     by_policy = {name: level for name, level, _ in found}
     assert by_policy == {
         "tcp-konnectivity-enabled": MANDATORY,
         "images-pinned": MANDATORY,
-        "no-privileged-tenant-workloads": ADVISORY,
+        "workload-safety": MANDATORY,
     }
     konnectivity = next(m for n, _, m in found if n == "tcp-konnectivity-enabled")
     # The engine shows "<policy description>\n<reported message>".

@@ -48,12 +48,17 @@ def test_hosts_are_prepared_and_joined_over_ssh_with_secret_key_and_token(resour
     assert set(commands) == {
         "tenant-a-gpu-a100-01-prepare", "tenant-a-gpu-a100-01-join",
         "tenant-b-gpu-l4-01-prepare", "tenant-b-gpu-l4-01-join",
+        # Each host's machine id, read before any is prepared (tests/test_host_identity.py).
+        "hosts-tenant-a-gpu-a100-01", "hosts-tenant-b-gpu-l4-01",
     }
+    host_keys = {w["address"]: w["hostKey"] for t in gpu_config()["tenants"] for w in t["workers"]}
     for name, inputs in commands.items():
         connection = inputs["connection"]
         assert is_secret(connection) or is_secret(connection["privateKey"]), name
         host = connection["value"] if is_secret(connection) else connection
         assert host["user"] == "ubuntu" and host["host"].startswith("10.20.0.")
+        # Every SSH connection pins the host's key (pulumi-command ignores host keys without it).
+        assert host["hostKey"] == host_keys[host["host"]], name
     join = commands["tenant-a-gpu-a100-01-join"]
     assert is_secret(join["stdin"]), "the join configuration carries the bootstrap token"
     assert "token" not in join["create"] and join["delete"] == hostprep.reset_command()

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
-from harness import gpu_config, record_mocks, record_stack, registered_gpus, unwrap, wrapped_monitor
+from harness import gpu_config, is_secret, record_mocks, record_stack, registered_gpus, unwrap, wrapped_monitor
 from policy_support import Recorded, record_engine_view
 from pulumi.runtime import rpc
 from replacement_model import replacements
@@ -528,6 +528,28 @@ def test_worker_container_gets_the_hosts_proxy_as_kind_nodes_do(monkeypatch: pyt
         no_proxy = envs["NO_PROXY"].split(",")
         assert no_proxy[0] == "fc00:f853:ccd:e793::/64" and "172.18.0.0/16" in no_proxy
         assert container.inputs["name"] in no_proxy and ".svc.cluster.local" in no_proxy
+
+
+def test_proxy_credentials_stay_secret_in_the_state(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("HTTP_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTPS_PROXY", "http://alice:s3cret@proxy:3128")
+    containers = [r for r in record_stack() if r.typ == "docker:index/container:Container"]
+    assert containers and all(is_secret(c.inputs["envs"]) for c in containers)
+    assert "HTTPS_PROXY=http://alice:s3cret@proxy:3128" in unwrap(containers[0].inputs["envs"])
+    # Without credentials the variables stay readable in previews.
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy:3128")
+    containers = [r for r in record_stack() if r.typ == "docker:index/container:Container"]
+    assert not any(is_secret(c.inputs["envs"]) for c in containers)
+
+
+@pytest.mark.parametrize(
+    ("environ", "expected"),
+    [({"HTTP_PROXY": "http://u:p@proxy:3128"}, True), ({"https_proxy": "user@proxy:3128"}, True),
+     ({"HTTP_PROXY": "http://proxy:3128"}, False), ({"NO_PROXY": "a@b"}, False), ({}, False)],
+)
+def test_which_proxy_urls_carry_credentials(environ: dict[str, str], expected: bool) -> None:
+    assert kind_node.proxy_has_credentials(environ) is expected
 
 
 def test_worker_container_has_no_proxy_env_without_a_proxy(monkeypatch: pytest.MonkeyPatch) -> None:

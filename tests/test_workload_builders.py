@@ -94,9 +94,9 @@ def test_replicas(replicas: int) -> None:
 def test_default_replicas_and_image() -> None:
     spec = wl.deployment_spec("t", workload())
     assert spec["replicas"] == 1
-    assert spec["template"]["spec"]["containers"][0]["image"] == "registry.k8s.io/pause:3.10"
-    assert wl.deployment_spec("t", workload(image="example.org/x:1.2"))["template"]["spec"]["containers"][0][
-        "image"] == "example.org/x:1.2"
+    assert spec["template"]["spec"]["containers"][0]["image"] == "registry.k8s.io/pause:3.10.1"
+    assert wl.deployment_spec("t", workload(image="example.org/x:1.2.0"))["template"]["spec"]["containers"][0][
+        "image"] == "example.org/x:1.2.0"
 
 
 def test_scheduler_name_is_hami_and_matches_the_chart_default() -> None:

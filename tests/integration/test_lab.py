@@ -354,7 +354,7 @@ def test_09b_dynamically_linked_gpu_pod_runs_to_completion(lab: DeployedLab) -> 
     try:
         if lab.mode == "sim-nvml":
             env = {e.name: e.value for e in created.spec.containers[0].env or []}
-            assert env.get("CUDA_DISABLE_CONTROL") == "true", (
+            assert env.get("CUDA_DISABLE_CONTROL") == "T", (
                 f"the CUDA-control admission policy did not set CUDA_DISABLE_CONTROL on {name}: env {env}"
             )
         phase = wait_for(

@@ -1,0 +1,47 @@
+"""The admission policy that keeps a tenant's GPUs reachable only through HAMi (gpu_tenancy/gpu_access.py).
+
+Installed in every tenant in every mode, so what sim refuses is what real refuses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from gpu_tenancy import gpu_access, manifests
+
+
+@dataclass
+class GpuAccessPolicyArgs:
+    tenant: str
+    provider: k8s.Provider
+    # sim-nvml: the CUDA_DISABLE_CONTROL value its admission mutation writes (gpu_tenancy.cuda_control.MARKER).
+    cuda_control_marker: str = ""
+    depends_on: list[pulumi.Resource] = field(default_factory=list)
+
+
+class GpuAccessPolicy(pulumi.ComponentResource):
+    binding: k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding
+
+    def __init__(self, name: str, args: GpuAccessPolicyArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpu-tenancy:gpu_access:GpuAccessPolicy", name, None, opts)
+        metadata = {"name": gpu_access.POLICY_NAME, "labels": manifests.labels(args.tenant, "gpu-access")}
+        in_tenant = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on)
+        params = k8s.core.v1.ConfigMap(
+            f"{name}-params",
+            metadata={**metadata, "namespace": gpu_access.PARAMS_NAMESPACE},
+            data=gpu_access.params_data(args.cuda_control_marker),
+            opts=in_tenant,
+        )
+        policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+            f"{name}-policy", metadata=metadata, spec=gpu_access.validating_admission_policy_spec(), opts=in_tenant
+        )
+        self.binding = k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+            f"{name}-binding",
+            metadata=metadata,
+            spec=gpu_access.binding_spec(),
+            opts=pulumi.ResourceOptions.merge(in_tenant, pulumi.ResourceOptions(depends_on=[policy, params])),
+        )
+        self.register_outputs({"policy": gpu_access.POLICY_NAME})

@@ -1,0 +1,56 @@
+"""A tenant's own etcd on the management cluster (tenants[].dataStore: dedicated), in its namespace.
+
+Nothing it stores or fills is shared with another tenant: its quota, its volume, its process. See
+gpu_tenancy/datastore.py for the sizing and the README (Datastore) for what each choice isolates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from gpu_tenancy import datastore, manifests, versions
+
+
+@dataclass
+class TenantDataStoreArgs:
+    tenant: str
+    management_provider: k8s.Provider
+    volume_mib: int
+    depends_on: list[pulumi.Resource]
+
+
+class TenantDataStore(pulumi.ComponentResource):
+    datastore: k8s.apiextensions.CustomResource
+    name: str
+
+    def __init__(self, name: str, args: TenantDataStoreArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpu-tenancy:tenant_datastore:TenantDataStore", name, {"tenant": args.tenant}, opts)
+        self.name = datastore.dedicated_name(args.tenant)
+        on_management = pulumi.ResourceOptions(parent=self, provider=args.management_provider)
+        release = k8s.helm.v3.Release(
+            f"{name}-chart",
+            name=self.name,
+            chart="kamaji-etcd",
+            version=versions.KAMAJI_ETCD_CHART_VERSION,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=versions.KAMAJI_CHART_REPO),
+            namespace=args.tenant,
+            values=datastore.dedicated_values(args.tenant, args.volume_mib),
+            timeout=900,
+            opts=pulumi.ResourceOptions.merge(on_management, pulumi.ResourceOptions(depends_on=args.depends_on)),
+        )
+        self.datastore = k8s.apiextensions.CustomResource(
+            f"{name}-datastore",
+            api_version="kamaji.clastix.io/v1alpha1",
+            kind="DataStore",
+            metadata={
+                "name": self.name,
+                "labels": manifests.labels(args.tenant, "datastore"),
+                "annotations": manifests.wait_for("jsonpath={.status.ready}=true", timeout_seconds=600),
+            },
+            spec=datastore.datastore_spec(self.name, args.tenant),
+            opts=pulumi.ResourceOptions.merge(on_management, pulumi.ResourceOptions(depends_on=[release])),
+        )
+        self.register_outputs({"dataStore": self.name})

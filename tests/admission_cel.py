@@ -1,0 +1,97 @@
+"""Evaluate a ValidatingAdmissionPolicy the way the API server does, with a real CEL runtime.
+
+Follows kubernetes staging/src/k8s.io/apiserver/pkg/admission/plugin/policy/validating (`validator.go`
+`Validate`) and .../policy/matching (`matching.go`): a request is in scope when its resource and operation
+match `matchConstraints.resourceRules` and its namespace's labels match `namespaceSelector`; then
+`matchConditions` must all be true, `variables` are computed in order (each sees the earlier ones as
+`variables.<name>`), and every `validations[].expression` must be true, else the request is denied with
+that validation's message. CEL itself is cel-expr-python (the cel-cpp runtime); the expressions use only
+standard CEL, which the API server's cel-go evaluates the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from cel_expr_python import cel
+
+_ENV = cel.NewEnv(
+    variables={
+        name: cel.Type.DYN for name in ("object", "oldObject", "request", "variables", "namespaceObject", "params")
+    }
+)
+
+
+def evaluate(expression: str, activation: Mapping[str, Any]) -> Any:
+    keys = ("object", "oldObject", "request", "variables", "namespaceObject", "params")
+    return _ENV.compile(expression).eval(data={key: activation.get(key) for key in keys}).plain_value()
+
+
+@dataclass
+class Request:
+    """An admission request: the resource (`pods`, `pods/ephemeralcontainers`), operation, objects."""
+
+    resource: str
+    operation: str
+    namespace: str
+    obj: dict[str, Any]
+    old: dict[str, Any] | None = None
+    username: str = "kubernetes-admin"
+    extra: dict[str, list[str]] = field(default_factory=dict)
+    namespace_labels: dict[str, str] | None = None
+    # The binding's parameter object (`paramRef`), e.g. a ConfigMap; None when the policy takes none.
+    params: dict[str, Any] | None = None
+
+
+def _selector_matches(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expression in selector.get("matchExpressions") or []:
+        key, operator, values = expression["key"], expression["operator"], expression.get("values") or []
+        if operator == "In" and labels.get(key) not in values:
+            return False
+        if operator == "NotIn" and key in labels and labels[key] in values:
+            return False
+        if operator == "Exists" and key not in labels:
+            return False
+        if operator == "DoesNotExist" and key in labels:
+            return False
+    return True
+
+
+def in_scope(spec: Mapping[str, Any], request: Request) -> bool:
+    constraints = spec.get("matchConstraints") or {}
+    rules = constraints.get("resourceRules") or []
+    if not any(
+        request.resource in rule.get("resources", []) and request.operation in rule.get("operations", [])
+        for rule in rules
+    ):
+        return False
+    labels = request.namespace_labels or {"kubernetes.io/metadata.name": request.namespace}
+    return _selector_matches(constraints.get("namespaceSelector") or {}, labels)
+
+
+def denials(spec: Mapping[str, Any], request: Request) -> list[str]:
+    """The messages of every validation that fails (empty: admitted, or not in the policy's scope)."""
+    if not in_scope(spec, request):
+        return []
+    activation: dict[str, Any] = {
+        "object": request.obj,
+        "oldObject": request.old,
+        "request": {
+            "operation": request.operation,
+            "namespace": request.namespace,
+            "userInfo": {"username": request.username, "extra": request.extra},
+        },
+        "variables": {},
+        "params": request.params,
+    }
+    for condition in spec.get("matchConditions") or []:
+        if evaluate(condition["expression"], activation) is not True:
+            return []
+    for variable in spec.get("variables") or []:
+        activation["variables"] = {**activation["variables"], variable["name"]: evaluate(variable["expression"], activation)}
+    return [v["message"] for v in spec.get("validations") or [] if evaluate(v["expression"], activation) is not True]

@@ -1,0 +1,83 @@
+"""The optional non-admin identity of a tenant (tenants[].userAccess; gpu_tenancy/tenant_access.py)."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import yaml
+from admission_cel import Request, denials
+from harness import dev_config, is_secret, tenant_kubeconfig, unwrap
+from policy_support import find, record_engine_view, run_resource_policy, run_stack_policy
+from pulumi_policy import StackValidationPolicy
+from test_status_outputs import stack_outputs
+
+from gpu_tenancy import tenant_access
+
+import tenant_policies as tp  # isort: skip  (policies/ is put on sys.path by policy_support)
+
+
+def with_user_access() -> dict[str, Any]:
+    config = dev_config()
+    config["tenants"][0]["userAccess"] = True
+    config["tenants"][1].pop("workloads")
+    config["tenants"][1].pop("quota")
+    config["tenants"][1]["userAccess"] = True  # no workloads: the namespace is still made for its users
+    return config
+
+
+def test_a_user_gets_edit_in_the_workloads_namespace_only() -> None:
+    stack = record_engine_view(with_user_access())
+    for tenant in ("tenant-a", "tenant-b"):
+        binding = find(stack, "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding", f"{tenant}-user-access-edit")
+        assert unwrap(binding.inputs)["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                                     "name": "edit"}
+        assert unwrap(binding.inputs)["metadata"]["namespace"] == "workloads"
+        namespace = find(stack, "kubernetes:core/v1:Namespace", f"{tenant}-workloads-namespace")
+        assert namespace.inputs["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+        quota = find(stack, "kubernetes:core/v1:ResourceQuota", f"{tenant}-user-access-quota")
+        assert quota.inputs["spec"]["hard"] == {"services.nodeports": "0", "services.loadbalancers": "0"}
+    assert not any(r.type.endswith("ClusterRoleBinding") and "user-access" in r.name for r in stack)
+
+
+def test_the_user_kubeconfig_is_a_secret_with_the_accounts_token() -> None:
+    outputs = stack_outputs(with_user_access(), "dev")
+    assert is_secret(outputs["tenantUserKubeconfigs"])
+    kubeconfigs = unwrap(outputs["tenantUserKubeconfigs"])
+    assert set(kubeconfigs) == {"tenant-a", "tenant-b"}
+    user = yaml.safe_load(kubeconfigs["tenant-a"])
+    admin = yaml.safe_load(tenant_kubeconfig("tenant-a"))
+    assert user["clusters"][0]["cluster"] == admin["clusters"][0]["cluster"]
+    assert user["users"][0]["user"] == {"token": "sa-token-tenant-user"}
+    assert user["contexts"][0]["context"]["namespace"] == "workloads"
+    token = find(record_engine_view(with_user_access()), "kubernetes:core/v1:Secret", "tenant-a-user-access-token")
+    assert token.inputs["type"] == "kubernetes.io/service-account-token"
+    assert token.inputs["metadata"]["annotations"]["pulumi.com/waitFor"] == '["jsonpath={.data.token}"]'
+    assert "tenantUserKubeconfigs" not in stack_outputs(dev_config(), "dev")
+
+
+def test_the_pack_passes_a_stack_with_user_access() -> None:
+    stack = record_engine_view(with_user_access())
+    for policy in tp.ALL_POLICIES:
+        if policy.name == "gpu-plan-fits":
+            continue  # tenant-b declares no workloads here; the plan is another test's concern
+        run = run_stack_policy if isinstance(policy, StackValidationPolicy) else run_resource_policy
+        assert run(policy, stack) == [], policy.name
+
+
+def service(**spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}, "spec": {"ports": [{"port": 80}], **spec}}
+
+
+def test_services_with_external_ips_are_refused_in_the_users_namespace() -> None:
+    spec = tenant_access.services_policy_spec("workloads")
+    assert denials(spec, Request("services", "CREATE", "workloads", service(externalIPs=["10.20.0.11"])))
+    assert denials(spec, Request("services", "CREATE", "workloads", service())) == []
+    assert denials(spec, Request("services", "CREATE", "other", service(externalIPs=["10.20.0.11"]))) == []
+
+
+def test_the_kubeconfig_builder_decodes_the_token() -> None:
+    token = base64.b64encode(b"abc").decode()
+    built = yaml.safe_load(tenant_access.kubeconfig("t", tenant_kubeconfig("t"), token, "workloads"))
+    assert built["users"] == [{"name": "t-user", "user": {"token": "abc"}}]
+    assert built["current-context"] == "t-user"
