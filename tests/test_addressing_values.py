@@ -82,3 +82,8 @@ def test_a_claim_is_reported_once_even_when_it_overlaps_several() -> None:
     claims = [claim(0, "a", "10.0.0.0/20", True), claim(1, "b", "10.0.0.0/19", True, "serviceCidr"),
               claim(2, "c", "10.0.0.0/20", False)]
     assert [key for key, _ in collisions(claims)] == ["tenants[2].podCidr"]
+
+
+def test_a_port_range_written_backwards_is_refused_naming_it() -> None:
+    with pytest.raises(ValueError, match=r"^port range '31001-31000': first > last$"):
+        collisions([claim(0, "a", "31001-31000", True, "nodePort")])
