@@ -181,3 +181,11 @@ def test_lock_release_patch_tests_value_first() -> None:
         {"op": "test", "path": "/metadata/annotations/hami.io~1mutex.lock", "value": "t,ns,p"},
         {"op": "remove", "path": "/metadata/annotations/hami.io~1mutex.lock"},
     ]
+
+
+def test_a_pod_missing_its_namespace_or_its_name_gets_no_action() -> None:
+    lock = "2026-12-02T20:00:00Z,default,pod-a"
+    for metadata in ({"name": "pod-a"}, {"namespace": "default"}):
+        pod = {"metadata": {**metadata, "annotations": hami_bound()}, "spec": {"nodeName": NODE}}
+        plan = decisions.plan_reconcile(make_node({hami.NODE_LOCK_ANNOTATION: lock}), [pod], DEVICES)
+        assert plan.pod_actions == [], metadata
