@@ -62,8 +62,14 @@ class FakeCoreV1:
         if (status := self.errors.get((method, target))) is not None:
             raise ApiException(status=status, reason="injected")
 
+    def _own_node(self, name: str) -> None:
+        # The API answers 404 for a node of another name (or none): the agent only ever touches its own.
+        if name != self.node.metadata.name:
+            raise ApiException(status=404, reason=f"nodes {name!r} not found")
+
     def read_node(self, name: str, **kwargs: Any) -> client.V1Node:
         self.calls.append(("read_node", name, kwargs))
+        self._own_node(name)
         return self.node
 
     def list_pod_for_all_namespaces(self, **kwargs: Any) -> client.V1PodList:
@@ -72,10 +78,12 @@ class FakeCoreV1:
 
     def patch_node(self, name: str, body: Any, **kwargs: Any) -> None:
         self.calls.append(("patch_node", body, kwargs))
+        self._own_node(name)
         self._maybe_fail("patch_node", "json-patch" if isinstance(body, list) else "merge")
 
     def patch_node_status(self, name: str, body: Any, **kwargs: Any) -> None:
         self.calls.append(("patch_node_status", body, kwargs))
+        self._own_node(name)
 
     def patch_namespaced_pod(self, name: str, namespace: str, body: Any, **kwargs: Any) -> None:
         self.calls.append(("patch_namespaced_pod", (namespace, name, body), kwargs))
@@ -112,7 +120,9 @@ def test_reconcile_reads_own_node_and_its_pods_then_writes_in_device_plugin_orde
     release = api.calls[5]
     assert release[1] == release_patch(LOCK)
     assert release[2]["_content_type"] == "application/json-patch+json"
-    assert all("_request_timeout" in call[2] for call in api.calls)
+    # Every call is bounded (10 s to connect, 30 s to read): a hung API server must not hang the agent.
+    assert [call[2]["_request_timeout"] for call in api.calls] == [(10, 30)] * 6
+    assert api.calls[2][1] == {"metadata": {"annotations": {"hami.io/node-nvidia-register": REGISTERED}}}
 
 
 def test_converged_node_makes_no_writes() -> None:

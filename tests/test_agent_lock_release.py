@@ -64,3 +64,25 @@ def test_a_dry_run_writes_nothing_even_with_work_to_do() -> None:
         decisions.ReconcilePlan({"metadata": {}}, {"status": {}}, [decisions.PodAction("default", "pod-a", True, LOCK)])
     )
     assert api.calls == []
+
+
+def test_the_agent_logs_what_it_asserts_and_what_failed(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("INFO", logger=kube.log.name)
+    api = FakeCoreV1(fresh_node(lock="2026-12-02T20:00:00Z,default,pod-b"), [bound_pod("pod-a"), bound_pod("pod-b")])
+    api.errors[("patch_namespaced_pod", "pod-a")] = 500
+    agent(api).reconcile_once()
+    assert caplog.messages == [
+        "asserting hami.io/node-nvidia-register on node tenant-a-worker",
+        "asserting capacity {'nvidia.com/gpu': '10'} on node tenant-a-worker",
+        "pod default/pod-a: 500 injected",
+        "pod default/pod-b: bind-phase success",
+        "released node lock 2026-12-02T20:00:00Z,default,pod-b",
+        "1 of 2 pod actions failed; retrying on the next resync",
+    ]
+
+
+def test_a_dry_run_logs_its_plan(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("INFO", logger=kube.log.name)
+    plan = decisions.ReconcilePlan(None, None, [decisions.PodAction("default", "pod-a", True, None)])
+    kube.KubeAgent(FakeCoreV1(fresh_node(), []), NODE, [], dry_run=True).apply(plan)  # type: ignore[arg-type]
+    assert caplog.messages == [f"dry-run plan: {plan}"]
