@@ -86,3 +86,20 @@ def test_a_dry_run_logs_its_plan(caplog: pytest.LogCaptureFixture) -> None:
     plan = decisions.ReconcilePlan(None, None, [decisions.PodAction("default", "pod-a", True, None)])
     kube.KubeAgent(FakeCoreV1(fresh_node(), []), NODE, [], dry_run=True).apply(plan)  # type: ignore[arg-type]
     assert caplog.messages == [f"dry-run plan: {plan}"]
+
+
+def test_every_failed_pod_action_is_counted(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("WARNING", logger=kube.log.name)
+    api = FakeCoreV1(fresh_node(lock=None), [bound_pod("pod-a"), bound_pod("pod-b")])
+    api.errors[("patch_namespaced_pod", "pod-a")] = 500
+    api.errors[("patch_namespaced_pod", "pod-b")] = 403
+    agent(api).reconcile_once()
+    assert caplog.messages[-1] == "2 of 2 pod actions failed; retrying on the next resync"
+
+
+def test_a_lock_left_alone_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("INFO", logger=kube.log.name)
+    api = FakeCoreV1(fresh_node(), [])
+    api.errors[("patch_node", "json-patch")] = 422
+    agent(api).release_lock(LOCK)
+    assert caplog.messages == ["lock changed before release, leaving it alone"]
