@@ -1,7 +1,7 @@
 """A tenant's own etcd on the management cluster (tenants[].dataStore: dedicated), in its namespace.
 
 Nothing it stores or fills is shared with another tenant: its quota, its volume, its process. See
-gpu_tenancy/datastore.py for the sizing and the README (Datastore) for what each choice isolates.
+gpu_tenancy/datastore.py for the sizing and docs/threat-model.md (Datastore) for what each choice isolates.
 """
 
 from __future__ import annotations

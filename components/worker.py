@@ -158,6 +158,6 @@ class Worker(pulumi.ComponentResource):
             ]
         )
         # Proxy credentials stay encrypted in the state (kind itself also copies them into the node's
-        # environment, where anyone root on the node or the Docker host reads them: README threat model).
+        # environment, where anyone root on the node or the Docker host reads them: docs/threat-model.md).
         return pulumi.Output.secret(envs) if kind_node.proxy_has_credentials(environ) else envs
 

@@ -48,5 +48,5 @@ def unpinned_warning(chart: str, version: str, image_tag: str, checked_commit: s
     return (
         f"chart {chart} {version} is NOT pinned: it is republished from a branch, so its templates and CRDs "
         f"can differ from image {image_tag}; this program was checked against the chart at commit "
-        f"{checked_commit[:12]} (see README: Versions)"
+        f"{checked_commit[:12]} (see docs/operations.md: The Kamaji chart is not pinned)"
     )

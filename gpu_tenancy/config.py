@@ -257,7 +257,8 @@ class TenantConfig(_Model):
     service_cidr: str | None = Field(default=None, alias="serviceCidr")
     workloads: list[WorkloadConfig] = Field(default_factory=list, max_length=MAX_WORKLOADS)
     quota: dict[str, int] = Field(default_factory=dict)
-    # "shared": the platform's etcd, a key prefix per tenant; "dedicated": an etcd of its own (README: Datastore).
+    # "shared": the platform's etcd, a key prefix per tenant; "dedicated": an etcd of its own
+    # (docs/threat-model.md: Datastore).
     data_store: Literal["shared", "dedicated"] = Field(default="shared", alias="dataStore")
     # A non-admin kubeconfig for the tenant's users (gpu_tenancy/tenant_access.py), output tenantUserKubeconfigs.
     user_access: bool = Field(default=False, alias="userAccess")

@@ -17,7 +17,7 @@ each with its fix. Where a fact comes from, and why it matters:
   many open files": 512 / 524288 for a multi-node cluster; every tenant worker runs its own kubelet and
   containerd, so the instances needed grow with the tenants).
 * `df -Pk <DockerRootDir>` and `free -b` (procps): free disk and available memory against the lab's footprint
-  (README "Footprint"), when the lab is not there yet.
+  (docs/live-suite.md, "Footprint"), when the lab is not there yet.
 * `kind version`, `kubectl version --client -o json`, `pulumi version` against gpu_tenancy/versions.py.
 * another lab on the same Docker network: worker containers labelled `gpu-tenancy.io/component=worker`
   and kind clusters named `gpu-tenancy-*` whose nodes sit on it. Every lab takes its MetalLB pool from the
@@ -79,9 +79,9 @@ class HostFacts:
 
 
 def footprint_bytes(shape: LabShape) -> tuple[int, int]:
-    """(memory, disk) a fresh lab needs (README "Footprint"): kind control plane 1.5 GB, Kamaji, cert-manager,
-    MetalLB and etcd 0.8 GB, each tenant 0.6 GB control plane + 0.8 GB worker (+0.2 GB sim-nvml); disk 8 GB
-    plus 1 GB per tenant, and the mock NVML image with its build cache (2.5 GB) in sim-nvml."""
+    """(memory, disk) a fresh lab needs (docs/live-suite.md, "Footprint"): kind control plane 1.5 GB, Kamaji,
+    cert-manager, MetalLB and etcd 0.8 GB, each tenant 0.6 GB control plane + 0.8 GB worker (+0.2 GB sim-nvml);
+    disk 8 GB plus 1 GB per tenant, and the mock NVML image with its build cache (2.5 GB) in sim-nvml."""
     per_tenant = 1.4 + (0.2 if shape.mode == "sim-nvml" else 0.0)
     memory = (2.3 + per_tenant * len(shape.tenants)) * GIB
     disk = (8 + len(shape.tenants) + (2.5 if shape.mode == "sim-nvml" else 0.0)) * GIB

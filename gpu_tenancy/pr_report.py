@@ -104,7 +104,7 @@ def preview_comment(run: PreviewRun) -> str:
     if run.fresh:
         lines.append(
             f"\n⚠️ The backend holds no state of `{run.stack}`, so everything shows as created. A preview against "
-            "the deployed stack needs the backend it is deployed from (README: Pull-request previews)."
+            "the deployed stack needs the backend it is deployed from (docs/pull-request-previews.md)."
         )
     if run.findings:
         lines += ["", "**Policy violations**", "", *(finding.markdown() for finding in run.findings)]

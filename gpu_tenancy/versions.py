@@ -22,7 +22,7 @@ The set fits together (evidence: shared reference `versions.md`):
   HAMi's health-check loop, rm/health.go, spins a CPU core), built on the Docker host from its
   `deployments/nvml-mock/Dockerfile` (golang 1.26.6-bookworm builder, debian
   bookworm-slim runtime; no image is published). Read at that commit: its library implements every NVML
-  call HAMi v2.10.0's device plugin makes (README "The mock NVML"), reports the driver version of its
+  call HAMi v2.10.0's device plugin makes (docs/mock-nvml.md), reports the driver version of its
   Makefile's LIB_VERSION (550.163.01), and serves at most 8 GPUs per node (engine/device.go MaxDevices).
 - mode real: hosts get kubelet/kubeadm of exactly the tenant version from pkgs.k8s.io, and NVIDIA
   container toolkit 1.19 (configures containerd 2.x, which Debian/Ubuntu hosts of 2026 ship) registered as
@@ -34,7 +34,7 @@ The set fits together (evidence: shared reference `versions.md`):
   (the tenant's minor: no client/server skew), the Pulumi CLI PULUMI_CLI = the `pulumi` SDK pinned in
   requirements.txt (the CLI runs the SDK's language host; `pulumi config set --raw`, used by the gpu
   preview, exists from v3.247.0).
-Every value can be overridden per stack under `gpu-tenancy:versions` (see README); the three CLIs cannot.
+Every value can be overridden per stack under `gpu-tenancy:versions` (docs/configuration.md); the three CLIs cannot.
 """
 
 from __future__ import annotations

@@ -66,7 +66,7 @@ def test_every_run_warns_that_the_kamaji_chart_is_not_pinned(caplog: pytest.LogC
     assert warnings == [
         f"chart kamaji 0.0.0+latest is NOT pinned: it is republished from a branch, so its templates and CRDs "
         f"can differ from image {versions.KAMAJI_IMAGE_TAG}; this program was checked against the chart at "
-        f"commit {versions.KAMAJI_CHART_CHECKED_COMMIT[:12]} (see README: Versions)"
+        f"commit {versions.KAMAJI_CHART_CHECKED_COMMIT[:12]} (see docs/operations.md: The Kamaji chart is not pinned)"
     ]
 
 

@@ -1,5 +1,5 @@
 """HAMi's metrics reach a Prometheus with the labels its dashboard uses (chart hami 2.10.0; manifests.hami_values,
-manifests.hami_service_monitors, the README's scrape config).
+manifests.hami_service_monitors, the scrape config on docs/metrics.md).
 
 Checked against what upstream exports and queries, recorded under tests/fixtures/hami_metrics/ (HAMi v2.10.0 =
 commit 4707fb02c91c545bc7343ce26dba4c32919f9a3e, prometheus-operator v0.93.0 = f8fafd475f3d132e239432ae6172de60a6cb6516,
@@ -156,15 +156,15 @@ def test_what_the_dashboard_queries_is_scraped_with_the_labels_it_reads() -> Non
             assert all(m["spec"]["endpoints"][0]["honorLabels"] for m in owner), (metric, clashing)
 
 
-def readme_scrape_config() -> list[dict[str, Any]]:
-    readme = (REPO / "README.md").read_text()
-    (block,) = [b for b in re.findall(r"```yaml\n(.*?)```", readme, re.S) if "scrape config for a Prometheus" in b]
+def documented_scrape_config() -> list[dict[str, Any]]:
+    page = (REPO / "docs" / "metrics.md").read_text()
+    (block,) = [b for b in re.findall(r"```yaml\n(.*?)```", page, re.S) if "scrape config for a Prometheus" in b]
     parsed: list[dict[str, Any]] = yaml.safe_load(block)
     return parsed
 
 
 def test_the_documented_scrape_config_keeps_both_services_and_their_labels() -> None:
-    (job,) = readme_scrape_config()
+    (job,) = documented_scrape_config()
     assert job["honor_labels"] is True
     assert job["kubernetes_sd_configs"] == [{"role": "endpoints", "namespaces": {"names": ["kube-system"]}}]
     (keep,) = job["relabel_configs"]

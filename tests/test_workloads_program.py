@@ -178,7 +178,7 @@ def test_dev_stack_workloads_plan_without_failures() -> None:
 
 
 def test_dev_stack_quota_binds() -> None:
-    """The README's non-fitting change: two more b-notebook replicas fit the cards but not tenant-b's gpumem quota."""
+    """The non-fitting change on docs/planner.md: two more b-notebook replicas fit the cards but not tenant-b's gpumem quota."""
     nodes, workloads, quota = dev_plan()
     grown = [dataclasses.replace(w, replicas=4) if w.name == "b-notebook" else w for w in workloads]
     result = planner.plan(nodes, grown, quota)

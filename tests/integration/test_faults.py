@@ -1,5 +1,5 @@
 # mypy: disable-error-code="union-attr"
-"""Live fault checks: what a workstation does to a lab, and the documented recovery (README: Recovery).
+"""Live fault checks: what a workstation does to a lab, and the documented recovery (docs/operations.md: Recover).
 
 They run after the checks of test_lab.py and test_nvml.py and before the teardown (marker ``e2e_fault``,
 ordered by conftest), against the same throwaway stack, and skip as the rest of the suite does. Each has a
@@ -116,7 +116,7 @@ def test_f2_worker_removed_by_hand_and_the_documented_recovery(lab: DeployedLab)
         assert _docker("rm", "-f", worker).returncode == 0
         found = doctor_problems(run_doctor(lab.stack.name, REPO_ROOT, _env(lab), state_dir=_state_dir(lab)))
         assert any(line.startswith(f"container {worker}: removed outside Pulumi") for line in found), found
-        up_as_make_up_does(lab)  # README: Recovery, `make up`
+        up_as_make_up_does(lab)  # docs/operations.md: Recover, `make up`
         doctor_is_clean_within(lab, 600)
         preview_shows_no_changes(lab)
 
@@ -210,7 +210,7 @@ def _urn(lab: DeployedLab, name: str) -> str:
 
 
 def _recover_after_interrupt(lab: DeployedLab, cut_off: str) -> None:
-    """README: Recovery, `up` interrupted: what `make doctor` names, in its order."""
+    """docs/operations.md: Recover, `up` interrupted: what `make doctor` names, in its order."""
     env = _env(lab)
     found = doctor_problems(run_doctor(lab.stack.name, REPO_ROOT, env, state_dir=_state_dir(lab)))
     lab.pulumi_log(f"== make doctor after the interrupt at {cut_off}\n" + "\n".join(found))

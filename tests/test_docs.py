@@ -1,0 +1,208 @@
+"""The front page and docs/: links that resolve, a front page that stays short, and shown output that is real.
+
+- every relative link in README.md and docs/*.md names a file that exists and, with `#anchor`, a heading of
+  that file under GitHub's anchor rules (lower-cased; punctuation other than `-` and `_` dropped; spaces to
+  `-`; a repeated heading gets `-1`, `-2`, ...);
+- README.md stays a front page: at most 200 lines, every docs page reachable from it, no test files cited;
+- console output shown for commands that run offline (`make help`, the planner) is what they print, and
+  the stack outputs shown for `make up` are the ones the program exports.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from harness import dev_config
+from test_status_outputs import stack_outputs
+
+from gpu_tenancy import versions
+
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
+DOCS = REPO / "docs"
+PAGES = [README, *sorted(DOCS.glob("*.md"))]
+FRONT_PAGE_MAX_LINES = 200
+
+FENCE = re.compile(r"^(```|~~~)")
+LINK = re.compile(r"(?<!!)\[(?:[^\]\[]|\[[^\]]*\])*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+CODE_SPAN = re.compile(r"`[^`]*`")
+
+
+def prose_lines(text: str) -> list[str]:
+    """The lines outside fenced code blocks."""
+    lines, fenced = [], False
+    for line in text.splitlines():
+        if FENCE.match(line.strip()):
+            fenced = not fenced
+            continue
+        if not fenced:
+            lines.append(line)
+    return lines
+
+
+def github_anchor(heading: str) -> str:
+    """GitHub's slug of a heading's text (github-slugger): lower case, drop what is not a letter, digit,
+    space, `-` or `_`, spaces to `-`."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # a link in a heading keeps its text
+    text = text.strip().lower()
+    text = "".join(ch for ch in text if ch.isalnum() or ch in " -_")
+    return text.replace(" ", "-")
+
+
+def anchors(page: Path) -> set[str]:
+    seen: Counter[str] = Counter()
+    found = set()
+    for line in prose_lines(page.read_text()):
+        match = re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
+        if not match:
+            continue
+        slug = github_anchor(match.group(1))
+        found.add(slug if seen[slug] == 0 else f"{slug}-{seen[slug]}")
+        seen[slug] += 1
+    return found
+
+
+def links(page: Path) -> list[str]:
+    """Link targets outside code (a link in a code span or block is not a link)."""
+    return [target for line in prose_lines(page.read_text()) for target in LINK.findall(CODE_SPAN.sub("", line))]
+
+
+def test_anchors_follow_githubs_rules() -> None:
+    assert github_anchor("Checking the host and the lab: `make doctor`") == "checking-the-host-and-the-lab-make-doctor"
+    assert github_anchor("A non-admin identity for a tenant's users") == "a-non-admin-identity-for-a-tenants-users"
+    assert github_anchor("The mock NVML (mode `sim-nvml`)") == "the-mock-nvml-mode-sim-nvml"
+    assert github_anchor("`make tenants` and `make status`") == "make-tenants-and-make-status"
+
+
+def test_a_repeated_heading_gets_a_number(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("# Title\n\n## Notes\n\n```\n## Not a heading\n```\n\n## Notes\n")
+    assert anchors(page) == {"title", "notes", "notes-1"}
+
+
+def test_links_in_code_are_not_links(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("[a](a.md) `[b](b.md)`\n```\n[c](c.md)\n```\n![image](d.png) [e](e.md#x \"title\")\n")
+    assert links(page) == ["a.md", "e.md#x"]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
+def test_every_relative_link_resolves(page: Path) -> None:
+    broken = []
+    for target in links(page):
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target):  # https:, mailto: ...
+            continue
+        path_part, _, anchor = target.partition("#")
+        linked = (page.parent / path_part).resolve() if path_part else page
+        if not linked.exists():
+            broken.append(f"{target}: no such file")
+        elif anchor and linked.suffix == ".md" and anchor not in anchors(linked):
+            broken.append(f"{target}: no heading with anchor #{anchor} in {linked.relative_to(REPO)}")
+    assert not broken, broken
+
+
+def test_the_front_page_is_short() -> None:
+    lines = README.read_text().count("\n")
+    assert lines <= FRONT_PAGE_MAX_LINES, f"README.md has {lines} lines; move the detail to docs/"
+
+
+def test_every_docs_page_is_linked_from_the_front_page() -> None:
+    linked = {(REPO / target.partition("#")[0]).resolve() for target in links(README) if target.startswith("docs/")}
+    assert set(DOCS.glob("*.md")) - linked == set()
+
+
+def test_the_front_page_cites_no_test_file() -> None:
+    text = README.read_text()
+    assert not re.search(r"tests/\w+\.py|test_\w+\.py|tests/fixtures", text)
+
+
+def test_the_front_page_names_the_pinned_tool_versions() -> None:
+    text = README.read_text()
+    for tool, version in (("kind", versions.KIND_BINARY), ("kubectl", versions.KUBECTL_BINARY),
+                          ("Pulumi CLI", versions.PULUMI_CLI)):
+        assert f"{tool} {version}" in text, tool
+
+
+# ---------------------------------------------------------------------------------------------- shown output
+
+
+def console_sessions(page: Path) -> list[tuple[str, list[str]]]:
+    """(command, output lines) for every `$ command` in the page's ```text blocks."""
+    sessions: list[tuple[str, list[str]]] = []
+    block: list[str] | None = None
+    for line in page.read_text().splitlines():
+        if block is None:
+            if line.strip() == "```text":
+                block = []
+            continue
+        if FENCE.match(line.strip()):
+            block = None
+            continue
+        if line.startswith("$ "):
+            sessions.append((line[2:], []))
+        elif sessions and block is not None:
+            sessions[-1][1].append(line)
+        block.append(line)
+    return sessions
+
+
+def shown(page: Path, command: str) -> tuple[list[str], int | None]:
+    """The output a page shows for `command`, and the exit code shown by an `echo $?` right after it."""
+    sessions = console_sessions(page)
+    (index,) = [i for i, (each, _) in enumerate(sessions) if each.split("  #")[0].strip() == command]
+    code = None
+    if index + 1 < len(sessions) and sessions[index + 1][0] == "echo $?":
+        code = int(sessions[index + 1][1][0])
+    return sessions[index][1], code
+
+
+def run(argv: list[str]) -> tuple[list[str], int]:
+    env = {**os.environ, "COLUMNS": "100", "PYTHONPATH": str(REPO)}
+    result = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, check=False)
+    return result.stdout.splitlines(), result.returncode
+
+
+PLAN_CLI = [sys.executable, "-m", "gpu_tenancy.plan_cli"]
+
+
+@pytest.mark.parametrize(("page", "command", "argv"), [
+    ("docs/commands.md", "make help", ["make", "--no-print-directory", "help"]),
+    ("docs/planner.md", ".venv/bin/python -m gpu_tenancy.plan_cli report Pulumi.dev.yaml",
+     [*PLAN_CLI, "report", "Pulumi.dev.yaml"]),
+    ("docs/planner.md", ".venv/bin/python -m gpu_tenancy.plan_cli plan examples/plan-overcommit.json",
+     [*PLAN_CLI, "plan", "examples/plan-overcommit.json"]),
+])
+def test_shown_output_is_what_the_command_prints(page: str, command: str, argv: list[str]) -> None:
+    expected, code = shown(REPO / page, command)
+    output, returncode = run(argv)
+    assert [line.rstrip() for line in expected] == [line.rstrip() for line in output]
+    if code is not None:
+        assert returncode == code
+
+
+def outputs_block() -> str:
+    text = README.read_text()
+    start = text.index("```text\nOutputs:\n")
+    return text[start: text.index("```\n", start + 8)]
+
+
+def test_the_outputs_shown_for_make_up_are_the_programs() -> None:
+    """The names at the top level of the block are the dev stack's exports; the plain values shown are theirs."""
+    exported = stack_outputs(dev_config(), "dev")
+    block = outputs_block()
+    shown_names = re.findall(r"^    (\w+)\s*:", block, re.M)
+    assert shown_names == sorted(exported), "pulumi prints the outputs in name order"
+    assert f'kindClusterName     : "{exported["kindClusterName"]}"' in block
+    assert f'mode                : "{exported["mode"]}"' in block
+    for tenant, values in exported["tenants"].items():
+        assert f"{tenant}: {{" in block
+        if tenant == "tenant-a":
+            (node,) = values["nodes"]
+            assert f'[0]: "{node}"' in block
+    assert "managementKubeconfig: [secret]" in block and "tenantKubeconfigs   : [secret]" in block
