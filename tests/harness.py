@@ -30,9 +30,12 @@ from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.rpc import UNKNOWN
 
-from gpu_tenancy import hami, hostprep, manifests, nvml_mock
+from gpu_tenancy import hostprep, manifests, nvml_mock
 from tests import hami_register
 
+# The annotation HAMi v2.10.0's device plugin writes its register to (pkg/device/nvidia/device.go
+# RegisterAnnos "hami.io/node-nvidia-register"): spelt out here, not taken from gpu_tenancy.hami.
+HAMI_REGISTER_ANNOTATION = "hami.io/node-nvidia-register"
 REPO = Path(__file__).resolve().parents[1]
 PROJECT = "gpu-tenancy"
 DEV_STACK_FILE = REPO / "Pulumi.dev.yaml"
@@ -320,7 +323,7 @@ class LabMocks(Mocks):
         for argument in registration.get("kubeletExtraArgs") or []:
             if argument.get("name") == "node-labels":
                 labels.update(item.split("=", 1) for item in argument["value"].split(",") if "=" in item)
-        annotations = {hami.NODE_REGISTER_ANNOTATION: self.node_register[node]} if node in self.node_register else {}
+        annotations = {HAMI_REGISTER_ANNOTATION: self.node_register[node]} if node in self.node_register else {}
         self.live[("kubernetes:core/v1:Node", node)] = {
             "apiVersion": "v1",
             "kind": "Node",
@@ -337,7 +340,7 @@ class LabMocks(Mocks):
             metadata = state["metadata"]
             if typ == "kubernetes:core/v1:Node" and metadata["labels"].get(manifests.TENANT_LABEL) == tenant:
                 registered = self.node_register.get(node, hami_register.annotation(devices))
-                metadata["annotations"][hami.NODE_REGISTER_ANNOTATION] = registered
+                metadata["annotations"][HAMI_REGISTER_ANNOTATION] = registered
 
     def _read(self, args: MockResourceArgs) -> dict[str, Any]:
         """A `.get`: what the engine's read step yields (see the class docstring)."""

@@ -11,7 +11,15 @@ Follows clastix/kamaji@26.8.2-edge `internal/kubeadm/uploadconfig.go` `getKubele
    `omitempty` (`k8s.io/kubelet@v0.36.1 config/v1beta1/types.go`) is absent when empty, so with no `cgroupfs`
    there is no `cgroupDriver` key at all;
 4. `jsonpatchv5.Patch.Apply` (evanphx/json-patch v5.9.11, RFC 6902): `replace` on a missing key is an error,
-   `add` on an object member creates or replaces it.
+   `add` on an object member creates or replaces it;
+5. `utilities.DecodeFromJSON` into a fresh `KubeletConfiguration` (apimachinery's json serializer with
+   `Strict: false`, i.e. sigs.k8s.io/json's case-sensitive decoding that drops what the type does not have),
+   then `utilities.EncodeToYaml`: a patch that adds a misspelt key (`/cgroupdriver`, `/evictionhard`) succeeds
+   and is then silently lost, and a field emptied by a patch disappears where its tag says omitempty. The
+   typed shape is k8s.io/kubelet v0.36.1 `config/v1beta1/types.go`, recorded in
+   tests/fixtures/kubelet/kubelet-configuration-v1beta1.json; fields of types from other packages
+   (metav1.Duration, logsapi.LoggingConfiguration, v1.Taint, ...) are kept as they are. A value of the wrong
+   JSON kind for its Go type (a string for a bool) fails the decode, as encoding/json does.
 
 Only the defaulted fields are listed (what `SetDefaults_KubeletConfiguration` fills in, feature-gated ones
 left out); that is the shape the patch paths are resolved against.
@@ -20,11 +28,83 @@ left out); that is the shape the patch paths are resolved against.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import jsonpatch
 
 DNS_SERVICE_IP = "10.96.0.10"  # Kamaji's default spec.networkProfile.dnsServiceIPs
+KUBELET_TYPES: dict[str, dict[str, dict[str, Any]]] = json.loads(
+    (Path(__file__).parent / "fixtures" / "kubelet" / "kubelet-configuration-v1beta1.json").read_text()
+)["structs"]
+_GO_KINDS = {"bool": bool, "string": str, "int32": int, "int64": int, "float64": (int, float)}
+
+
+class KubeletDecodeError(ValueError):
+    """DecodeFromJSON failed: Kamaji's upload fails with "unable to decode JSON to KubeletConfiguration"."""
+
+
+def _decode(value: Any, go_type: str, where: str) -> Any:
+    """`value` decoded into `go_type` as encoding/json does, unknown object members dropped (non-strict)."""
+    if value is None:
+        return None  # null: a nil pointer, slice or map (the zero value otherwise)
+    base = go_type.lstrip("*")
+    if base.startswith("[]"):
+        if not isinstance(value, list):
+            raise KubeletDecodeError(f"{where}: cannot unmarshal {type(value).__name__} into {go_type}")
+        return [_decode(item, base[2:], f"{where}[{i}]") for i, item in enumerate(value)]
+    if base.startswith("map[string]"):
+        if not isinstance(value, dict):
+            raise KubeletDecodeError(f"{where}: cannot unmarshal {type(value).__name__} into {go_type}")
+        return {key: _decode(item, base[len("map[string]"):], f"{where}.{key}") for key, item in value.items()}
+    if base in KUBELET_TYPES:
+        if not isinstance(value, dict):
+            raise KubeletDecodeError(f"{where}: cannot unmarshal {type(value).__name__} into {go_type}")
+        fields = KUBELET_TYPES[base]
+        known = set(fields) - {"..."} | ({"kind", "apiVersion"} if "..." in fields else set())
+        return {
+            key: _decode(item, fields[key]["type"] if key in fields else "string", f"{where}.{key}")
+            for key, item in value.items()
+            if key in known  # case-sensitive; anything else is dropped without an error
+        }
+    if base in ("int32", "int64") and isinstance(value, float) and value.is_integer():
+        value = int(value)  # the JSON text of a whole float64 (Pulumi's numbers) is an integer: `100`, not `100.0`
+    kind = _GO_KINDS.get(base)
+    if kind is None and base[:1].isupper() and "." not in base:
+        kind = str  # this package's named string types (KubeletAuthorizationMode, ...)
+    if kind is not None and (not isinstance(value, kind) or (kind is not bool and isinstance(value, bool))):
+        raise KubeletDecodeError(f"{where}: cannot unmarshal {json.dumps(value)} into Go value of type {go_type}")
+    return value  # scalars, and types of other packages as they are
+
+
+def _is_empty(value: Any) -> bool:
+    """encoding/json's isEmptyValue: false, 0, "", nil, and empty maps and slices."""
+    return value is None or value is False or (not isinstance(value, bool) and value == 0) or value in ("", [], {})
+
+
+def _encode(value: Any, go_type: str) -> Any:
+    """encoding/json of a decoded value: members tagged omitempty left out when empty (a set pointer is kept)."""
+    base = go_type.lstrip("*")
+    if isinstance(value, list) and base.startswith("[]"):
+        return [_encode(item, base[2:]) for item in value]
+    if isinstance(value, dict) and base.startswith("map[string]"):
+        return {key: _encode(item, base[len("map[string]"):]) for key, item in value.items()}
+    if isinstance(value, dict) and base in KUBELET_TYPES:
+        fields = KUBELET_TYPES[base]
+        out = {}
+        for key, item in value.items():
+            field = fields.get(key, {"type": "string", "omitempty": True})  # TypeMeta's kind/apiVersion
+            pointer = field["type"].startswith("*")
+            if item is None or (field["omitempty"] and not pointer and _is_empty(item)):
+                continue
+            out[key] = _encode(item, field["type"])
+        return out
+    return value
+
+
+def kamaji_round_trip(document: dict[str, Any]) -> dict[str, Any]:
+    """The patched JSON decoded into KubeletConfiguration and encoded again, as Kamaji stores it."""
+    return dict(_encode(_decode(document, "KubeletConfiguration", "KubeletConfiguration"), "KubeletConfiguration"))
 
 
 def kamaji_kubelet_configuration(cgroupfs: str = "") -> dict[str, Any]:
@@ -125,11 +205,14 @@ def apply_kubelet_patches(tcp_spec: dict[str, Any]) -> dict[str, Any]:
     """What Kamaji writes into the tenant's `kubelet-config` ConfigMap for this TCP spec.
 
     Raises `jsonpatch.JsonPatchException` where evanphx/json-patch would fail the upload (and with it
-    every `kubeadm join`).
+    every `kubeadm join`), `KubeletDecodeError` where the patched document does not decode; what the typed
+    KubeletConfiguration has no field for is not there afterwards.
     """
     kubelet = tcp_spec["kubernetes"]["kubelet"]
     document = kamaji_kubelet_configuration(kubelet.get("cgroupfs", ""))
     patches = kubelet.get("configurationJSONPatches") or []
     # Round-trip through JSON as Kamaji does (ConfigurationJSONPatches.ToJSON + DecodePatch).
     patch = jsonpatch.JsonPatch(json.loads(json.dumps(patches)))
-    return patch.apply(document)
+    if not patches:
+        return document
+    return kamaji_round_trip(patch.apply(document))

@@ -4,7 +4,18 @@ from gpu_tenancy import hami
 from gpu_tenancy.agent import decisions
 
 NODE = "worker-1"
-DEVICES = hami.device_inventory("tenant-a", [{"model": "NVIDIA-A100-SXM4-80GB", "memoryMiB": 81920, "count": 1}])
+# One A100 80GB as HAMi v2.10.0's device plugin registers it (register.go getAPIDevices: NVML's name and MiB,
+# deviceSplitCount 10, 100 cores, hami-core); the agent is handed this inventory and writes it back.
+DEVICES = [
+    {"id": "GPU-8410f28c-b427-57c7-8e3c-84238d86026d", "index": 0, "count": 10, "devmem": 81920, "devcore": 100,
+     "type": "NVIDIA A100-SXM4-80GB", "numa": 0, "mode": "hami-core", "health": True}
+]
+# What the register annotation must then read: the JSON DeviceInfo list HAMi >= 2.8 decodes, fields in
+# DeviceInfo's order (pkg/device/devices.go), compact. Written out, not encoded by the code under test.
+REGISTERED = (
+    '[{"id":"GPU-8410f28c-b427-57c7-8e3c-84238d86026d","index":0,"count":10,"devmem":81920,"devcore":100,'
+    '"type":"NVIDIA A100-SXM4-80GB","numa":0,"mode":"hami-core","health":true}]'
+)
 ALLOCATED = "GPU-aaa,NVIDIA,3000,30:;"
 
 
@@ -32,14 +43,14 @@ def hami_bound(node: str = NODE, phase: str = "allocating") -> dict[str, str]:
 def test_fresh_node_gets_annotation_and_capacity() -> None:
     plan = decisions.plan_reconcile(make_node(), [], DEVICES)
     assert plan.node_annotation_patch == {
-        "metadata": {"annotations": {hami.NODE_REGISTER_ANNOTATION: hami.register_annotation(DEVICES)}}
+        "metadata": {"annotations": {hami.NODE_REGISTER_ANNOTATION: REGISTERED}}
     }
     assert plan.node_status_patch == {"status": {"capacity": {hami.RESOURCE_GPU: "10"}}}
     assert plan.pod_actions == []
 
 
 def test_converged_node_needs_no_patch() -> None:
-    node = make_node({hami.NODE_REGISTER_ANNOTATION: hami.register_annotation(DEVICES)}, {hami.RESOURCE_GPU: "10"})
+    node = make_node({hami.NODE_REGISTER_ANNOTATION: REGISTERED}, {hami.RESOURCE_GPU: "10"})
     plan = decisions.plan_reconcile(node, [], DEVICES)
     assert plan.node_annotation_patch is None and plan.node_status_patch is None
 
@@ -133,7 +144,7 @@ def test_allocating_pod_with_empty_device_assignment_is_not_marked() -> None:
 
 
 def test_capacity_drift_and_kubelet_reset_are_reasserted() -> None:
-    register = {hami.NODE_REGISTER_ANNOTATION: hami.register_annotation(DEVICES)}
+    register = {hami.NODE_REGISTER_ANNOTATION: REGISTERED}
     # kubelet zeroes extended resources it does not serve when it re-registers the node.
     for capacity in [{hami.RESOURCE_GPU: "0"}, {hami.RESOURCE_GPU: "3"}, {"cpu": "8"}]:
         plan = decisions.plan_reconcile(make_node(register, capacity), [], DEVICES)
@@ -142,13 +153,13 @@ def test_capacity_drift_and_kubelet_reset_are_reasserted() -> None:
 
 
 def test_register_annotation_drift_is_reasserted() -> None:
-    stale = hami.register_annotation([DEVICES[0] | {"health": False}])
+    stale = REGISTERED.replace('"health":true', '"health":false')
     for value in [stale, "GPU-a,10,81920,100,NVIDIA-A100,0,true:", ""]:
         plan = decisions.plan_reconcile(
             make_node({hami.NODE_REGISTER_ANNOTATION: value}, {hami.RESOURCE_GPU: "10"}), [], DEVICES
         )
         assert plan.node_annotation_patch == {
-            "metadata": {"annotations": {hami.NODE_REGISTER_ANNOTATION: hami.register_annotation(DEVICES)}}
+            "metadata": {"annotations": {hami.NODE_REGISTER_ANNOTATION: REGISTERED}}
         }
 
 
@@ -156,7 +167,7 @@ def test_handshake_is_left_to_the_scheduler() -> None:
     # v2.10 CheckHealth tolerates an expired `Requesting_` handshake while allocatable nvidia.com/gpu > 0.
     node = make_node(
         {
-            hami.NODE_REGISTER_ANNOTATION: hami.register_annotation(DEVICES),
+            hami.NODE_REGISTER_ANNOTATION: REGISTERED,
             hami.NODE_HANDSHAKE_ANNOTATION: "Requesting_2026-12-01 10:00:00",
         },
         {hami.RESOURCE_GPU: "10"},
@@ -170,3 +181,11 @@ def test_lock_release_patch_tests_value_first() -> None:
         {"op": "test", "path": "/metadata/annotations/hami.io~1mutex.lock", "value": "t,ns,p"},
         {"op": "remove", "path": "/metadata/annotations/hami.io~1mutex.lock"},
     ]
+
+
+def test_a_pod_missing_its_namespace_or_its_name_gets_no_action() -> None:
+    lock = "2026-12-02T20:00:00Z,default,pod-a"
+    for metadata in ({"name": "pod-a"}, {"namespace": "default"}):
+        pod = {"metadata": {**metadata, "annotations": hami_bound()}, "spec": {"nodeName": NODE}}
+        plan = decisions.plan_reconcile(make_node({hami.NODE_LOCK_ANNOTATION: lock}), [pod], DEVICES)
+        assert plan.pod_actions == [], metadata

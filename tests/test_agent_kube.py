@@ -9,11 +9,28 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from gpu_tenancy import hami
-from gpu_tenancy.agent import decisions, kube
+from gpu_tenancy.agent import kube
 
 NODE = "tenant-a-worker"
-DEVICES = hami.device_inventory("tenant-a", [{"model": "NVIDIA-A100-SXM4-80GB", "memoryMiB": 81920, "count": 1}])
+# One A100 80GB as HAMi v2.10.0 registers it, and the annotation that says so (literals: see test_agent_decisions).
+DEVICES = [
+    {"id": "GPU-8410f28c-b427-57c7-8e3c-84238d86026d", "index": 0, "count": 10, "devmem": 81920, "devcore": 100,
+     "type": "NVIDIA A100-SXM4-80GB", "numa": 0, "mode": "hami-core", "health": True}
+]
+REGISTERED = (
+    '[{"id":"GPU-8410f28c-b427-57c7-8e3c-84238d86026d","index":0,"count":10,"devmem":81920,"devcore":100,'
+    '"type":"NVIDIA A100-SXM4-80GB","numa":0,"mode":"hami-core","health":true}]'
+)
 LOCK = "2026-12-02T20:00:00Z,default,pod-a"
+
+
+def release_patch(lock: str) -> list[dict[str, Any]]:
+    """HAMi's node lock removed only while it still holds `lock` (RFC 6902 test + remove; `/` escaped as ~1)."""
+    return [{"op": "test", "path": "/metadata/annotations/hami.io~1mutex.lock", "value": lock},
+            {"op": "remove", "path": "/metadata/annotations/hami.io~1mutex.lock"}]
+
+
+SUCCESS_PATCH = {"metadata": {"annotations": {"hami.io/bind-phase": "success"}}}
 
 
 def bound_pod(name: str, phase: str = "allocating") -> client.V1Pod:
@@ -45,8 +62,14 @@ class FakeCoreV1:
         if (status := self.errors.get((method, target))) is not None:
             raise ApiException(status=status, reason="injected")
 
+    def _own_node(self, name: str) -> None:
+        # The API answers 404 for a node of another name (or none): the agent only ever touches its own.
+        if name != self.node.metadata.name:
+            raise ApiException(status=404, reason=f"nodes {name!r} not found")
+
     def read_node(self, name: str, **kwargs: Any) -> client.V1Node:
         self.calls.append(("read_node", name, kwargs))
+        self._own_node(name)
         return self.node
 
     def list_pod_for_all_namespaces(self, **kwargs: Any) -> client.V1PodList:
@@ -55,10 +78,12 @@ class FakeCoreV1:
 
     def patch_node(self, name: str, body: Any, **kwargs: Any) -> None:
         self.calls.append(("patch_node", body, kwargs))
+        self._own_node(name)
         self._maybe_fail("patch_node", "json-patch" if isinstance(body, list) else "merge")
 
     def patch_node_status(self, name: str, body: Any, **kwargs: Any) -> None:
         self.calls.append(("patch_node_status", body, kwargs))
+        self._own_node(name)
 
     def patch_namespaced_pod(self, name: str, namespace: str, body: Any, **kwargs: Any) -> None:
         self.calls.append(("patch_namespaced_pod", (namespace, name, body), kwargs))
@@ -91,16 +116,18 @@ def test_reconcile_reads_own_node_and_its_pods_then_writes_in_device_plugin_orde
     ]
     assert api.calls[1][2]["field_selector"] == f"spec.nodeName={NODE}"
     assert api.calls[3][1] == {"status": {"capacity": {"nvidia.com/gpu": "10"}}}
-    assert api.calls[4][1] == ("default", "pod-a", decisions.success_patch())
+    assert api.calls[4][1] == ("default", "pod-a", SUCCESS_PATCH)
     release = api.calls[5]
-    assert release[1] == decisions.lock_release_json_patch(LOCK)
+    assert release[1] == release_patch(LOCK)
     assert release[2]["_content_type"] == "application/json-patch+json"
-    assert all("_request_timeout" in call[2] for call in api.calls)
+    # Every call is bounded (10 s to connect, 30 s to read): a hung API server must not hang the agent.
+    assert [call[2]["_request_timeout"] for call in api.calls] == [(10, 30)] * 6
+    assert api.calls[2][1] == {"metadata": {"annotations": {"hami.io/node-nvidia-register": REGISTERED}}}
 
 
 def test_converged_node_makes_no_writes() -> None:
     node = fresh_node(lock=None)
-    node.metadata.annotations = {hami.NODE_REGISTER_ANNOTATION: hami.register_annotation(DEVICES)}
+    node.metadata.annotations = {hami.NODE_REGISTER_ANNOTATION: REGISTERED}
     node.status.capacity = {"nvidia.com/gpu": "10"}
     api = FakeCoreV1(node, [bound_pod("pod-a", phase="success"), bound_pod("pod-b", phase="failed")])
     agent(api).reconcile_once()
@@ -118,7 +145,7 @@ def test_deleted_owner_still_gets_its_dangling_lock_released() -> None:
     api = FakeCoreV1(fresh_node(), [bound_pod("pod-a")])
     api.errors[("patch_namespaced_pod", "pod-a")] = 404
     agent(api).reconcile_once()
-    assert api.calls[-1][1] == decisions.lock_release_json_patch(LOCK)
+    assert api.calls[-1][1] == release_patch(LOCK)
 
 
 def test_one_failing_pod_does_not_block_the_others() -> None:
@@ -127,7 +154,7 @@ def test_one_failing_pod_does_not_block_the_others() -> None:
     agent(api).reconcile_once()
     patched = [call[1][1] for call in api.calls if call[0] == "patch_namespaced_pod"]
     assert patched == ["pod-a", "pod-b"]
-    assert api.calls[-1][1] == decisions.lock_release_json_patch("2026-12-02T20:00:00Z,default,pod-b")
+    assert api.calls[-1][1] == release_patch("2026-12-02T20:00:00Z,default,pod-b")
 
 
 def test_unexpected_release_error_is_raised() -> None:
@@ -167,7 +194,7 @@ def test_dict_patches_go_out_as_strategic_merge_and_lists_as_json_patch() -> Non
     for call in (
         lambda: api.patch_node(NODE, {"metadata": {"annotations": {"a": "b"}}}),
         lambda: api.patch_node_status(NODE, {"status": {"capacity": {"nvidia.com/gpu": "10"}}}),
-        lambda: api.patch_node(NODE, decisions.lock_release_json_patch(LOCK), _content_type=kube.JSON_PATCH),
+        lambda: api.patch_node(NODE, release_patch(LOCK), _content_type=kube.JSON_PATCH),
     ):
         with pytest.raises(Exception, match="stop"):
             call()

@@ -19,17 +19,17 @@ def with_tenants(*tenants: dict[str, Any], **extra: Any) -> dict[str, Any]:
 BAD_CONFIGS: list[tuple[str, dict[str, Any], str]] = [
     ("missing tenants", {"mode": "sim"}, "gpu-tenancy:tenants: is required"),
     ("missing mode", {"tenants": [{"name": "a", "gpus": [A100]}]}, "gpu-tenancy:mode: is required"),
-    ("empty tenants", with_tenants(), "gpu-tenancy:tenants: "),
-    ("unknown mode", {"mode": "cloud", "tenants": [{"name": "a", "gpus": [A100]}]}, "gpu-tenancy:mode: "),
+    ("empty tenants", with_tenants(), "gpu-tenancy:tenants: List should have at least 1 item after validation, not 0"),
+    ("unknown mode", {"mode": "cloud", "tenants": [{"name": "a", "gpus": [A100]}]}, "gpu-tenancy:mode: Input should be 'sim', 'sim-nvml' or 'real' (got 'cloud')"),
     ("real without kubeconfig", {"mode": "real", "tenants": [{"name": "a", "gpus": [A100]}]}, "gpu-tenancy:managementKubeconfig: is required in mode 'real'"),
     ("duplicate names", with_tenants({"name": "a", "gpus": [A100]}, {"name": "a", "gpus": [A100]}), "gpu-tenancy:tenants: duplicate tenant name(s): a"),
     ("invalid name", with_tenants({"name": "Tenant_B", "gpus": [A100]}), "gpu-tenancy:tenants[0].name: 'Tenant_B' is not a DNS-1123 label"),
-    ("name too long", with_tenants({"name": "a" * 41, "gpus": [A100]}), "gpu-tenancy:tenants[0].name: "),
-    ("no gpus", with_tenants({"name": "a", "gpus": []}), "gpu-tenancy:tenants[0].gpus: "),
-    ("zero memory", with_tenants({"name": "a", "gpus": [{**A100, "memoryMiB": 0}]}), "gpu-tenancy:tenants[0].gpus[0].memoryMiB: "),
-    ("negative count", with_tenants({"name": "a", "gpus": [{**A100, "count": -1}]}), "gpu-tenancy:tenants[0].gpus[0].count: "),
-    ("memory as string", with_tenants({"name": "a", "gpus": [{**A100, "memoryMiB": "80Gi"}]}), "gpu-tenancy:tenants[0].gpus[0].memoryMiB: "),
-    ("tenants not a list", {"mode": "sim", "tenants": "tenant-a"}, "gpu-tenancy:tenants: "),
+    ("name too long", with_tenants({"name": "a" * 41, "gpus": [A100]}), "gpu-tenancy:tenants[0].name: 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa' is longer than 40 characters (it prefixes derived names)"),
+    ("no gpus", with_tenants({"name": "a", "gpus": []}), "gpu-tenancy:tenants[0].gpus: List should have at least 1 item after validation, not 0"),
+    ("zero memory", with_tenants({"name": "a", "gpus": [{**A100, "memoryMiB": 0}]}), "gpu-tenancy:tenants[0].gpus[0].memoryMiB: Input should be greater than 0"),
+    ("negative count", with_tenants({"name": "a", "gpus": [{**A100, "count": -1}]}), "gpu-tenancy:tenants[0].gpus[0].count: Input should be greater than 0"),
+    ("memory as string", with_tenants({"name": "a", "gpus": [{**A100, "memoryMiB": "80Gi"}]}), "gpu-tenancy:tenants[0].gpus[0].memoryMiB: Input should be a valid integer (got '80Gi')"),
+    ("tenants not a list", {"mode": "sim", "tenants": "tenant-a"}, "gpu-tenancy:tenants: Input should be a valid list (got 'tenant-a')"),
     ("uncatalogued model without memory", with_tenants({"name": "a", "gpus": [{**A100, "model": "NVIDIA RTX 9000"}]}), "gpu-tenancy:tenants[0].gpus[0].memoryMiB: is required for 'NVIDIA RTX 9000', which the GPU catalogue does not know: the MiB that `nvidia-smi --query-gpu=memory.total --format=csv` reports"),
     ("marketed memory of a known model", with_tenants({"name": "a", "gpus": [{**L4, "memoryMiB": 24576}]}), "gpu-tenancy:tenants[0].gpus[0].memoryMiB: 24576 MiB is not what an NVIDIA L4 registers: NVML reports 23034 MiB (leave memoryMiB out to take it)"),
     ("model spelt as HAMi prefixes it", with_tenants({"name": "a", "gpus": [{**L4, "model": "NVIDIA-L4"}]}), "gpu-tenancy:tenants[0].gpus[0].model: 'NVIDIA-L4' is not how NVML names the card: write 'NVIDIA L4' (what nvidia-smi prints)"),
@@ -37,13 +37,13 @@ BAD_CONFIGS: list[tuple[str, dict[str, Any], str]] = [
     ("unknown tenant key", with_tenants({"name": "a", "gpus": [A100], "gpu": []}), "gpu-tenancy:tenants[0].gpu: is not a known setting"),
     ("unknown top-level key", with_tenants({"name": "a", "gpus": [A100]}, tenantz=[]), "gpu-tenancy:tenantz: is not a known setting"),
     ("missing model", with_tenants({"name": "a", "gpus": [{"memoryMiB": 1, "count": 1}]}), "gpu-tenancy:tenants[0].gpus[0].model: is required"),
-    ("version unsupported", with_tenants({"name": "a", "gpus": [A100]}, versions={"kubernetes": "v1.37.0", "workerImage": "kindest/node:v1.37.0"}), "gpu-tenancy:versions.kubernetes: "),
+    ("version unsupported", with_tenants({"name": "a", "gpus": [A100]}, versions={"kubernetes": "v1.37.0", "workerImage": "kindest/node:v1.37.0"}), "gpu-tenancy:versions.kubernetes: 'v1.37.0' is outside what Kamaji 26.8.2-edge accepts (v1.30 .. v1.36)"),
     ("worker mismatch", with_tenants({"name": "a", "gpus": [A100]}, versions={"workerImage": "kindest/node:v1.34.8"}), "gpu-tenancy:versions: workerImage tag 'v1.34.8' must equal"),
-    ("latest image", with_tenants({"name": "a", "gpus": [A100]}, versions={"kindNodeImage": "kindest/node:latest"}), "gpu-tenancy:versions.kindNodeImage: "),
-    ("bad cidr", with_tenants({"name": "a", "gpus": [A100], "podCidr": "10.0.0.0/33"}), "gpu-tenancy:tenants[0].podCidr: "),
-    ("ipv6 cidr", with_tenants({"name": "a", "gpus": [A100], "serviceCidr": "fd00::/64"}), "gpu-tenancy:tenants[0].serviceCidr: "),
+    ("latest image", with_tenants({"name": "a", "gpus": [A100]}, versions={"kindNodeImage": "kindest/node:latest"}), "gpu-tenancy:versions.kindNodeImage: image 'kindest/node:latest' tag 'latest' is a moving tag"),
+    ("bad cidr", with_tenants({"name": "a", "gpus": [A100], "podCidr": "10.0.0.0/33"}), "gpu-tenancy:tenants[0].podCidr: '10.0.0.0/33' is not a valid CIDR"),
+    ("ipv6 cidr", with_tenants({"name": "a", "gpus": [A100], "serviceCidr": "fd00::/64"}), "gpu-tenancy:tenants[0].serviceCidr: 'fd00::/64' must be an IPv4 CIDR of /24 or larger"),
     ("headroom replaced", with_tenants({"name": "a", "gpus": [A100]}, metallb={"headroom": 8}), "gpu-tenancy:metallb.headroom: is replaced by metallb.poolSize"),
-    ("zero pool", with_tenants({"name": "a", "gpus": [A100]}, metallb={"poolSize": 0}), "gpu-tenancy:metallb.poolSize: "),
+    ("zero pool", with_tenants({"name": "a", "gpus": [A100]}, metallb={"poolSize": 0}), "gpu-tenancy:metallb.poolSize: Input should be greater than or equal to 1"),
     ("pool too small", with_tenants({"name": "a", "gpus": [A100]}, {"name": "b", "gpus": [A100]}, metallb={"poolSize": 1}), "gpu-tenancy:metallb.poolSize: 1 addresses for 2 tenants' control planes"),
     ("unpinned workload image", with_tenants({"name": "a", "gpus": [A100], "workloads": [{"name": "w", "image": "nginx", "containers": [{"gpus": 1, "gpumemMiB": 1024}]}]}), "gpu-tenancy:tenants[0].workloads[0].image: image 'nginx' has no tag"),
     ("moving workload image", with_tenants({"name": "a", "gpus": [A100], "workloads": [{"name": "w", "image": "ghcr.io/x/app:main", "containers": [{"gpus": 1, "gpumemMiB": 1024}]}]}), "gpu-tenancy:tenants[0].workloads[0].image: image 'ghcr.io/x/app:main' tag 'main' is a moving tag"),
@@ -86,7 +86,7 @@ MODE_CONFIGS: list[tuple[str, dict[str, Any], str]] = [
     ("duplicate node names", real({"name": "a", "gpus": [A100], "workers": [HOST, {**HOST, "address": "10.20.0.12"}]}), "gpu-tenancy:tenants[0].workers: duplicate worker name(s): gpu-01"),
     ("several hosts, one without gpus", real({"name": "a", "gpus": [{**L4, "count": 2}], "workers": [{**HOST, "gpus": [L4]}, {**HOST, "name": "gpu-02", "address": "10.20.0.12"}]}), "gpu-tenancy:tenants[0]: workers[1].gpus is required when a tenant has several hosts: say which cards host gpu-02 has"),
     ("hosts' cards differ from the tenant's", real({"name": "a", "gpus": [{**L4, "count": 3}], "workers": [{**HOST, "gpus": [L4]}, {**HOST, "name": "gpu-02", "address": "10.20.0.12", "gpus": [L4]}]}), "gpu-tenancy:tenants[0]: its hosts' gpus (2 x NVIDIA L4 (23034 MiB)) differ from its gpus (3 x NVIDIA L4 (23034 MiB)): the tenant's gpus are the sum of its hosts'"),
-    ("unknown mismatch policy", real({"name": "a", "gpus": [A100], "workers": [HOST]}, inventoryMismatch="ignore"), "gpu-tenancy:inventoryMismatch: "),
+    ("unknown mismatch policy", real({"name": "a", "gpus": [A100], "workers": [HOST]}, inventoryMismatch="ignore"), "gpu-tenancy:inventoryMismatch: Input should be 'error' or 'warn' (got 'ignore')"),
     ("worker without host key", real({"name": "a", "gpus": [A100], "workers": [{k: v for k, v in HOST.items() if k != "hostKey"}]}),
      "gpu-tenancy:tenants[0].workers[0].hostKey: worker gpu-01 has no SSH host key, so anyone between here and 10.20.0.11 would receive its join token; set it from `ssh-keyscan -t ed25519 -p 22 10.20.0.11`"),
     ("rsa host key", real({"name": "a", "gpus": [A100], "workers": [{**HOST, "hostKey": "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQ=="}]}),
@@ -123,7 +123,8 @@ def test_one_machine_under_a_name_and_an_address_is_refused() -> None:
 
 
 @pytest.mark.parametrize(("case", "config", "expected"), BAD_CONFIGS + MODE_CONFIGS, ids=[c[0] for c in BAD_CONFIGS + MODE_CONFIGS])
-def test_bad_config_fails_with_one_line_naming_the_key(case: str, config: dict[str, Any], expected: str) -> None:
+def test_bad_config_fails_with_one_line_naming_the_key_and_the_reason(case: str, config: dict[str, Any], expected: str) -> None:
+    assert expected.split(": ", 1)[1], f"{case}: the expected message must say why, not only which key"
     config = {k: v for k, v in config.items() if v is not None}
     with pytest.raises(ConfigError) as error:
         load_config(config, frozenset(SECRETS))

@@ -13,7 +13,7 @@ import pytest
 
 from gpu_tenancy import manifests
 from tests.harness import by_type, gpu_config, record_stack, registered_gpus
-from tests.kamaji_kubelet import apply_kubelet_patches, kamaji_kubelet_configuration
+from tests.kamaji_kubelet import KubeletDecodeError, apply_kubelet_patches, kamaji_kubelet_configuration
 
 TCP = "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane"
 
@@ -76,3 +76,45 @@ def test_patches_apply_whatever_the_deprecated_cgroupfs_says(runtime: str) -> No
     for cgroupfs in ("", "cgroupfs", "systemd"):
         spec["kubernetes"]["kubelet"]["cgroupfs"] = cgroupfs
         assert apply_kubelet_patches(spec)["cgroupDriver"] == "systemd"
+
+
+def _patched(*patches: dict[str, Any]) -> dict[str, Any]:
+    return apply_kubelet_patches({"kubernetes": {"kubelet": {"configurationJSONPatches": list(patches)}}})
+
+
+def test_a_misspelt_patch_path_is_applied_then_lost_as_kamaji_decodes_it() -> None:
+    # evanphx/json-patch adds any member; Kamaji's non-strict, case-sensitive decode into KubeletConfiguration
+    # then drops it: the upload succeeds and the kubelet keeps its default.
+    kubelet = _patched({"op": "add", "path": "/cgroupdriver", "value": "systemd"},
+                       {"op": "add", "path": "/evictionhard", "value": {"nodefs.available": "0%"}},
+                       {"op": "add", "path": "/authentication/x509/clientCaFile", "value": "/tmp/ca"})
+    assert "cgroupdriver" not in kubelet and "cgroupDriver" not in kubelet
+    assert "evictionhard" not in kubelet and "evictionHard" not in kubelet
+    assert kubelet["authentication"]["x509"] == {"clientCAFile": "/etc/kubernetes/pki/ca.crt"}
+
+
+def test_a_field_a_patch_empties_is_dropped_where_its_tag_says_omitempty() -> None:
+    # `cgroupRoot string omitempty`: "" is not serialised; `failSwapOn *bool omitempty`: a set false pointer is.
+    kubelet = _patched({"op": "add", "path": "/cgroupRoot", "value": ""},
+                       {"op": "add", "path": "/failSwapOn", "value": False})
+    assert "cgroupRoot" not in kubelet
+    assert kubelet["failSwapOn"] is False
+
+
+def test_a_value_of_the_wrong_kind_fails_the_decode_and_the_upload() -> None:
+    with pytest.raises(KubeletDecodeError, match=r"failSwapOn: cannot unmarshal \"no\" into Go value of type \*bool"):
+        _patched({"op": "add", "path": "/failSwapOn", "value": "no"})
+    with pytest.raises(KubeletDecodeError, match=r"maxPods: cannot unmarshal 1.5 into Go value of type int32"):
+        _patched({"op": "add", "path": "/maxPods", "value": 1.5})
+
+
+def test_every_registered_patch_path_survives_kamajis_decode() -> None:
+    """Each path the program patches names a KubeletConfiguration field: none is lost on the way to the node."""
+    for stack in ("dev", "gpu"):
+        for spec in _registered_specs(stack):
+            kubelet = apply_kubelet_patches(spec)
+            for patch in spec["kubernetes"]["kubelet"]["configurationJSONPatches"]:
+                node: Any = kubelet
+                for part in patch["path"].lstrip("/").split("/"):
+                    assert part in node, f"{stack}: {patch['path']} is dropped by Kamaji's decode"
+                    node = node[part]

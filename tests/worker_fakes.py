@@ -12,9 +12,15 @@ no secret reached a command line. What each fake follows upstream:
   `rm -f`, the scripts' `sh -c` snippets, `kubeadm reset --force` (removes /etc/kubernetes files and stops
   the kubelet: kubernetes `cmd/kubeadm/app/cmd/phases/reset/cleanupnode.go`) and `kubeadm join --config F`,
   whose preflight refuses an existing kubelet.conf, bootstrap-kubelet.conf or pki/ca.crt
-  (`cmd/kubeadm/app/preflight/checks.go` `RunJoinNodeChecks`, FileAvailable) and which, told to fail
-  after its kubelet-start phase, leaves bootstrap-kubelet.conf and ca.crt behind as kubeadm does
-  (`cmd/kubeadm/app/cmd/phases/join/kubelet.go` writes both before waiting for the TLS bootstrap).
+  (`cmd/kubeadm/app/preflight/checks.go` `RunJoinNodeChecks`, FileAvailable). Its kubelet-start phase
+  follows `cmd/kubeadm/app/cmd/phases/join/kubelet.go` `runKubeletStartJoinPhase` (kubernetes v1.35, without
+  the ControlPlaneKubeletLocalMode gate): it writes bootstrap-kubelet.conf, then pki/ca.crt if absent, and
+  removes bootstrap-kubelet.conf again on every return (its deferred `os.Remove`, failure or not). The failures
+  it models, each as upstream returns it (the workflow runner prefixes "error execution phase kubelet-start"):
+  `join="node-exists"` (a Ready Node of that name: refused before the kubelet is configured),
+  `join="kubelet-unhealthy"` (`WaitForKubelet` times out) and `join="tls-bootstrap-timeout"`
+  (`waitForTLSBootstrappedClient` times out; the kubelet config and flags file are on disk by then).
+  After any of them only pki/ca.crt is left of the join's credentials: that is what a retry finds.
 * `kubectl --kubeconfig F ... create -f -` / `delete secret|node NAME [--ignore-not-found]`
   (kubectl `create`/`delete`): objects live as JSON files; deleting a missing object without
   --ignore-not-found fails with `Error from server (NotFound)` and exit 1, as kubectl does. With
@@ -101,14 +107,30 @@ if cmd[:3] == ["kubeadm", "join", "--config"]:
         for p in taken:
             sys.stderr.write(f"[ERROR FileAvailable-{p.replace('/', '-')}]: {p} already exists\n")
         sys.exit(1)
+    # phases/join/kubelet.go runKubeletStartJoinPhase
+    failure = behaviour.get("join")
+    assert failure in (None, "node-exists", "kubelet-unhealthy", "tls-bootstrap-timeout"), failure
     (root / "etc" / "kubernetes" / "pki").mkdir(parents=True, exist_ok=True)
-    path("/etc/kubernetes/pki/ca.crt").write_text("ca")
-    path("/etc/kubernetes/bootstrap-kubelet.conf").write_text("bootstrap")
-    if behaviour.get("join") == "fail-after-kubelet-start":
-        sys.stderr.write("error execution phase kubelet-start: timed out waiting for the condition\n")
+    bootstrap = path("/etc/kubernetes/bootstrap-kubelet.conf")
+    bootstrap.write_text("bootstrap")  # kubeconfigutil.WriteToDisk(bootstrapKubeConfigFile, ...)
+    if not path("/etc/kubernetes/pki/ca.crt").exists():
+        path("/etc/kubernetes/pki/ca.crt").write_text("ca")  # certutil.WriteCert(caPath, ...)
+    def phase_fails(message):
+        bootstrap.unlink()  # defer os.Remove(bootstrapKubeConfigFile)
+        sys.stderr.write(f"error execution phase kubelet-start: {message}\n")
         sys.exit(1)
-    path("/etc/kubernetes/bootstrap-kubelet.conf").unlink()
-    path("/etc/kubernetes/kubelet.conf").write_text("kubelet")
+    if failure == "node-exists":
+        phase_fails(f'a Node with name "{name}" and status "Ready" already exists in the cluster. '
+                    "You must delete the existing Node or change the name of this new joining Node")
+    (root / "var" / "lib" / "kubelet").mkdir(parents=True, exist_ok=True)
+    path("/var/lib/kubelet/config.yaml").write_text("kind: KubeletConfiguration")  # WriteConfigToDisk
+    path("/var/lib/kubelet/kubeadm-flags.env").write_text("KUBELET_KUBEADM_ARGS=")  # WriteKubeletDynamicEnvFile
+    if failure == "kubelet-unhealthy":
+        phase_fails("The HTTP call equal to 'curl -sSL http://127.0.0.1:10248/healthz' returned error")
+    if failure == "tls-bootstrap-timeout":
+        phase_fails("context deadline exceeded")
+    path("/etc/kubernetes/kubelet.conf").write_text("kubelet")  # the kubelet's TLS bootstrap wrote it
+    bootstrap.unlink()
     nodes = state / "api" / "nodes"
     nodes.mkdir(parents=True, exist_ok=True)
     (nodes / name).write_text("{}")
