@@ -375,7 +375,7 @@ no_mock_gpus_in_real = StackValidationPolicy(
 def _declaration(tenant_res: Res, resources: list[Res]) -> tuple[dict[str, Any] | None, str]:
     """(gpus by node/workloads/quota of a tenant, where they came from); None when neither source has them.
 
-    `nodes` is [(node name, GPU groups)] as the cluster will name its GPU nodes (gpu_tenancy.gpu_nodes)."""
+    `nodes` is [(node name, GPU groups)] as the cluster will name its GPU nodes (gpu_tenancy.builders.gpu_nodes)."""
     props = tenant_res.props
     if isinstance(props.get("gpuNodes"), list) and not contains_unknown(
         [props.get("gpuNodes"), props.get("workloads"), props.get("quota")]
@@ -435,7 +435,7 @@ def _node_name(resources: list[Res], tenant: str) -> str:
 
 
 def validate_gpu_plan_fits(args: StackValidationArgs, report: ReportViolation) -> None:
-    from gpu_tenancy import planner
+    from gpu_tenancy.hami import planner
 
     resources = from_policy_resources(args.resources)
     for res in resources:
@@ -475,7 +475,7 @@ gpu_plan_fits = StackValidationPolicy(
     name="gpu-plan-fits",
     description=(
         "Every replica of a tenant's declared workloads fits its declared GPU inventory and quota as HAMi would "
-        "schedule it (gpu_tenancy.planner); reasons are HAMi's own. Add GPUs, lower requests or raise the quota."
+        "schedule it (gpu_tenancy.hami.planner); reasons are HAMi's own. Add GPUs, lower requests or raise the quota."
     ),
     validate=validate_gpu_plan_fits,
     enforcement_level=MANDATORY,

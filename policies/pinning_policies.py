@@ -43,8 +43,8 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from gpu_tenancy import chart_pins, versions
-from gpu_tenancy.image_pins import image_tag
+from gpu_tenancy.contract import chart_pins, versions
+from gpu_tenancy.contract.image_pins import image_tag
 
 # --------------------------------------------------------------------------- 4 tcp-version-pinned
 
@@ -164,7 +164,7 @@ images_pinned = ResourceValidationPolicy(
 # --------------------------------------------------------------------------- 6 charts-pinned
 
 _RANGE_CHARACTERS = set("^~*<>|= xX")
-# Moving builds deployed knowingly (gpu_tenancy/versions.py UNPINNED_CHARTS); any other one is refused.
+# Moving builds deployed knowingly (gpu_tenancy/contract/versions.py UNPINNED_CHARTS); any other one is refused.
 DEFAULT_ACCEPTED_MOVING_BUILDS = sorted(chart_pins.chart_key(c, v) for c, v in versions.UNPINNED_CHARTS.items())
 
 

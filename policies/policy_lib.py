@@ -21,7 +21,8 @@ from typing import Any
 
 from pulumi_policy.proxy import UnknownValueError
 
-from gpu_tenancy import image_pins, nvml_mock
+from gpu_tenancy.builders.mock_nvml import nvml_mock
+from gpu_tenancy.contract import image_pins
 
 # The sentinels pulumi_policy.proxy recognises (same values as in pulumi's rpc module).
 _UNKNOWN_SENTINELS = frozenset(
@@ -81,7 +82,8 @@ K8S_COMPONENT_TYPES = frozenset(
         "kubernetes:kustomize:Directory",
     }
 )
-MANAGEMENT = "management"  # the management provider's clusterIdentifier in both modes (gpu_tenancy/kind.py)
+# The management provider's clusterIdentifier in both modes (gpu_tenancy/builders/kind_cluster/kind.py).
+MANAGEMENT = "management"
 STACK_CONFIG_NAMESPACE = "gpu-tenancy"
 # Where the mock NVML lays out its driver (libnvidia-ml.so.1, /dev/nvidia*) on each kind worker, i.e. where HAMi's
 # device plugin must look in mode sim-nvml (HAMi values devicePlugin.nvidiaDriverRoot): /var/lib/nvml-mock/driver.
@@ -485,7 +487,7 @@ def containers(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def image_problem(ref: Any) -> str | None:
-    """Why an image reference is not pinned (gpu_tenancy.image_pins), or None. Image IDs count as pinned."""
+    """Why an image reference is not pinned (gpu_tenancy.contract.image_pins), or None. Image IDs count as pinned."""
     if not isinstance(ref, str) or is_unknown(ref):
         return None
     if ref.startswith("sha256:"):
@@ -618,14 +620,15 @@ def planner_inputs(
     quota: Mapping[str, Any] | None,
     split_count: int,
 ) -> tuple[list[Any], list[Any], Any]:
-    """The tenant's declaration (Tenant props / stack config, by alias) as gpu_tenancy.planner inputs.
+    """The tenant's declaration (Tenant props / stack config, by alias) as gpu_tenancy.hami.planner inputs.
 
     `nodes` are (node name, the GPU groups on it). Each node's register is what HAMi's device plugin writes
-    for its cards (gpu_tenancy.hami.device_inventory, memory from the GPU catalogue where the declaration
-    leaves it out); fitting itself is left to gpu_tenancy.planner.plan. Raises ValueError on a malformed
+    for its cards (gpu_tenancy.hami.protocol.device_inventory, memory from the GPU catalogue where the declaration
+    leaves it out); fitting itself is left to gpu_tenancy.hami.planner.plan. Raises ValueError on a malformed
     declaration.
     """
-    from gpu_tenancy import gpu_catalogue, hami, planner
+    from gpu_tenancy.hami import gpu_catalogue, planner
+    from gpu_tenancy.hami import protocol as hami
 
     try:
         planned_nodes = []

@@ -5,7 +5,7 @@ Security Standards' baseline profile (kubernetes/pod-security-admission policy/c
 privileged, added capabilities, hostPath, hostPort, AppArmor, SELinux, /proc mount, seccomp, sysctls,
 Windows HostProcess), with two stricter choices: every added capability is a finding (the multi-tenancy
 benchmark MTB-PL1-BC-CPI-3 "block add capabilities"), and `allowPrivilegeEscalation: true` is one
-(restricted's check). GPU access around HAMi is gpu_tenancy.gpu_access's rule, the one the admission
+(restricted's check). GPU access around HAMi is gpu_tenancy.builders.gpu_access.gpu_access's rule, the one the admission
 policy in every tenant enforces. A PersistentVolume's hostPath/local path, Docker containers' host access
 and Helm releases (whose rendered objects the pack never sees) are findings too.
 """
@@ -34,7 +34,7 @@ from policy_lib import (
     quantity,
 )
 
-from gpu_tenancy import gpu_access
+from gpu_tenancy.builders.gpu_access import gpu_access
 
 Finding = tuple[str, str]
 

@@ -34,7 +34,7 @@ def module_rows(mutants_dir: Path, modules: list[str]) -> list[tuple[str, int, i
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("modules", nargs="+", help="source paths, e.g. gpu_tenancy/netpool.py")
+    parser.add_argument("modules", nargs="+", help="source paths, e.g. gpu_tenancy/builders/metallb/netpool.py")
     parser.add_argument("--mutants", type=Path, default=Path("mutants"))
     parser.add_argument("--fail-under", type=float, default=None, help="minimum killed share in percent")
     args = parser.parse_args(argv)

@@ -1,7 +1,7 @@
 """The planner's engine as it was before it was made near-linear: the reference the differential test
-(tests/test_planner_differential.py) compares ``gpu_tenancy.planner.plan`` against.
+(tests/test_planner_differential.py) compares ``gpu_tenancy.hami.planner.plan`` against.
 
-Kept verbatim (the engine section of gpu_tenancy/planner.py at commit bf99fc8), with the reason
+Kept verbatim (the engine section of gpu_tenancy/hami/planner.py at commit bf99fc8), with the reason
 strings copied too so that a change to them in the planner shows up as a difference. The public data model
 (Device, Node, ContainerRequest, Workload, Quota, Placement, Failure, PlanResult) is imported: both engines
 read the same inputs and must build equal outputs. This implementation is Θ(replicas × nodes): it walks
@@ -15,7 +15,7 @@ import struct
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from gpu_tenancy.planner import (
+from gpu_tenancy.hami.planner import (
     MAX_DEVICES_PER_NODE,
     ContainerRequest,
     Device,

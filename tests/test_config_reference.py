@@ -1,6 +1,6 @@
 """docs/configuration.md: generated from the config models, and its "on change" facts hold under the engine's rules.
 
-The page is `gpu_tenancy.config_reference.render()`; the committed file must equal it. Every key the models
+The page is `gpu_tenancy.cli.config_reference.render()`; the committed file must equal it. Every key the models
 accept has an entry (and no entry names a key they do not accept). What each entry says a change replaces
 is checked against tests/replacement_model.py: the example stack is registered before and after a sample
 change of that key, and the replaced resources must be exactly those the entry names (in that stack's mode).
@@ -19,8 +19,9 @@ from policy_support import Recorded, dev_stack, gpu_stack, nvml_stack, record_en
 from replacement_model import replacements
 from test_lifecycle import CHANGES, _baseline, _changed
 
-from gpu_tenancy import config, config_reference
-from gpu_tenancy.config_reference import KEYS, QUOTA, Key
+from gpu_tenancy.cli import config_reference
+from gpu_tenancy.cli.config_reference import KEYS, QUOTA, Key
+from gpu_tenancy.contract import config
 
 MODE = {"dev": "sim", "dev-nvml": "sim-nvml", "gpu": "real", "gpu-nodeport": "real"}
 CONFIGS: dict[str, Callable[[], dict[str, Any]]] = {
@@ -180,7 +181,7 @@ NOT_SAMPLED = {
 
 def test_the_committed_page_is_the_generated_one() -> None:
     assert config_reference.PAGE.read_text() == config_reference.render(), (
-        "run `.venv/bin/python -m gpu_tenancy.config_reference --write`"
+        "run `.venv/bin/python -m gpu_tenancy.cli.config_reference --write`"
     )
 
 

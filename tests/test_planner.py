@@ -1,10 +1,10 @@
-"""Rule tests for gpu_tenancy.planner (HAMi v2.10.0 Fit semantics)."""
+"""Rule tests for gpu_tenancy.hami.planner (HAMi v2.10.0 Fit semantics)."""
 
 from __future__ import annotations
 
 import pytest
 
-from gpu_tenancy.planner import (
+from gpu_tenancy.hami.planner import (
     ContainerRequest,
     Device,
     Node,

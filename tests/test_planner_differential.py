@@ -17,8 +17,8 @@ import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
-from gpu_tenancy import planner
-from gpu_tenancy.planner import ContainerRequest, Device, Node, PlanResult, Quota, Workload
+from gpu_tenancy.hami import planner
+from gpu_tenancy.hami.planner import ContainerRequest, Device, Node, PlanResult, Quota, Workload
 from tests import planner_reference
 
 TYPES = ["NVIDIA-A100-SXM4-80GB", "NVIDIA-L4", "NVIDIA", "nvidia-tesla-t4", "AMD-MI300X"]
@@ -27,7 +27,7 @@ FILTERS = ["a100", "L4", "t4", "nvidia", " ", "mi300"]
 
 
 def _comparable(result: PlanResult) -> tuple[Any, ...]:
-    """Everything a caller can observe, node reasons in their iteration order (plan_cli prints them so)."""
+    """Everything a caller can observe, node reasons in their iteration order (cli.plan prints them so)."""
     return (
         result.placements,
         tuple((f.workload, f.replica, f.reason, tuple(f.node_reasons.items()), f.admitted) for f in result.failures),

@@ -22,7 +22,8 @@ from policy_support import (
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValidationPolicy
 from pulumi_policy.proxy import unknown_checking_proxy
 
-from gpu_tenancy import nvml_mock, versions
+from gpu_tenancy.builders.mock_nvml import nvml_mock
+from gpu_tenancy.contract import versions
 
 import policy_lib as lib  # isort: skip
 import tenant_policies as tp  # isort: skip
@@ -661,7 +662,7 @@ def test_the_programs_sim_nvml_stack_is_what_the_policies_expect() -> None:
 
 
 def test_the_pack_and_the_program_agree_on_the_mock_nvml() -> None:
-    from gpu_tenancy import nvml_mock
+    from gpu_tenancy.builders.mock_nvml import nvml_mock
 
     assert lib.MOCK_NVML_DRIVER_ROOT == nvml_mock.DRIVER_ROOT == NVML_DRIVER_ROOT
     assert lib.MOCK_NVML_COMPONENT == nvml_mock.COMPONENT

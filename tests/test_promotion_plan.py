@@ -3,7 +3,7 @@ them, as HAMi registers the mock NVML's devices and as HAMi registers real cards
 every replica and the same per-node totals; `make promotion-diff` names what would change.
 
 The three registers come from three independent paths:
-- sim: the agent's own code (gpu_tenancy.agent: load_inventory, hami.device_inventory) on the inventory the
+- sim: the agent's own code (gpu_tenancy.hami.agent: load_inventory, hami.device_inventory) on the inventory the
   program hands the MockGpuAgent under the mocks;
 - sim-nvml: the mock NVML configuration the program writes, through the register.go double
   (tests/hami_register.py);
@@ -25,8 +25,12 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpu_tenancy import hami, plan_cli, plan_input, planner, promotion_plan
-from gpu_tenancy.agent.__main__ import load_inventory
+from gpu_tenancy.cli.plan import command as plan_cli
+from gpu_tenancy.cli.plan import plan_input
+from gpu_tenancy.cli.promotion import command as promotion_plan
+from gpu_tenancy.hami import planner
+from gpu_tenancy.hami import protocol as hami
+from gpu_tenancy.hami.agent.__main__ import load_inventory
 from tests import hami_register
 from tests.harness import dev_config, gpu_config, nvml_config, record_stack, registered_gpus, unwrap
 

@@ -14,8 +14,10 @@ import pytest
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime.mocks import MockResourceArgs
 
-from gpu_tenancy import manifests, plan_cli, planner
-from gpu_tenancy import workloads as wl
+from gpu_tenancy.builders import kube_objects
+from gpu_tenancy.builders.workloads import workloads as wl
+from gpu_tenancy.cli.plan import command as plan_cli
+from gpu_tenancy.hami import planner
 from tests.harness import DEV_STACK_FILE, REPO, dev_config, record_stack
 
 COMPONENT = "gpu-tenancy:workloads:Workloads"
@@ -52,11 +54,11 @@ def of_type(resources: list[MockResourceArgs], typ: str) -> list[MockResourceArg
 
 def workload_namespaces(resources: list[MockResourceArgs]) -> list[MockResourceArgs]:
     return [r for r in of_type(resources, NAMESPACE)
-            if r.inputs["metadata"]["labels"][manifests.COMPONENT_LABEL] == wl.COMPONENT]
+            if r.inputs["metadata"]["labels"][kube_objects.COMPONENT_LABEL] == wl.COMPONENT]
 
 
 def tenant_label(resource: MockResourceArgs) -> str:
-    return str(resource.inputs["metadata"]["labels"][manifests.TENANT_LABEL])
+    return str(resource.inputs["metadata"]["labels"][kube_objects.TENANT_LABEL])
 
 
 def without_workloads(config: dict[str, Any], *tenants: str) -> dict[str, Any]:
@@ -154,7 +156,7 @@ def test_fresh_stack_preview_registers_the_workloads() -> None:
 
 
 def dev_plan() -> tuple[list[planner.Node], list[planner.Workload], Any]:
-    """The dev stack's declared GPUs, workloads and quotas, read the way `plan_cli` reads its input."""
+    """The dev stack's declared GPUs, workloads and quotas, read the way `cli.plan` reads its input."""
     import tempfile
 
     document = wl.plan_document(wl.load_stack_file(DEV_STACK_FILE), "gpu-tenancy-dev")
@@ -193,10 +195,10 @@ def test_dev_stack_planner_cli_round_trip(tmp_path: Path) -> None:
     import sys
 
     plan_input = tmp_path / "plan.json"
-    made = subprocess.run([sys.executable, "-m", "gpu_tenancy.workloads", str(DEV_STACK_FILE)],
+    made = subprocess.run([sys.executable, "-m", "gpu_tenancy.builders.workloads.workloads", str(DEV_STACK_FILE)],
                           cwd=REPO, capture_output=True, text=True, check=True)
     plan_input.write_text(made.stdout)
-    run = subprocess.run([sys.executable, "-m", "gpu_tenancy.plan_cli", "plan", "--json", str(plan_input)],
+    run = subprocess.run([sys.executable, "-m", "gpu_tenancy.cli.plan", "plan", "--json", str(plan_input)],
                          cwd=REPO, capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
     assert json.loads(run.stdout)["fits"] is True
