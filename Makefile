@@ -104,7 +104,11 @@ test: lint typecheck unit ## lint + typecheck + unit
 # later runs reuse that and rerun only the mutants of changed functions. Property tests run derandomised.
 MUTATION_MODULES = $(shell sed -n '/^only_mutate = \[/,/^\]/s/^ *"\([^"]*\)",*/\1/p' pyproject.toml 2>/dev/null)
 MODULES ?= $(MUTATION_MODULES)
-mutation: venv ## Mutation score per module (MODULES="gpu_tenancy/builders/metallb/netpool.py ..." for some); exit 1 below 85 %
+$(BIN)/mutmut: requirements-mutation.txt | venv
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-mutation.txt
+	touch $@
+
+mutation: $(BIN)/mutmut ## Mutation score per module (MODULES="gpu_tenancy/builders/metallb/netpool.py ..." for some); exit 1 below 85 %
 	@mkdir -p mutants && ln -sfn ../.venv mutants/.venv
 	@for module in $(MODULES); do \
 	  name=$$(echo "$${module%.py}" | tr / .); \
