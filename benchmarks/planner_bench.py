@@ -23,7 +23,8 @@ from typing import TypeVar
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gpu_tenancy.cli.plan.command import planned_view
-from gpu_tenancy.hami.planner import ContainerRequest, Device, Node, Workload, plan
+from gpu_tenancy.hami.planner.model import ContainerRequest, Device, Node, Workload
+from gpu_tenancy.hami.planner.schedule import plan
 
 A100 = "NVIDIA A100-SXM4-80GB"
 T = TypeVar("T")

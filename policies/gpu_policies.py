@@ -435,7 +435,7 @@ def _node_name(resources: list[Res], tenant: str) -> str:
 
 
 def validate_gpu_plan_fits(args: StackValidationArgs, report: ReportViolation) -> None:
-    from gpu_tenancy.hami import planner
+    from gpu_tenancy.hami.planner.schedule import plan
 
     resources = from_policy_resources(args.resources)
     for res in resources:
@@ -459,7 +459,7 @@ def validate_gpu_plan_fits(args: StackValidationArgs, report: ReportViolation) -
                 _split_count(resources, tenant),
             )
             # A verdict, not a card-by-card prediction: large nodes are planned with ties in registration order.
-            result = planner.plan(nodes, workloads, quota, exact_device_order=False)
+            result = plan(nodes, workloads, quota, exact_device_order=False)
         except ValueError as error:
             report(f"tenant {tenant!r}: its GPU declaration cannot be planned: {error}.", res.urn)
             continue

@@ -620,15 +620,16 @@ def planner_inputs(
     quota: Mapping[str, Any] | None,
     split_count: int,
 ) -> tuple[list[Any], list[Any], Any]:
-    """The tenant's declaration (Tenant props / stack config, by alias) as gpu_tenancy.hami.planner inputs.
+    """The tenant's declaration (Tenant props / stack config, by alias) as gpu_tenancy.hami.planner.model inputs.
 
     `nodes` are (node name, the GPU groups on it). Each node's register is what HAMi's device plugin writes
     for its cards (gpu_tenancy.hami.protocol.device_inventory, memory from the GPU catalogue where the declaration
-    leaves it out); fitting itself is left to gpu_tenancy.hami.planner.plan. Raises ValueError on a malformed
+    leaves it out); fitting itself is left to gpu_tenancy.hami.planner.schedule.plan. Raises ValueError on a malformed
     declaration.
     """
-    from gpu_tenancy.hami import gpu_catalogue, planner
+    from gpu_tenancy.hami import gpu_catalogue
     from gpu_tenancy.hami import protocol as hami
+    from gpu_tenancy.hami.planner.model import ContainerRequest, Quota, Workload, node_from_register
 
     try:
         planned_nodes = []
@@ -643,12 +644,12 @@ def planner_inputs(
             ]
             key = tenant if len(nodes) == 1 else f"{tenant}/{node_name}"
             devices = hami.device_inventory(key, groups, split_count)
-            planned_nodes.append(planner.node_from_register(node_name, devices, tenant))
+            planned_nodes.append(node_from_register(node_name, devices, tenant))
         planned = [
-            planner.Workload(
+            Workload(
                 name=str(w["name"]),
                 containers=tuple(
-                    planner.ContainerRequest(
+                    ContainerRequest(
                         gpus=int(c.get("gpus", 1) if c.get("gpus") is not None else 1),
                         gpumem_mib=_optional_int(c.get("gpumemMiB")),
                         gpumem_percentage=_optional_int(c.get("gpumemPercentage")),
@@ -666,7 +667,7 @@ def planner_inputs(
             )
             for w in workloads
         ]
-        limits = planner.Quota.from_dict(quota) if quota else None
+        limits = Quota.from_dict(quota) if quota else None
     except (KeyError, TypeError, AttributeError) as error:
         raise ValueError(f"malformed declaration ({type(error).__name__}: {error})") from None
     return planned_nodes, planned, limits

@@ -93,7 +93,7 @@ def test_build_context_allow_lists_only_agent_sources() -> None:
 
 def test_agent_imports_nothing_outside_the_image() -> None:
     """The image carries gpu_tenancy/__init__.py, gpu_tenancy/hami/{__init__,protocol}.py and gpu_tenancy/hami/agent
-    only: `from gpu_tenancy.hami import planner` would load gpu_tenancy/hami/planner.py, which is not there."""
+    only: `from gpu_tenancy.hami.planner import schedule` would load gpu_tenancy/hami/planner/, which is not there."""
     in_image = {"gpu_tenancy", "gpu_tenancy.hami", "gpu_tenancy.hami.protocol"}
     for source in AGENT.glob("*.py"):
         for node in ast.walk(ast.parse(source.read_text())):

@@ -17,7 +17,8 @@ from pulumi.runtime.mocks import MockResourceArgs
 from gpu_tenancy.builders import kube_objects
 from gpu_tenancy.builders.workloads import workloads as wl
 from gpu_tenancy.cli.plan import command as plan_cli
-from gpu_tenancy.hami import planner
+from gpu_tenancy.hami.planner.model import Node, Workload
+from gpu_tenancy.hami.planner.schedule import plan
 from tests.harness import DEV_STACK_FILE, REPO, dev_config, record_stack
 
 COMPONENT = "gpu-tenancy:workloads:Workloads"
@@ -155,7 +156,7 @@ def test_fresh_stack_preview_registers_the_workloads() -> None:
 # --------------------------------------------------------------------------- capacity plan
 
 
-def dev_plan() -> tuple[list[planner.Node], list[planner.Workload], Any]:
+def dev_plan() -> tuple[list[Node], list[Workload], Any]:
     """The dev stack's declared GPUs, workloads and quotas, read the way `cli.plan` reads its input."""
     import tempfile
 
@@ -169,7 +170,7 @@ def dev_plan() -> tuple[list[planner.Node], list[planner.Workload], Any]:
 def test_dev_stack_workloads_plan_without_failures() -> None:
     nodes, workloads, quota = dev_plan()
     assert workloads, "the dev stack declares example workloads"
-    result = planner.plan(nodes, workloads, quota)
+    result = plan(nodes, workloads, quota)
     assert result.fits, [(f.workload, f.replica, f.reason) for f in result.failures]
     placed = Counter(p.workload for p in result.placements)
     assert placed == {w.name: w.replicas * len(w.containers) for w in workloads}
@@ -183,11 +184,11 @@ def test_dev_stack_quota_binds() -> None:
     """The non-fitting change on docs/planner.md: two more b-notebook replicas fit the cards but not tenant-b's gpumem quota."""
     nodes, workloads, quota = dev_plan()
     grown = [dataclasses.replace(w, replicas=4) if w.name == "b-notebook" else w for w in workloads]
-    result = planner.plan(nodes, grown, quota)
+    result = plan(nodes, grown, quota)
     assert [(f.workload, f.replica, f.reason) for f in result.failures] == [
         ("b-notebook", 3, "2/2 ResourceQuotaNotFit")]
     # Without the quota the same change fits: it is the quota, not the L4s, that says no.
-    assert planner.plan(nodes, grown, None).fits
+    assert plan(nodes, grown, None).fits
 
 
 def test_dev_stack_planner_cli_round_trip(tmp_path: Path) -> None:
@@ -211,7 +212,7 @@ def test_examples_plan_dev_mirrors_the_dev_stack() -> None:
     assert ex_workloads == workloads
     assert ex_quota == quota
 
-    def shape(ns: list[planner.Node]) -> list[tuple[str | None, list[tuple[str, int, int, int]]]]:
+    def shape(ns: list[Node]) -> list[tuple[str | None, list[tuple[str, int, int, int]]]]:
         return [(n.tenant, [(d.type, d.devmem, d.devcore, d.count) for d in n.devices]) for n in ns]
 
     assert shape(ex_nodes) == shape(nodes)

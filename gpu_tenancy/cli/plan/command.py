@@ -25,16 +25,9 @@ from typing import Any, NoReturn
 from gpu_tenancy.cli.plan import plan_input
 from gpu_tenancy.cli.plan.plan_input import UNASSIGNED, InputError, load
 from gpu_tenancy.hami.allocation import AllocationView, GpuView, QuotaUse, Slice, TenantView, Unplaced
-from gpu_tenancy.hami.planner import (
-    QUOTA_GPU,
-    QUOTA_GPUCORES,
-    QUOTA_GPUMEM,
-    Node,
-    PlanResult,
-    Quota,
-    Workload,
-    plan,
-)
+from gpu_tenancy.hami.planner.model import QUOTA_GPU, QUOTA_GPUCORES, QUOTA_GPUMEM, Node, Quota, Workload
+from gpu_tenancy.hami.planner.report import PlanResult
+from gpu_tenancy.hami.planner.schedule import plan
 
 EXIT_FITS, EXIT_DOES_NOT_FIT, EXIT_USAGE = 0, 1, 2
 # HAMi's device plugin registers a node's cards in Go map order (register.go getAPIDevices): the order changes

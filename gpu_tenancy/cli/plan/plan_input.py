@@ -41,7 +41,7 @@ from gpu_tenancy.contract.config import (
     WorkloadConfig,
     stack_key_location,
 )
-from gpu_tenancy.hami.planner import (
+from gpu_tenancy.hami.planner.model import (
     MAX_DEVICES_PER_NODE,
     ContainerRequest,
     Node,
@@ -275,7 +275,7 @@ def load_document(path: str) -> PlanDocument:
 
 
 def planner_inputs(document: PlanDocument) -> Inputs:
-    """The validated document as gpu_tenancy.hami.planner inputs."""
+    """The validated document as planner inputs (gpu_tenancy.hami.planner.model)."""
     nodes = [
         node_from_register(n.name, [d.model_dump() for d in n.devices], n.tenant)
         for n in document.nodes

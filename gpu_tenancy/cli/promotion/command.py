@@ -19,12 +19,14 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 
 from gpu_tenancy.cli.plan import plan_input
-from gpu_tenancy.hami import planner
+from gpu_tenancy.hami.planner.model import Node, Workload
+from gpu_tenancy.hami.planner.report import PlanResult
+from gpu_tenancy.hami.planner.schedule import plan
 
 Verdicts = dict[tuple[str, str, int], str]
 
 
-def _verdicts(workloads: Sequence[planner.Workload], result: planner.PlanResult) -> Verdicts:
+def _verdicts(workloads: Sequence[Workload], result: PlanResult) -> Verdicts:
     tenant_of = {w.name: w.tenant or plan_input.UNASSIGNED for w in workloads}
     verdicts: Verdicts = {}
     for placement in result.placements:
@@ -34,7 +36,7 @@ def _verdicts(workloads: Sequence[planner.Workload], result: planner.PlanResult)
     return verdicts
 
 
-def _usage(nodes: Sequence[planner.Node], result: planner.PlanResult) -> dict[str, tuple[int, int, int]]:
+def _usage(nodes: Sequence[Node], result: PlanResult) -> dict[str, tuple[int, int, int]]:
     """Per tenant: (MiB, cores, slots) its replicas hold."""
     tenant_of = {n.name: n.tenant or plan_input.UNASSIGNED for n in nodes}
     usage: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
@@ -46,14 +48,14 @@ def _usage(nodes: Sequence[planner.Node], result: planner.PlanResult) -> dict[st
     return {tenant: (mem, cores, slots) for tenant, (mem, cores, slots) in usage.items()}
 
 
-def _node_cards(node: planner.Node) -> str:
+def _node_cards(node: Node) -> str:
     counts = Counter((d.type, d.devmem) for d in node.devices)
     return " + ".join(f"{n} x {t} ({m} MiB)" for (t, m), n in sorted(counts.items()))
 
 
-def _cards(nodes: Sequence[planner.Node]) -> dict[str, str]:
+def _cards(nodes: Sequence[Node]) -> dict[str, str]:
     """Per tenant: its cards by node, as text ('1 node: 2 x NVIDIA L4 (23034 MiB)')."""
-    by_tenant: dict[str, list[planner.Node]] = defaultdict(list)
+    by_tenant: dict[str, list[Node]] = defaultdict(list)
     for node in nodes:
         by_tenant[node.tenant or plan_input.UNASSIGNED].append(node)
     described = {}
@@ -68,8 +70,8 @@ def plan_changes(source: str, target: str) -> list[str]:
     declares them; raises plan_input.InputError on unusable input."""
     before_nodes, before_workloads, before_quota = plan_input.load(source)
     after_nodes, after_workloads, after_quota = plan_input.load(target)
-    before = planner.plan(before_nodes, before_workloads, before_quota, exact_device_order=False)
-    after = planner.plan(after_nodes, after_workloads, after_quota, exact_device_order=False)
+    before = plan(before_nodes, before_workloads, before_quota, exact_device_order=False)
+    after = plan(after_nodes, after_workloads, after_quota, exact_device_order=False)
     lines = []
     before_cards, after_cards = _cards(before_nodes), _cards(after_nodes)
     for tenant in sorted(set(before_cards) | set(after_cards)):

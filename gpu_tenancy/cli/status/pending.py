@@ -4,7 +4,7 @@ The pod's request is read as HAMi v2.10.0 reads it (pkg/device/nvidia/device.go
 `GenerateResourceRequests`: each container's `limits`, else `requests`, of `nvidia.com/gpu`, `gpumem`,
 `gpumem-percentage`, `gpucores`; the pod annotations `nvidia.com/use-gputype`/`nouse-gputype` and
 `hami.io/gpu-scheduler-policy`/`node-scheduler-policy`), then replayed through the planner
-(`gpu_tenancy.hami.planner.plan`, the same model as `cli.plan`) on the tenant's registered GPUs with what they
+(`gpu_tenancy.hami.planner.schedule.plan`, the same model as `cli.plan`) on the tenant's registered GPUs with what they
 hold now. The planner has no notion of "already allocated", so what a card holds is replayed first as one
 filler container pinned to that card (a type filter only that card matches) whose memory and cores are
 what the card holds; the card's split count is lowered so that one filler takes as many slots as its
@@ -38,7 +38,7 @@ from gpu_tenancy.builders.workloads.workload_names import (
 )
 from gpu_tenancy.hami import protocol as hami
 from gpu_tenancy.hami.allocation import GpuView
-from gpu_tenancy.hami.planner import (
+from gpu_tenancy.hami.planner.fit import (
     ALLOCATED_CARDS_INSUFFICIENT_REQUEST,
     CARD_COMPUTE_UNITS_EXHAUSTED,
     CARD_INSUFFICIENT_CORE,
@@ -49,14 +49,9 @@ from gpu_tenancy.hami.planner import (
     EXCLUSIVE_DEVICE_ALLOCATE_CONFLICT,
     NODE_INSUFFICIENT_DEVICE,
     RESOURCE_QUOTA_NOT_FIT,
-    ContainerRequest,
-    Node,
-    Policy,
-    Quota,
-    Workload,
-    node_from_register,
-    plan,
 )
+from gpu_tenancy.hami.planner.model import ContainerRequest, Node, Policy, Quota, Workload, node_from_register
+from gpu_tenancy.hami.planner.schedule import plan
 
 # Invisible separators around a card's number: no registered type and no type filter contains them, so
 # the filter MARK<n>MARK matches exactly one card and a user's filter matches what it matched before.
