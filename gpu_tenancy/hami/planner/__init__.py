@@ -13,7 +13,7 @@ replicas that do not fit, with HAMi's own reason strings (``"n/N Reason, ..."``)
 - ``fit``: HAMi's fit rules on one node: the scores that order cards, which card each container slice
   lands on, the reasons a card is refused.
 - ``schedule``: the scheduling loop, ``plan``: node order, admission against the quota, what does not fit.
-- ``report``: what a plan gives: placements, failures with their reasons, per-GPU utilisation.
+- ``report``: what a plan gives: placements, and failures with their reasons.
 
 No Kubernetes, Pulumi or I/O dependencies: everything here is plain data. Import names from the module that
 defines them; this package re-exports nothing.
