@@ -22,7 +22,7 @@ import pulumi_command as command
 
 from gpu_tenancy.builders import kube_objects
 from gpu_tenancy.builders.bootstrap_token import join_token
-from gpu_tenancy.builders.worker import join_configuration
+from gpu_tenancy.builders.worker import kubeadm_join
 
 
 @dataclass
@@ -65,12 +65,12 @@ class BootstrapToken(pulumi.ComponentResource):
         endpoint: pulumi.Input[str],
         ca_cert_hash: pulumi.Input[str],
         node_name: str,
-        ignore_preflight_errors: tuple[str, ...] = join_configuration.KIND_NODE_PREFLIGHT_IGNORES,
+        ignore_preflight_errors: tuple[str, ...] = kubeadm_join.KIND_NODE_PREFLIGHT_IGNORES,
     ) -> pulumi.Output[str]:
         """The kubeadm JoinConfiguration for one worker of this tenant; secret, it holds the token."""
         return pulumi.Output.secret(
             pulumi.Output.all(endpoint, self.token, ca_cert_hash).apply(
-                lambda v: join_configuration.join_configuration(
+                lambda v: kubeadm_join.join_configuration(
                     v[0], v[1], v[2], node_name, kube_objects.gpu_node_labels(self.tenant), ignore_preflight_errors
                 )
             )

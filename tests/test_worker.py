@@ -18,7 +18,7 @@ from replacement_model import replacements
 
 from gpu_tenancy.builders import kube_objects
 from gpu_tenancy.builders.bootstrap_token import join_token
-from gpu_tenancy.builders.worker import join_configuration, kind_node, worker_join
+from gpu_tenancy.builders.worker import kind_node, kubeadm_join, worker_join
 from tests.worker_fakes import FakeHost
 
 KUBECONFIG = "apiVersion: v1\nkind: Config\nusers: [{name: admin, user: {token: tenant-admin-secret}}]\n"
@@ -205,7 +205,7 @@ def test_a_template_without_the_placeholder_is_refused(host: FakeHost) -> None:
 def test_join_configuration_template_holds_no_token() -> None:
     parsed = yaml.safe_load(TEMPLATE)
     assert parsed["discovery"]["bootstrapToken"]["token"] == worker_join.TOKEN_PLACEHOLDER
-    assert parsed["nodeRegistration"]["ignorePreflightErrors"] == list(join_configuration.KIND_NODE_PREFLIGHT_IGNORES)
+    assert parsed["nodeRegistration"]["ignorePreflightErrors"] == list(kubeadm_join.KIND_NODE_PREFLIGHT_IGNORES)
 
 
 # --------------------------------------------------------------------------- leave

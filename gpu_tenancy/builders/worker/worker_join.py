@@ -20,7 +20,7 @@ import textwrap
 
 from gpu_tenancy.builders import shell
 from gpu_tenancy.builders.bootstrap_token import join_token
-from gpu_tenancy.builders.worker import join_configuration
+from gpu_tenancy.builders.worker import kubeadm_join
 
 TOKEN_PLACEHOLDER = "@BOOTSTRAP_TOKEN@"
 TOKEN_TTL_SECONDS = 900
@@ -38,7 +38,7 @@ def join_configuration_template(
     endpoint: str, ca_cert_hash: str, node_name: str, node_labels: dict[str, str]
 ) -> str:
     """The JoinConfiguration with TOKEN_PLACEHOLDER where the just-in-time token goes; nothing secret."""
-    template = join_configuration.join_configuration(endpoint, TOKEN_PLACEHOLDER, ca_cert_hash, node_name, node_labels)
+    template = kubeadm_join.join_configuration(endpoint, TOKEN_PLACEHOLDER, ca_cert_hash, node_name, node_labels)
     if template.count(TOKEN_PLACEHOLDER) != 1:
         raise ValueError("the join configuration must hold the token placeholder exactly once")
     return template
