@@ -21,7 +21,7 @@ from test_lifecycle import CHANGES, _baseline, _changed
 
 from gpu_tenancy.cli import config_reference
 from gpu_tenancy.cli.config_reference import KEYS, QUOTA, Key
-from gpu_tenancy.contract import config
+from gpu_tenancy.contract import tenant_config
 
 MODE = {"dev": "sim", "dev-nvml": "sim-nvml", "gpu": "real", "gpu-nodeport": "real"}
 CONFIGS: dict[str, Callable[[], dict[str, Any]]] = {
@@ -189,7 +189,7 @@ def test_every_accepted_key_is_documented_and_every_entry_is_a_key() -> None:
     accepted = [key for key, _ in config_reference.documented_keys()]
     assert len(accepted) == len(set(accepted))
     assert set(accepted) == set(KEYS)
-    assert set(QUOTA) == set(config.QUOTA_KEYS)
+    assert set(QUOTA) == set(tenant_config.QUOTA_KEYS)
 
 
 def test_a_new_setting_is_found_in_any_model() -> None:

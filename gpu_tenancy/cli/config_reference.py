@@ -1,6 +1,6 @@
 """The configuration reference, docs/configuration.md, generated from the stack config's models.
 
-Types, bounds and defaults come from the pydantic models in `gpu_tenancy.contract.config` (and the pins from
+Types, bounds and defaults come from the pydantic models in `gpu_tenancy.contract.stack_config` (and the pins from
 `gpu_tenancy.contract.versions`, the cards from `gpu_tenancy.hami.gpu_catalogue`), so the page cannot drift from what
 `load_config` accepts. What each key does and what changing it does to a deployed stack are written here,
 as data (`KEYS`, `QUOTA`): every key the models accept must have an entry, and every entry must name a key.
@@ -28,7 +28,8 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from gpu_tenancy.builders.tenant_datastore import datastore
-from gpu_tenancy.contract import config, limits
+from gpu_tenancy.contract import limits, platform_config, stack_config, tenant_config
+from gpu_tenancy.contract.platform_config import MAX_TENANT_MINOR, MIN_TENANT_MINOR
 from gpu_tenancy.hami import gpu_catalogue
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
@@ -321,8 +322,8 @@ KEYS: dict[str, Key] = {
         REPLACES_THE_LAB, modes=SIMULATED, replaces=SAME_AS_CLUSTER,
     ),
     "versions.kubernetes": Key(
-        f"The tenants' Kubernetes version, exact (`v1.35.5`); Kamaji accepts v1.{config.MIN_TENANT_MINOR} to "
-        f"v1.{config.MAX_TENANT_MINOR}, `sim-nvml` needs v1.{limits.MUTATING_ADMISSION_POLICY_BETA_MINOR} or later. "
+        f"The tenants' Kubernetes version, exact (`v1.35.5`); Kamaji accepts v1.{MIN_TENANT_MINOR} to "
+        f"v1.{MAX_TENANT_MINOR}, `sim-nvml` needs v1.{limits.MUTATING_ADMISSION_POLICY_BETA_MINOR} or later. "
         "The worker image's tag must equal it.",
         "The control planes are upgraded in place, with HAMi's scheduler and kube-proxy. Replaces, deleting "
         "first, each kind worker container and its join (`sim`, `sim-nvml`: a new container joins under the "
@@ -455,18 +456,18 @@ QUOTA: dict[str, str] = {
 
 # Sections of the page: (heading, key prefix, model). A key belongs to the section of its longest prefix.
 SECTIONS: tuple[tuple[str, str, type[BaseModel]], ...] = (
-    ("Top level", "", config.StackConfig),
-    ("Tenant", "tenants[].", config.TenantConfig),
-    ("Tenant GPUs", "tenants[].gpus[].", config.GpuConfig),
-    ("GPU hosts", "tenants[].workers[].", config.WorkerHostConfig),
-    ("Workloads", "tenants[].workloads[].", config.WorkloadConfig),
-    ("Workload containers", "tenants[].workloads[].containers[].", config.ContainerGpuRequest),
-    ("Versions", "versions.", config.VersionsConfig),
-    ("kind", "kind.", config.KindConfig),
-    ("MetalLB", "metallb.", config.MetalLBConfig),
-    ("Control plane exposure", "controlPlane.", config.ControlPlaneConfig),
-    ("Datastore", "datastore.", config.DataStoreConfig),
-    ("Metrics", "metrics.", config.MetricsConfig),
+    ("Top level", "", stack_config.StackConfig),
+    ("Tenant", "tenants[].", tenant_config.TenantConfig),
+    ("Tenant GPUs", "tenants[].gpus[].", tenant_config.GpuConfig),
+    ("GPU hosts", "tenants[].workers[].", tenant_config.WorkerHostConfig),
+    ("Workloads", "tenants[].workloads[].", tenant_config.WorkloadConfig),
+    ("Workload containers", "tenants[].workloads[].containers[].", tenant_config.ContainerGpuRequest),
+    ("Versions", "versions.", platform_config.VersionsConfig),
+    ("kind", "kind.", platform_config.KindConfig),
+    ("MetalLB", "metallb.", platform_config.MetalLBConfig),
+    ("Control plane exposure", "controlPlane.", platform_config.ControlPlaneConfig),
+    ("Datastore", "datastore.", platform_config.DataStoreConfig),
+    ("Metrics", "metrics.", platform_config.MetricsConfig),
 )
 
 
@@ -576,7 +577,7 @@ def default_text(info: FieldInfo, key: Key) -> str:
     return f"`{value}`"
 
 
-def model_keys(model: type[BaseModel] = config.StackConfig, prefix: str = "") -> Iterator[tuple[str, FieldInfo]]:
+def model_keys(model: type[BaseModel] = stack_config.StackConfig, prefix: str = "") -> Iterator[tuple[str, FieldInfo]]:
     """Every key the models accept, as a stack file spells it, depth first, each once (a model met again,
     such as a host's `gpus`, is the key itself without its children)."""
     seen: set[type[BaseModel]] = set()
@@ -711,7 +712,7 @@ def _table(rows: list[tuple[str, FieldInfo]]) -> str:
 
 def _quota_table() -> str:
     lines = ["| key | limits |", "|---|---|"]
-    lines += [f"| `{key}` | {_cell(QUOTA[key])} |" for key in config.QUOTA_KEYS]
+    lines += [f"| `{key}` | {_cell(QUOTA[key])} |" for key in tenant_config.QUOTA_KEYS]
     return "\n".join(lines)
 
 
