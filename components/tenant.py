@@ -29,7 +29,8 @@ from components.workloads import Workloads, WorkloadsArgs
 from gpu_tenancy.builders import gpu_nodes
 from gpu_tenancy.builders.mock_nvml import cuda_control
 from gpu_tenancy.builders.workloads import workloads
-from gpu_tenancy.contract.config import StackConfig, TenantConfig
+from gpu_tenancy.contract.stack_config import StackConfig
+from gpu_tenancy.contract.tenant_config import TenantConfig
 
 
 @dataclass

@@ -388,7 +388,7 @@ def test_the_checks_agree_with_the_program_on_the_mock() -> None:
     """Only once gpu_tenancy/builders/mock_nvml/nvml_mock.py exists: the names, image and driver root the checks expect."""
     nvml_mock = pytest.importorskip("gpu_tenancy.builders.mock_nvml.nvml_mock", reason="gpu_tenancy.builders.mock_nvml.nvml_mock (mode sim-nvml) is not there yet")
     from gpu_tenancy.contract import versions
-    from gpu_tenancy.contract.config import GpuConfig
+    from gpu_tenancy.contract.tenant_config import GpuConfig
 
     assert nvml_mock.image_name() == nvml_mock_image(versions.NVML_MOCK_COMMIT)
     assert nvml_mock.DRIVER_ROOT == NVML_MOCK_DRIVER_ROOT and nvml_mock.COMPONENT == "nvml-mock"

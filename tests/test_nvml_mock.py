@@ -26,7 +26,8 @@ import yaml
 
 from gpu_tenancy.builders.mock_nvml import nvml_mock
 from gpu_tenancy.contract import limits, versions
-from gpu_tenancy.contract.config import GpuConfig, load_config
+from gpu_tenancy.contract.config import load_config
+from gpu_tenancy.contract.tenant_config import GpuConfig
 from gpu_tenancy.hami import protocol as hami
 from tests import hami_register
 from tests.go_structs import struct_fields

@@ -10,7 +10,8 @@ import pytest
 from gpu_tenancy.builders import kube_objects
 from gpu_tenancy.builders.hami import hami_chart
 from gpu_tenancy.builders.workloads import workloads as wl
-from gpu_tenancy.contract.config import ContainerGpuRequest, TenantConfig, WorkloadConfig, load_config
+from gpu_tenancy.contract.config import load_config
+from gpu_tenancy.contract.tenant_config import ContainerGpuRequest, TenantConfig, WorkloadConfig
 
 A100 = {"model": "NVIDIA A100-SXM4-80GB", "count": 1}
 
@@ -171,7 +172,7 @@ def test_resource_quota_keys(quota: dict[str, int], hard: dict[str, str]) -> Non
 
 
 def test_quota_map_covers_every_config_key() -> None:
-    from gpu_tenancy.contract.config import QUOTA_KEYS
+    from gpu_tenancy.contract.tenant_config import QUOTA_KEYS
 
     assert set(wl.QUOTA_KEY_MAP) == set(QUOTA_KEYS)
 

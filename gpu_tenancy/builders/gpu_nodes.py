@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gpu_tenancy.contract.config import GpuConfig, StackConfig, TenantConfig
+from gpu_tenancy.contract.stack_config import StackConfig
+from gpu_tenancy.contract.tenant_config import GpuConfig, TenantConfig
 from gpu_tenancy.hami import protocol as hami
 
 

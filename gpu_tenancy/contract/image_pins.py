@@ -1,6 +1,6 @@
 """What counts as a pinned container image: a digest, or a tag that names exactly one release.
 
-One rule for the stack config (gpu_tenancy.contract.config) and the policy pack (`images-pinned`), so neither
+One rule for the stack config (gpu_tenancy.contract.config_fields) and the policy pack (`images-pinned`), so neither
 accepts what the other refuses. A tag is a label a registry lets its owner move; only some are moved in
 practice, so the rule accepts tag shapes that name one build and refuses the rest:
 

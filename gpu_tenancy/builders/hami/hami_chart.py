@@ -8,7 +8,7 @@ from typing import Any
 from gpu_tenancy.builders.gpu_access import gpu_access
 from gpu_tenancy.builders.kube_objects import labels
 from gpu_tenancy.contract import versions
-from gpu_tenancy.contract.config import DeviceLayer
+from gpu_tenancy.contract.stack_config import DeviceLayer
 
 # Who registers a tenant's GPUs with HAMi: the mock-GPU agent (sim), HAMi's device plugin on NVIDIA's
 # mock NVML (sim-nvml), or HAMi's device plugin on the real driver (real).

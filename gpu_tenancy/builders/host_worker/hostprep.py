@@ -13,7 +13,7 @@ import shlex
 from gpu_tenancy.builders import shell
 from gpu_tenancy.builders.gpu_access import gpu_access
 from gpu_tenancy.contract import versions
-from gpu_tenancy.contract.config import KUBERNETES_VERSION
+from gpu_tenancy.contract.platform_config import KUBERNETES_VERSION
 
 JOIN_FILE = "/run/gpu-tenancy-join.yaml"
 

@@ -41,14 +41,9 @@ from gpu_tenancy.builders.workloads.workload_names import (  # re-exported: call
     WORKLOAD_LABEL,
     WORKLOAD_NAMESPACE,
 )
-from gpu_tenancy.contract.config import (
-    NAMESPACE,
-    ContainerGpuRequest,
-    StackConfig,
-    TenantConfig,
-    WorkloadConfig,
-    load_config,
-)
+from gpu_tenancy.contract.config import NAMESPACE, load_config
+from gpu_tenancy.contract.stack_config import StackConfig
+from gpu_tenancy.contract.tenant_config import ContainerGpuRequest, TenantConfig, WorkloadConfig
 from gpu_tenancy.hami import protocol as hami
 
 # Config quota key -> ResourceQuota key (see the module docstring for the gpu count).

@@ -6,8 +6,8 @@
 Input is a stack file (``Pulumi.<stack>.yaml``: only ``gpu-tenancy:tenants`` is read, so secure values and credentials
 are never needed) or the planner's JSON form (``nodes`` as HAMi registers them, ``workloads``, ``quota``; what ``python
 -m gpu_tenancy.builders.workloads.workloads`` writes). Both are validated with the stack config's own models
-(gpu_tenancy.contract.config), unknown keys included. Exit codes: 0 everything fits, 1 something does not fit, 2 the
-command line or the input is wrong (one line on stderr naming the file and the key).
+(gpu_tenancy.contract.tenant_config), unknown keys included. Exit codes: 0 everything fits, 1 something does not
+fit, 2 the command line or the input is wrong (one line on stderr naming the file and the key).
 """
 
 from __future__ import annotations

@@ -33,14 +33,10 @@ from gpu_tenancy.builders.workloads.workloads import (
     plan_document,
     stack_name,
 )
-from gpu_tenancy.contract.config import (
-    NAMESPACE,
-    KindConfig,
-    StackConfig,
-    TenantConfig,
-    WorkloadConfig,
-    stack_key_location,
-)
+from gpu_tenancy.contract.config import NAMESPACE, stack_key_location
+from gpu_tenancy.contract.platform_config import KindConfig
+from gpu_tenancy.contract.stack_config import StackConfig
+from gpu_tenancy.contract.tenant_config import TenantConfig, WorkloadConfig
 from gpu_tenancy.hami.planner.model import (
     MAX_DEVICES_PER_NODE,
     ContainerRequest,

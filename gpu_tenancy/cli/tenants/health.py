@@ -21,7 +21,8 @@ import yaml
 from pydantic import TypeAdapter, ValidationError
 
 from gpu_tenancy.cli.status import report as status
-from gpu_tenancy.contract.config import NAMESPACE, TenantConfig
+from gpu_tenancy.contract.config import NAMESPACE
+from gpu_tenancy.contract.tenant_config import TenantConfig
 from gpu_tenancy.hami import protocol as hami
 
 
