@@ -7,8 +7,17 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from pod_lib import chart_name
 from policy_common import MANDATORY, describe, policy_config
-from policy_lib import (
+from pulumi_policy import (
+    PolicyConfigSchema,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+from resource_lib import (
     COMMAND_TYPE,
     CONTAINER_TYPE,
     DATASTORE_TYPE,
@@ -27,34 +36,14 @@ from policy_lib import (
     TCP_TYPE,
     TENANT_DATASTORE_TYPE,
     TENANT_TYPE,
-    Network,
     Provider,
     Res,
-    ancestor_tenant,
-    as_list,
-    chart_name,
-    component_label,
-    dig,
     from_policy_resources,
     from_resource_args,
-    is_unknown,
-    known_str,
     nearest_component,
-    network,
-    overlaps,
-    owner,
-    provider_cluster,
-    range_networks,
-    tenant_component_name,
 )
-from pulumi_policy import (
-    PolicyConfigSchema,
-    ReportViolation,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
-    StackValidationArgs,
-    StackValidationPolicy,
-)
+from tenancy_lib import ancestor_tenant, component_label, owner, provider_cluster, tenant_component_name
+from value_lib import Network, as_list, dig, is_unknown, known_str, network, overlaps, range_networks
 
 # What each platform component may create on the management cluster (by resource type; a Helm release by
 # `helm:<chart>`). Nothing else may go there: root on a management node, or a tenant's admin kubeconfig

@@ -7,7 +7,7 @@ overridden with `pulumi preview --policy-pack policies --policy-pack-config <fil
 
 Resource policies see a resource's inputs; stack policies see every resource's outputs (for a component:
 what it passed to register_outputs), its provider and its parent chain. Values unknown during preview
-are skipped, never touched raw (see policy_lib.plain), so a first preview does not crash a policy.
+are skipped, never touched raw (see value_lib.plain), so a first preview does not crash a policy.
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ from isolation_policies import (
     worker_joins_own_tenant,
 )
 from pinning_policies import charts_pinned, images_pinned, tcp_version_pinned
-from policy_lib import COMPONENT_LABEL, TCP_TYPE, TENANT_TYPE
 from pulumi_policy import Policy, ReportViolation
+from resource_lib import TCP_TYPE, TENANT_TYPE
+from tenancy_lib import COMPONENT_LABEL
 from workload_policies import workload_safety
 
 __all__ = [
