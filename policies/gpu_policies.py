@@ -11,41 +11,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from policy_common import MANDATORY, describe, policy_config
-from policy_lib import (
-    COMPONENT_LABEL,
-    CONTAINER_TYPE,
+from gpu_lib import (
     GPU,
     GPUCORES,
     GPUMEM,
     GPUMEM_PERCENTAGE,
-    HELM_RELEASE_TYPE,
-    HELM_TYPES,
     MOCK_AGENT_COMPONENT,
-    MOCK_AGENT_TYPE,
     MOCK_NVML_COMPONENT,
     MOCK_NVML_DRIVER_ROOT,
-    MOCK_NVML_TYPE,
-    STACK_TYPE,
-    TENANT_TYPE,
-    Res,
-    ancestor_tenant,
-    as_dict,
-    as_list,
-    containers,
-    contains_unknown,
-    dig,
-    from_policy_resources,
-    from_resource_args,
-    is_unknown,
-    known_str,
     planner_inputs,
-    pod_spec,
-    quantity,
-    resource_tenant,
     stack_config,
-    tenant_component_name,
 )
+from pod_lib import containers, pod_spec
+from policy_common import MANDATORY, describe, policy_config
 from pulumi_policy import (
     PolicyConfigSchema,
     ReportViolation,
@@ -54,6 +32,20 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
+from resource_lib import (
+    CONTAINER_TYPE,
+    HELM_RELEASE_TYPE,
+    HELM_TYPES,
+    MOCK_AGENT_TYPE,
+    MOCK_NVML_TYPE,
+    STACK_TYPE,
+    TENANT_TYPE,
+    Res,
+    from_policy_resources,
+    from_resource_args,
+)
+from tenancy_lib import COMPONENT_LABEL, ancestor_tenant, resource_tenant, tenant_component_name
+from value_lib import as_dict, as_list, contains_unknown, dig, is_unknown, known_str, quantity
 
 DEFAULT_SPLIT_COUNT = 10
 

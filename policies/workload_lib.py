@@ -16,23 +16,9 @@ import posixpath
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from policy_lib import (
-    CONTAINER_TYPE,
-    HELM_TYPES,
-    K8S_COMPONENT_TYPES,
-    PERSISTENT_VOLUME_TYPE,
-    POD_SPEC_PATHS,
-    Res,
-    as_dict,
-    as_list,
-    chart_name,
-    containers,
-    dig,
-    is_unknown,
-    known_str,
-    pod_spec,
-    quantity,
-)
+from pod_lib import POD_SPEC_PATHS, chart_name, containers, pod_spec
+from resource_lib import CONTAINER_TYPE, HELM_TYPES, K8S_COMPONENT_TYPES, PERSISTENT_VOLUME_TYPE, Res
+from value_lib import as_dict, as_list, dig, is_unknown, known_str, quantity
 
 from gpu_tenancy.builders.gpu_access import gpu_access
 

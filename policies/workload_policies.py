@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from policy_common import MANDATORY, describe, policy_config
-from policy_lib import (
+from pulumi_policy import PolicyConfigSchema, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
+from resource_lib import (
     CONTAINER_TYPE,
     HAMI_TYPE,
     HELM_RELEASE_TYPE,
@@ -23,7 +24,6 @@ from policy_lib import (
     from_resource_args,
     nearest_component,
 )
-from pulumi_policy import PolicyConfigSchema, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
 from workload_lib import findings
 
 from gpu_tenancy.builders.mock_nvml import nvml_mock
