@@ -7,7 +7,7 @@ STACK ?= dev
 STATE_DIR ?= $(CURDIR)/state
 export PULUMI_BACKEND_URL ?= file://$(STATE_DIR)
 export PULUMI_SKIP_UPDATE_CHECK := true
-# The pinned kind, kubectl and Pulumi CLI that `make tools` installs (gpu_tenancy/tools.py) come first on PATH.
+# The pinned kind, kubectl and Pulumi CLI that `make tools` installs (gpu_tenancy/cli/tools.py) come first on PATH.
 TOOLS_DIR ?= $(CURDIR)/.tools/bin
 export PATH := $(TOOLS_DIR):$(PATH)
 LINT_PATHS := __main__.py components gpu_tenancy policies tests benchmarks
@@ -47,7 +47,7 @@ $(BIN)/.installed: requirements.txt requirements-dev.txt | $(if $(filter $(DEPLO
 venv: $(BIN)/.installed ## Create .venv with the pinned runtime and test dependencies
 
 tools: ## Install the pinned kind, kubectl and Pulumi CLI into .tools/bin (checksum-verified) unless on PATH at that version
-	@$(PYTHON) -m gpu_tenancy.tools install --dir $(TOOLS_DIR)
+	@$(PYTHON) -m gpu_tenancy.cli.tools install --dir $(TOOLS_DIR)
 
 preflight: ## Check the stack file, Docker engine (sim, sim-nvml), passphrase; install the stack's tools if needed
 	@test -f $(STACK_FILE) || { echo "$(STACK_FILE) not found: STACK=$(STACK) names no stack file (have: $(wildcard Pulumi.*.yaml))"; exit 1; }
@@ -55,18 +55,18 @@ preflight: ## Check the stack file, Docker engine (sim, sim-nvml), passphrase; i
 	  command -v docker >/dev/null 2>&1 || { echo "missing prerequisite(s): docker (see README: Prerequisites)"; exit 1; }; \
 	  docker info >/dev/null 2>&1 || { echo "docker: the Docker engine is not reachable (is the daemon running, may this user use it?)"; exit 1; }; fi
 	@test -n "$$PULUMI_CONFIG_PASSPHRASE$$PULUMI_CONFIG_PASSPHRASE_FILE" || { echo "set PULUMI_CONFIG_PASSPHRASE (secrets in the local state are encrypted with it)"; exit 1; }
-	@$(PYTHON) -m gpu_tenancy.tools install --dir $(TOOLS_DIR) --only $(STACK_TOOLS)
+	@$(PYTHON) -m gpu_tenancy.cli.tools install --dir $(TOOLS_DIR) --only $(STACK_TOOLS)
 
 # `make doctor`'s host checks first (nothing is created when they fail), then an `up` that refreshes from
 # the live lab (a worker removed or stopped by hand, an image gone) before it diffs.
 up: preflight venv ## Deploy STACK (created on first use): host checks, refresh, then preview with the policy pack
 	mkdir -p $(STATE_DIR)
 	pulumi stack select --create $(STACK)
-	$(BIN)/python -m gpu_tenancy.doctor --stack $(STACK) --state-dir $(STATE_DIR) --before-up
+	$(BIN)/python -m gpu_tenancy.cli.doctor --stack $(STACK) --state-dir $(STATE_DIR) --before-up
 	pulumi up --stack $(STACK) --refresh --policy-pack policies $(AUTO_APPROVE)
 
 doctor: venv ## Check this host and, when deployed, the lab: one line per problem with its fix (exit 1 if any)
-	@$(BIN)/python -m gpu_tenancy.doctor --stack $(STACK) --state-dir $(STATE_DIR)
+	@$(BIN)/python -m gpu_tenancy.cli.doctor --stack $(STACK) --state-dir $(STATE_DIR)
 
 preview: preflight venv ## What `up` would change, with the policy pack (creates STACK on first use)
 	mkdir -p $(STATE_DIR)
@@ -77,7 +77,7 @@ preview: preflight venv ## What `up` would change, with the policy pack (creates
 # the state (pulumi-kubernetes deleteUnreachable, during the refresh) and the workers leave without removing
 # their Nodes (GPU_TENANCY_LAB_GONE); both say so per resource. Only when `doctor --lab-gone` saw the cluster gone.
 destroy: preflight venv ## Delete everything STACK deployed (also when its kind cluster was deleted by hand)
-	@if $(BIN)/python -m gpu_tenancy.doctor --stack $(STACK) --lab-gone; then \
+	@if $(BIN)/python -m gpu_tenancy.cli.doctor --stack $(STACK) --lab-gone; then \
 	  echo "destroy: the kind cluster of stack $(STACK) is gone; dropping its Kubernetes objects from the state"; \
 	  GPU_TENANCY_LAB_GONE=1 PULUMI_K8S_DELETE_UNREACHABLE=true pulumi destroy --stack $(STACK) --refresh $(AUTO_APPROVE); \
 	else \
@@ -86,7 +86,7 @@ destroy: preflight venv ## Delete everything STACK deployed (also when its kind 
 
 plan: venv ## The planner's per-tenant, per-GPU report for STACK's workloads (PNG=<path> also draws it); exit 1: does not fit
 	@test -f $(STACK_FILE) || { echo "$(STACK_FILE) not found: STACK=$(STACK) names no stack file (have: $(wildcard Pulumi.*.yaml))"; exit 1; }
-	@$(BIN)/python -m gpu_tenancy.plan_cli report $(STACK_FILE) $(if $(PNG),--png $(PNG)) $(if $(WIDTH),--width $(WIDTH))
+	@$(BIN)/python -m gpu_tenancy.cli.plan report $(STACK_FILE) $(if $(PNG),--png $(PNG)) $(if $(WIDTH),--width $(WIDTH))
 
 lint: venv ## ruff
 	$(BIN)/ruff check $(LINT_PATHS)
@@ -99,12 +99,16 @@ unit: venv ## Offline tests (no Docker, no Pulumi CLI)
 
 test: lint typecheck unit ## lint + typecheck + unit
 
-# Mutation testing (mutmut, configured under [tool.mutmut] in pyproject.toml): MODULES="gpu_tenancy/netpool.py"
+# Mutation testing (mutmut, configured under [tool.mutmut] in pyproject.toml): MODULES="gpu_tenancy/builders/metallb/netpool.py"
 # runs one module's mutants. The first run collects which tests reach which function (about a full suite's time);
 # later runs reuse that and rerun only the mutants of changed functions. Property tests run derandomised.
 MUTATION_MODULES = $(shell sed -n '/^only_mutate = \[/,/^\]/s/^ *"\([^"]*\)",*/\1/p' pyproject.toml 2>/dev/null)
 MODULES ?= $(MUTATION_MODULES)
-mutation: venv ## Mutation score per module (MODULES="gpu_tenancy/netpool.py ..." for some); exit 1 below 85 %
+$(BIN)/mutmut: requirements-mutation.txt | venv
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-mutation.txt
+	touch $@
+
+mutation: $(BIN)/mutmut ## Mutation score per module (MODULES="gpu_tenancy/builders/metallb/netpool.py ..." for some); exit 1 below 85 %
 	@mkdir -p mutants && ln -sfn ../.venv mutants/.venv
 	@for module in $(MODULES); do \
 	  name=$$(echo "$${module%.py}" | tr / .); \
@@ -134,7 +138,7 @@ PROMOTIONS ?= dev:gpu dev:dev-nvml dev-nvml:gpu
 promotion-diff: venv ## Print what each promotion changes; fails if a tenant layer or a plan differs
 	$(BIN)/pytest tests/test_promotion.py -q -s -k tenant_layer_identical
 	@status=0; for step in $(PROMOTIONS); do \
-	  $(BIN)/python -m gpu_tenancy.promotion_plan Pulumi.$${step%%:*}.yaml Pulumi.$${step##*:}.yaml || status=1; \
+	  $(BIN)/python -m gpu_tenancy.cli.promotion Pulumi.$${step%%:*}.yaml Pulumi.$${step##*:}.yaml || status=1; \
 	done; exit $$status
 
 bench: venv ## Benchmarks: program evaluation, agent reconcile, planner
@@ -155,17 +159,17 @@ kubeconfig-env: ## Print `export KUBECONFIG=...` for eval, or on any error a sta
 
 kubeconfig: venv ## Write TENANT's admin kubeconfig (mode 0600) under state/kubeconfigs and print its path
 	@test -n "$(TENANT)" || { echo "kubeconfig: set TENANT=<name>, e.g. make kubeconfig TENANT=tenant-a" >&2; exit 2; }
-	@$(BIN)/python -m gpu_tenancy.kubeconfig_cli --stack $(STACK) --tenant "$(TENANT)" --dir $(STATE_DIR)/kubeconfigs
+	@$(BIN)/python -m gpu_tenancy.cli.kubeconfig --stack $(STACK) --tenant "$(TENANT)" --dir $(STATE_DIR)/kubeconfigs
 
 kubeconfig-management: venv ## Write the management cluster's kubeconfig (mode 0600) and print its path
-	@$(BIN)/python -m gpu_tenancy.kubeconfig_cli --stack $(STACK) --management --dir $(STATE_DIR)/kubeconfigs
+	@$(BIN)/python -m gpu_tenancy.cli.kubeconfig --stack $(STACK) --management --dir $(STATE_DIR)/kubeconfigs
 
 # Optional for status and tenants: TENANT="a b" (only these), JSON=1; for status also PODS=1 (per pod),
 # WATCH=<seconds> (redraw in place), SAVE=<file> (the objects read, for --objects), PNG=<file>.
 STATUS_OPTIONS = $(foreach t,$(TENANT),--tenant $(t)) $(if $(filter 1,$(JSON)),--json)
 status: venv ## Live GPU allocation per tenant and GPU, why pods wait, quota (TENANT=, PODS=1, WATCH=s, JSON=1)
-	@$(BIN)/python -m gpu_tenancy.status_cli --stack $(STACK) $(STATUS_OPTIONS) $(if $(filter 1,$(PODS)),--pods) \
+	@$(BIN)/python -m gpu_tenancy.cli.status --stack $(STACK) $(STATUS_OPTIONS) $(if $(filter 1,$(PODS)),--pods) \
 	  $(if $(WATCH),--watch $(WATCH)) $(if $(SAVE),--save $(SAVE)) $(if $(PNG),--png $(PNG))
 
 tenants: venv ## One row per tenant: version, control plane, nodes, GPUs, pods; exit 1 if any is unhealthy
-	@$(BIN)/python -m gpu_tenancy.tenants_cli --stack $(STACK) $(STATUS_OPTIONS)
+	@$(BIN)/python -m gpu_tenancy.cli.tenants --stack $(STACK) $(STATUS_OPTIONS)

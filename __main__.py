@@ -19,7 +19,9 @@ from components.kind_cluster import KindCluster, KindClusterArgs
 from components.metallb import MetalLB, MetalLBArgs
 from components.nvml_mock_image import NvmlMockImage, NvmlMockImageArgs
 from components.tenant import Tenant, TenantArgs
-from gpu_tenancy.config import NAMESPACE, SECRET_KEYS, ConfigError, StackConfig, load_config, resolve_host
+from gpu_tenancy.contract.config import NAMESPACE, SECRET_KEYS, ConfigError, load_config
+from gpu_tenancy.contract.config_checks import resolve_host
+from gpu_tenancy.contract.stack_config import StackConfig
 from gpu_tenancy.gc_settings import defer_full_collections
 
 # The heap only grows until the engine has every resource: full collections would walk it again and again

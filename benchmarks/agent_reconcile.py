@@ -9,8 +9,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gpu_tenancy import hami
-from gpu_tenancy.agent import decisions
+from gpu_tenancy.hami import protocol as hami
+from gpu_tenancy.hami.agent import decisions
 
 NODE_COUNT = 100
 POD_COUNT = 1_000

@@ -2,7 +2,7 @@
 (100,000 replicas over 10,000 GPUs), and the ratio of the two times: 10 is linear. Target: <= 1 s for the
 first, a ratio within 15.
 
-Then what `plan_cli report` adds on top: the allocation view and its table for the same 1,000 GPUs, and the
+Then what `cli.plan report` adds on top: the allocation view and its table for the same 1,000 GPUs, and the
 picture for 3 tenants x 8 GPUs (a picture of 1,000 bars would be unreadable, so it is not timed here).
 
 Times are CPU seconds, the lowest of ``--repeat`` runs (on a shared machine, wall time mostly measures the
@@ -22,8 +22,9 @@ from typing import TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gpu_tenancy.plan_cli import planned_view
-from gpu_tenancy.planner import ContainerRequest, Device, Node, Workload, plan
+from gpu_tenancy.cli.plan.command import planned_view
+from gpu_tenancy.hami.planner.model import ContainerRequest, Device, Node, Workload
+from gpu_tenancy.hami.planner.schedule import plan
 
 A100 = "NVIDIA A100-SXM4-80GB"
 T = TypeVar("T")
@@ -63,7 +64,7 @@ def main(repeat: int) -> None:
         print(f"100,000 replicas ({count} workloads) over 10,000 GPUs: placed {len(res.placements)} failed "
               f"{len(res.failures)} in {big:.3f} s, {big / small:.1f}x the time of 10,000 over 1,000")
 
-    from gpu_tenancy.allocation_chart import build_figure, render_table
+    from gpu_tenancy.cli.allocation_chart import build_figure, render_table
 
     t = time.perf_counter()
     text = render_table(planned_view(nodes, wls, None, plan(nodes, wls)), 120)

@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from fake_apiserver import fake_cluster, recorded  # noqa: E402
 
-from gpu_tenancy import hami  # noqa: E402
+from gpu_tenancy.hami import protocol as hami  # noqa: E402
 
 PLACED_SHARE = 0.9
 ROUNDS = 3
@@ -94,7 +94,7 @@ def ratio_line(what: str, measured: tuple[float, float], floor: tuple[float, flo
 
 def offline(dump: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in PROXIES}
-    status = [sys.executable, "-m", "gpu_tenancy.status_cli", "--objects", str(dump), "--width", "160"]
+    status = [sys.executable, "-m", "gpu_tenancy.cli.status", "--objects", str(dump), "--width", "160"]
     floor = [sys.executable, "-c", "import json, sys; json.load(open(sys.argv[1], 'rb'))", str(dump)]
     # status decodes with the collector paused (status_cli.collector_paused): the fastest plain decode too
     floor_quiet = [sys.executable, "-c", "import gc, json, sys; gc.disable(); json.load(open(sys.argv[1], 'rb'))",
@@ -128,7 +128,7 @@ def fetch_and_decode(servers: dict[str, dict[str, str]]) -> None:
     """The floor: the pages `status` requests, fetched with urllib3 and decoded, nothing else."""
     import urllib3
 
-    from gpu_tenancy.status_kube import PAGE_SIZE
+    from gpu_tenancy.cli.status.kube import PAGE_SIZE
 
     def one(name: str) -> int:
         server = servers[name]
@@ -153,8 +153,8 @@ def fetch_and_decode(servers: dict[str, dict[str, str]]) -> None:
 
 
 def live(dump: Path) -> None:
-    from gpu_tenancy import status_cli
-    from gpu_tenancy.allocation_chart import render_table
+    from gpu_tenancy.cli.allocation_chart import render_table
+    from gpu_tenancy.cli.status import command as status_cli
 
     env = {k: v for k, v in os.environ.items() if k not in PROXIES}
     server = subprocess.Popen([sys.executable, __file__, "--serve", str(dump)], stdin=subprocess.PIPE,

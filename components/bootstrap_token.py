@@ -1,15 +1,15 @@
 """A kubeadm bootstrap token for joining one GPU host (mode real) to its tenant, valid for a day.
 
-A local Command mints it when it is created (gpu_tenancy/join_token.py: kubectl with the tenant's
-admin kubeconfig on stdin, an `expiration` computed at run time, kubeadm's default TTL) and revokes it
-when it is deleted. Its `triggers` must be what replaces the host's join (host address, Kubernetes
-version, tenant CA), so every rejoin gets a fresh token while a second `pulumi up` changes nothing.
-Kamaji's tenant controller-manager runs `tokencleaner`, so an expired token's Secret disappears from the
-tenant on its own; the state holds only the (secret) printed token, never a Secret object to drift.
+A local Command mints it when it is created (gpu_tenancy/builders/bootstrap_token/join_token.py: kubectl with the
+tenant's admin kubeconfig on stdin, an `expiration` computed at run time, kubeadm's default TTL) and revokes it when it
+is deleted. Its `triggers` must be what replaces the host's join (host address, Kubernetes version, tenant CA), so every
+rejoin gets a fresh token while a second `pulumi up` changes nothing. Kamaji's tenant controller-manager runs
+`tokencleaner`, so an expired token's Secret disappears from the tenant on its own; the state holds only the (secret)
+printed token, never a Secret object to drift.
 
 A join retried more than a day after its token was minted needs a new one:
 `pulumi up --replace '<urn of the *-bootstrap-token-mint command>'`. The kind workers of mode sim mint
-a 15-minute token inside their join script instead (gpu_tenancy/worker_join.py).
+a 15-minute token inside their join script instead (gpu_tenancy/builders/worker/worker_join.py).
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ from typing import Any
 import pulumi
 import pulumi_command as command
 
-from gpu_tenancy import join_token, manifests
+from gpu_tenancy.builders import kube_objects
+from gpu_tenancy.builders.bootstrap_token import join_token
+from gpu_tenancy.builders.worker import kubeadm_join
 
 
 @dataclass
@@ -63,13 +65,13 @@ class BootstrapToken(pulumi.ComponentResource):
         endpoint: pulumi.Input[str],
         ca_cert_hash: pulumi.Input[str],
         node_name: str,
-        ignore_preflight_errors: tuple[str, ...] = manifests.KIND_NODE_PREFLIGHT_IGNORES,
+        ignore_preflight_errors: tuple[str, ...] = kubeadm_join.KIND_NODE_PREFLIGHT_IGNORES,
     ) -> pulumi.Output[str]:
         """The kubeadm JoinConfiguration for one worker of this tenant; secret, it holds the token."""
         return pulumi.Output.secret(
             pulumi.Output.all(endpoint, self.token, ca_cert_hash).apply(
-                lambda v: manifests.join_configuration(
-                    v[0], v[1], v[2], node_name, manifests.gpu_node_labels(self.tenant), ignore_preflight_errors
+                lambda v: kubeadm_join.join_configuration(
+                    v[0], v[1], v[2], node_name, kube_objects.gpu_node_labels(self.tenant), ignore_preflight_errors
                 )
             )
         )

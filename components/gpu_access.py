@@ -1,4 +1,5 @@
-"""The admission policy that keeps a tenant's GPUs reachable only through HAMi (gpu_tenancy/gpu_access.py).
+"""The admission policy that keeps a tenant's GPUs reachable only through HAMi
+(gpu_tenancy/builders/gpu_access/gpu_access.py).
 
 Installed in every tenant in every mode, so what sim refuses is what real refuses.
 """
@@ -10,14 +11,16 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
-from gpu_tenancy import gpu_access, manifests
+from gpu_tenancy.builders import kube_objects
+from gpu_tenancy.builders.gpu_access import gpu_access
 
 
 @dataclass
 class GpuAccessPolicyArgs:
     tenant: str
     provider: k8s.Provider
-    # sim-nvml: the CUDA_DISABLE_CONTROL value its admission mutation writes (gpu_tenancy.cuda_control.MARKER).
+    # sim-nvml: the CUDA_DISABLE_CONTROL value its admission mutation writes
+    # (gpu_tenancy.builders.mock_nvml.cuda_control.MARKER).
     cuda_control_marker: str = ""
     depends_on: list[pulumi.Resource] = field(default_factory=list)
 
@@ -27,7 +30,7 @@ class GpuAccessPolicy(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GpuAccessPolicyArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpu-tenancy:gpu_access:GpuAccessPolicy", name, None, opts)
-        metadata = {"name": gpu_access.POLICY_NAME, "labels": manifests.labels(args.tenant, "gpu-access")}
+        metadata = {"name": gpu_access.POLICY_NAME, "labels": kube_objects.labels(args.tenant, "gpu-access")}
         in_tenant = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on)
         params = k8s.core.v1.ConfigMap(
             f"{name}-params",

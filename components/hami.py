@@ -9,7 +9,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from gpu_tenancy import manifests, versions
+from gpu_tenancy.builders.hami import hami_chart
+from gpu_tenancy.contract import versions
 
 
 @dataclass
@@ -20,7 +21,7 @@ class HamiArgs:
     image_tag: str
     kubernetes_version: str
     depends_on: list[pulumi.Resource]
-    device_layer: manifests.DeviceLayer = "mock-agent"
+    device_layer: hami_chart.DeviceLayer = "mock-agent"
     # sim-nvml: what the device plugin needs to reach the mock (MockNvml.hami_device_plugin).
     device_plugin: dict[str, Any] | None = None
     # gpu-tenancy:metrics.serviceMonitors: ServiceMonitors (needs the Prometheus Operator's CRDs in the
@@ -43,7 +44,7 @@ class Hami(pulumi.ComponentResource):
             version=args.chart_version,
             repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=versions.HAMI_CHART_REPO),
             namespace="kube-system",
-            values=manifests.hami_values(
+            values=hami_chart.hami_values(
                 args.kubernetes_version,
                 args.image_tag,
                 device_layer=args.device_layer,
@@ -54,7 +55,7 @@ class Hami(pulumi.ComponentResource):
         )
         self.service_monitors: list[k8s.apiextensions.CustomResource] = []
         if args.service_monitors:
-            for monitor in manifests.hami_service_monitors(
+            for monitor in hami_chart.hami_service_monitors(
                 args.tenant, args.device_layer != "mock-agent", args.service_monitor_labels or {}
             ):
                 self.service_monitors.append(k8s.apiextensions.CustomResource(

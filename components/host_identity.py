@@ -1,8 +1,9 @@
 """Every real GPU host's machine id, read before any host is prepared, and a gate that refuses one machine
 listed twice: two tenants would both join it, and destroying one would `kubeadm reset` the other's.
 
-Config already refuses the same address, or a name resolving to another worker's (gpu_tenancy/config.py);
-this catches what only the machine can tell (another name, a NAT address, a second interface).
+Config already refuses the same address, or a name resolving to another worker's
+(gpu_tenancy/contract/config_checks.py); this catches what only the machine can tell (another name, a NAT
+address, a second interface).
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_command as command
 
-from gpu_tenancy import hostprep
-from gpu_tenancy.config import WorkerHostConfig
+from gpu_tenancy.builders.host_worker import hostprep
+from gpu_tenancy.contract.tenant_config import WorkerHostConfig
 
 
 @dataclass

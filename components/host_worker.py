@@ -8,8 +8,8 @@ import pulumi
 import pulumi_command as command
 
 from components.bootstrap_token import BootstrapToken
-from gpu_tenancy import hostprep
-from gpu_tenancy.config import WorkerHostConfig
+from gpu_tenancy.builders.host_worker import hostprep
+from gpu_tenancy.contract.tenant_config import WorkerHostConfig
 
 
 @dataclass

@@ -10,8 +10,10 @@ import pulumi
 import pulumi_command as command
 import pulumi_kubernetes as k8s
 
-from gpu_tenancy import hami, inventory, shell
-from gpu_tenancy.gpu_nodes import GpuNode
+from gpu_tenancy.builders import shell
+from gpu_tenancy.builders.gpu_nodes import GpuNode
+from gpu_tenancy.hami import inventory
+from gpu_tenancy.hami import protocol as hami
 
 # Polls until the device plugin has registered the node's GPUs (kubectl is a documented prerequisite). With
 # GPU_TENANCY_EXPECTED_GPUS (the cards planned on the node) it keeps polling while the registration lists another

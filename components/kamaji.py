@@ -7,7 +7,10 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from gpu_tenancy import chart_pins, datastore, manifests, versions
+from gpu_tenancy.builders import kube_objects
+from gpu_tenancy.builders.kamaji import kamaji_chart
+from gpu_tenancy.builders.tenant_datastore import datastore
+from gpu_tenancy.contract import chart_pins, versions
 
 
 @dataclass
@@ -43,7 +46,7 @@ class Kamaji(pulumi.ComponentResource):
             repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=versions.CERT_MANAGER_CHART_REPO),
             namespace="cert-manager",
             create_namespace=True,
-            values=manifests.cert_manager_values(),
+            values=kamaji_chart.cert_manager_values(),
             opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=args.depends_on)),
         )
         kamaji = k8s.helm.v3.Release(
@@ -52,9 +55,9 @@ class Kamaji(pulumi.ComponentResource):
             chart="kamaji",
             version=args.chart_version,
             repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=versions.KAMAJI_CHART_REPO),
-            namespace=manifests.KAMAJI_NAMESPACE,
+            namespace=kamaji_chart.KAMAJI_NAMESPACE,
             create_namespace=True,
-            values=manifests.kamaji_values(args.image_tag, args.etcd_volume_mib),
+            values=kamaji_chart.kamaji_values(args.image_tag, args.etcd_volume_mib),
             opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=[cert_manager])),
         )
         self.datastore = k8s.apiextensions.CustomResource(
@@ -62,10 +65,10 @@ class Kamaji(pulumi.ComponentResource):
             api_version="kamaji.clastix.io/v1alpha1",
             kind="DataStore",
             metadata={
-                "name": manifests.DATASTORE_NAME,
-                "annotations": manifests.wait_for("jsonpath={.status.ready}=true", timeout_seconds=600),
+                "name": kamaji_chart.DATASTORE_NAME,
+                "annotations": kube_objects.wait_for("jsonpath={.status.ready}=true", timeout_seconds=600),
             },
-            spec=manifests.etcd_datastore_spec(),
+            spec=kamaji_chart.etcd_datastore_spec(),
             opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=[kamaji])),
         )
         self.issuers: list[pulumi.Resource] = []
@@ -80,4 +83,4 @@ class Kamaji(pulumi.ComponentResource):
                     opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=[cert_manager])),
                 )
             )
-        self.register_outputs({"dataStore": manifests.DATASTORE_NAME})
+        self.register_outputs({"dataStore": kamaji_chart.DATASTORE_NAME})

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_command as command
 
-from gpu_tenancy import kind, manifests
+from gpu_tenancy.builders.kind_cluster import kind, kind_config
+from gpu_tenancy.contract import limits
 
 
 @dataclass
@@ -16,7 +17,7 @@ class KindClusterArgs:
     node_image: str
     # kind's Docker network. Not kind's default: kind v0.32.0 reads it from KIND_EXPERIMENTAL_DOCKER_NETWORK
     # when it provisions (pkg/cluster/internal/providers/docker/provider.go `Provision`).
-    network: str = kind.DEFAULT_NETWORK
+    network: str = limits.DEFAULT_NETWORK
 
 
 class KindCluster(pulumi.ComponentResource):
@@ -27,12 +28,12 @@ class KindCluster(pulumi.ComponentResource):
     def __init__(self, name: str, args: KindClusterArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-tenancy:kind_cluster:KindCluster", name, None, opts)
         # Only a non-default network adds inputs: stacks on kind's own network keep theirs unchanged.
-        other_network = args.network != kind.DEFAULT_NETWORK
+        other_network = args.network != limits.DEFAULT_NETWORK
         create = command.local.Command(
             f"{name}-create",
             create=kind.create_command(args.cluster_name, args.node_image),
             delete=kind.delete_command(args.cluster_name),
-            stdin=manifests.kind_cluster_config(args.cluster_name),
+            stdin=kind_config.kind_cluster_config(args.cluster_name),
             environment={"KIND_EXPERIMENTAL_DOCKER_NETWORK": args.network} if other_network else None,
             # A changed trigger replaces the command (pulumi-command `common/inputs.go`, replaceOnChanges),
             # by default create-before-delete: the new create would adopt the running cluster and the old

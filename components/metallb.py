@@ -1,7 +1,7 @@
 """MetalLB in L2 mode: the pool comes from the kind network's IPv4 subnet (sim) or from config (real).
 
 The pool and its advertisement wait for MetalLB's admission webhook to accept them (see
-gpu_tenancy/admission_gate.py for why the chart's readiness is not enough).
+gpu_tenancy/builders/metallb/admission_gate.py for why the chart's readiness is not enough).
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import pulumi_command as command
 import pulumi_docker as docker
 import pulumi_kubernetes as k8s
 
-from gpu_tenancy import admission_gate, manifests, netpool, versions
+from gpu_tenancy.builders.metallb import admission_gate, metallb_objects, netpool
+from gpu_tenancy.contract import versions
 
 NAMESPACE = "metallb-system"
 CONTROLLER = "metallb-controller"  # the chart's `{{ metallb.fullname }}-controller` for release "metallb"
@@ -47,7 +48,7 @@ class MetalLB(pulumi.ComponentResource):
             repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=versions.METALLB_CHART_REPO),
             namespace=NAMESPACE,
             create_namespace=True,
-            values=manifests.metallb_values(),
+            values=metallb_objects.metallb_values(),
             opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=args.depends_on)),
         )
         if args.network is not None:
@@ -70,8 +71,8 @@ class MetalLB(pulumi.ComponentResource):
             self.subnet = pulumi.Output.from_input("")
         self.address_range = addresses.apply(",".join)
         pool_name = "kind-ipv4" if args.network is not None else "control-planes"
-        pool_object = addresses.apply(lambda a: manifests.metallb_ip_address_pool(NAMESPACE, pool_name, a))
-        advertisement = manifests.metallb_l2_advertisement(NAMESPACE, pool_name)
+        pool_object = addresses.apply(lambda a: metallb_objects.metallb_ip_address_pool(NAMESPACE, pool_name, a))
+        advertisement = metallb_objects.metallb_l2_advertisement(NAMESPACE, pool_name)
         # The gate dry-runs exactly the objects created below, so it also waits for their webhooks.
         self.webhook_ready = command.local.Command(
             f"{name}-webhook-ready",
@@ -80,7 +81,7 @@ class MetalLB(pulumi.ComponentResource):
             stdin=pulumi.Output.secret(args.kubeconfig),
             environment={
                 admission_gate.MANIFEST_ENV: pool_object.apply(
-                    lambda o: manifests.metallb_manifest([o, advertisement])
+                    lambda o: metallb_objects.metallb_manifest([o, advertisement])
                 )
             },
             logging=command.local.Logging.STDERR,

@@ -14,19 +14,21 @@ import pulumi_docker as docker
 import pulumi_kubernetes as k8s
 
 from components.cluster_role_account import cluster_role_account
-from gpu_tenancy import agent_admission, image_load, manifests
+from gpu_tenancy.builders import image_load, kube_objects
+from gpu_tenancy.builders.mock_gpu_agent import agent_admission
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 AGENT_SOURCES = [
     REPO_ROOT / "gpu_tenancy" / "__init__.py",
-    REPO_ROOT / "gpu_tenancy" / "hami.py",
-    *sorted((REPO_ROOT / "gpu_tenancy" / "agent").glob("*.py")),
-    REPO_ROOT / "gpu_tenancy" / "agent" / "Dockerfile",
-    REPO_ROOT / "gpu_tenancy" / "agent" / "requirements.txt",
+    REPO_ROOT / "gpu_tenancy" / "hami" / "__init__.py",
+    REPO_ROOT / "gpu_tenancy" / "hami" / "protocol.py",
+    *sorted((REPO_ROOT / "gpu_tenancy" / "hami" / "agent").glob("*.py")),
+    REPO_ROOT / "gpu_tenancy" / "hami" / "agent" / "Dockerfile",
+    REPO_ROOT / "gpu_tenancy" / "hami" / "agent" / "requirements.txt",
 ]
 IMAGE_REPOSITORY = "gpu-tenancy/mock-gpu-agent"
 NAMESPACE = "kube-system"
-AGENT_UID = 10001  # the numeric USER of gpu_tenancy/agent/Dockerfile
+AGENT_UID = 10001  # the numeric USER of gpu_tenancy/hami/agent/Dockerfile
 
 
 def agent_rbac_rules(node_name: pulumi.Input[str]) -> list[k8s.rbac.v1.PolicyRuleArgs]:
@@ -79,7 +81,7 @@ class MockGpuAgent(pulumi.ComponentResource):
             image_name=image_name,
             build=docker.DockerBuildArgs(
                 context=str(REPO_ROOT),
-                dockerfile=str(REPO_ROOT / "gpu_tenancy" / "agent" / "Dockerfile"),
+                dockerfile=str(REPO_ROOT / "gpu_tenancy" / "hami" / "agent" / "Dockerfile"),
             ),
             skip_push=True,
             opts=local_opts,
@@ -126,7 +128,7 @@ class MockGpuAgent(pulumi.ComponentResource):
         self.daemon_set = k8s.apps.v1.DaemonSet(
             f"{name}-daemonset",
             metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=name, namespace=NAMESPACE, labels=labels, annotations=dict(manifests.BACKGROUND_DELETION)
+                name=name, namespace=NAMESPACE, labels=labels, annotations=dict(kube_objects.BACKGROUND_DELETION)
             ),
             spec=k8s.apps.v1.DaemonSetSpecArgs(
                 selector=k8s.meta.v1.LabelSelectorArgs(match_labels=labels),
@@ -142,7 +144,7 @@ class MockGpuAgent(pulumi.ComponentResource):
                             run_as_group=AGENT_UID,
                             seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
                         ),
-                        node_selector={manifests.GPU_NODE_LABEL: "true"},
+                        node_selector={kube_objects.GPU_NODE_LABEL: "true"},
                         containers=[
                             k8s.core.v1.ContainerArgs(
                                 name="agent",

@@ -15,7 +15,9 @@ import pulumi_command as command
 import pulumi_kubernetes as k8s
 
 from components.cluster_role_account import cluster_role_account
-from gpu_tenancy import cuda_control, image_load, manifests, nvml_mock
+from gpu_tenancy.builders import image_load, kube_objects
+from gpu_tenancy.builders.mock_nvml import cuda_control, nvml_mock
+from gpu_tenancy.contract import limits
 
 NAMESPACE = "kube-system"
 
@@ -47,7 +49,7 @@ class MockNvml(pulumi.ComponentResource):
         config_text = nvml_mock.config_yaml(config)
         self.config_digest = nvml_mock.config_sha(config_text)
         self.hami_device_plugin = nvml_mock.hami_device_plugin_values(self.config_digest)
-        labels = manifests.labels(args.tenant, nvml_mock.COMPONENT)
+        labels = kube_objects.labels(args.tenant, nvml_mock.COMPONENT)
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on)
 
         self.image_load = command.local.Command(
@@ -74,9 +76,9 @@ class MockNvml(pulumi.ComponentResource):
         )
         self.daemon_set = k8s.apps.v1.DaemonSet(
             f"{name}-daemonset",
-            # Background deletion: a node whose kubelet already died cannot hold `destroy` (manifests).
+            # Background deletion: a node whose kubelet already died cannot hold `destroy` (kube_objects).
             metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=name, namespace=NAMESPACE, labels=labels, annotations=dict(manifests.BACKGROUND_DELETION)
+                name=name, namespace=NAMESPACE, labels=labels, annotations=dict(kube_objects.BACKGROUND_DELETION)
             ),
             spec=spec,
             opts=pulumi.ResourceOptions(
@@ -85,8 +87,8 @@ class MockNvml(pulumi.ComponentResource):
                 depends_on=[self.image_load, account.binding, *args.depends_on],
             ),
         )
-        # GPU containers start without a driver in them (gpu_tenancy.cuda_control).
-        ga = cuda_control.api_version(args.kubernetes_version).endswith("/v1")
+        # GPU containers start without a driver in them (gpu_tenancy.builders.mock_nvml.cuda_control).
+        ga = limits.mutating_admission_policy_api(args.kubernetes_version).endswith("/v1")
         api = k8s.admissionregistration.v1 if ga else k8s.admissionregistration.v1beta1
         policy = api.MutatingAdmissionPolicy(
             f"{name}-cuda-control-policy",

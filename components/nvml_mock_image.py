@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_command as command
 
-from gpu_tenancy import nvml_mock, versions
+from gpu_tenancy.builders.mock_nvml import nvml_mock
+from gpu_tenancy.contract import versions
 
 
 @dataclass

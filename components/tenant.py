@@ -26,8 +26,11 @@ from components.tenant_control_plane import TenantControlPlane, TenantControlPla
 from components.tenant_network import TenantNetwork, TenantNetworkArgs
 from components.worker import Worker, WorkerArgs
 from components.workloads import Workloads, WorkloadsArgs
-from gpu_tenancy import cuda_control, gpu_nodes, workloads
-from gpu_tenancy.config import StackConfig, TenantConfig
+from gpu_tenancy.builders import gpu_nodes
+from gpu_tenancy.builders.mock_nvml import cuda_control
+from gpu_tenancy.builders.workloads import workloads
+from gpu_tenancy.contract.stack_config import StackConfig
+from gpu_tenancy.contract.tenant_config import TenantConfig
 
 
 @dataclass

@@ -1,5 +1,5 @@
-"""A tenant's non-admin identity (gpu_tenancy/tenant_access.py): ServiceAccount, `edit` in the workloads
-namespace, its token, the quota and the Service admission policy."""
+"""A tenant's non-admin identity (gpu_tenancy/builders/tenant_access/tenant_access.py): ServiceAccount, `edit` in the
+workloads namespace, its token, the quota and the Service admission policy."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from gpu_tenancy import manifests, tenant_access
+from gpu_tenancy.builders import kube_objects
+from gpu_tenancy.builders.tenant_access import tenant_access
 
 
 @dataclass
@@ -27,7 +28,7 @@ class TenantAccess(pulumi.ComponentResource):
         tenant = args.tenant
         namespace = args.namespace.metadata.name.apply(str)
         in_namespace = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[args.namespace])
-        labels = manifests.labels(tenant, tenant_access.COMPONENT)
+        labels = kube_objects.labels(tenant, tenant_access.COMPONENT)
         account = k8s.core.v1.ServiceAccount(
             f"{name}-sa",
             metadata=namespace.apply(

@@ -10,7 +10,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.tenant_datastore import TenantDataStore, TenantDataStoreArgs
-from gpu_tenancy import kubeadm, manifests
+from gpu_tenancy.builders import kube_objects
+from gpu_tenancy.builders.kamaji import kamaji_chart
+from gpu_tenancy.builders.tenant_control_plane import control_plane_spec, kubeadm
 
 TCP_API_VERSION = "kamaji.clastix.io/v1alpha1"
 
@@ -26,9 +28,9 @@ class TenantControlPlaneArgs:
     node_runtime: str = "kind"  # "kind": kindest/node containers; "host": prepared real hosts
     service_type: str = "LoadBalancer"
     address: str | None = None
-    port: int = manifests.TCP_PORT
-    konnectivity_port: int = manifests.KONNECTIVITY_PORT
-    # Flags the device layer needs on the tenant's API server (sim-nvml: gpu_tenancy.cuda_control).
+    port: int = control_plane_spec.TCP_PORT
+    konnectivity_port: int = control_plane_spec.KONNECTIVITY_PORT
+    # Flags the device layer needs on the tenant's API server (sim-nvml: gpu_tenancy.builders.mock_nvml.cuda_control).
     api_server_args: list[str] = field(default_factory=list)
     # "shared": the platform's etcd; "dedicated": an etcd of this tenant's own (TenantDataStore).
     data_store: str = "shared"
@@ -86,10 +88,10 @@ class TenantControlPlane(pulumi.ComponentResource):
         on_management = pulumi.ResourceOptions(parent=self, provider=args.management_provider)
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
-            metadata={"name": tenant, "labels": manifests.labels(tenant, "control-plane")},
+            metadata={"name": tenant, "labels": kube_objects.labels(tenant, "control-plane")},
             opts=pulumi.ResourceOptions.merge(on_management, pulumi.ResourceOptions(depends_on=args.depends_on)),
         )
-        data_store, tcp_after = manifests.DATASTORE_NAME, [namespace]
+        data_store, tcp_after = kamaji_chart.DATASTORE_NAME, [namespace]
         if args.data_store == "dedicated":
             own = TenantDataStore(
                 f"{name}-datastore",
@@ -107,10 +109,10 @@ class TenantControlPlane(pulumi.ComponentResource):
             metadata={
                 "name": tenant,
                 "namespace": namespace.metadata.name,
-                "labels": manifests.labels(tenant, "control-plane"),
-                "annotations": manifests.wait_for(*manifests.tcp_wait_conditions()),
+                "labels": kube_objects.labels(tenant, "control-plane"),
+                "annotations": kube_objects.wait_for(*control_plane_spec.tcp_wait_conditions()),
             },
-            spec=manifests.tenant_control_plane_spec(
+            spec=control_plane_spec.tenant_control_plane_spec(
                 args.kubernetes_version,
                 args.pod_cidr,
                 args.service_cidr,

@@ -1,7 +1,8 @@
 """A tenant's own etcd on the management cluster (tenants[].dataStore: dedicated), in its namespace.
 
 Nothing it stores or fills is shared with another tenant: its quota, its volume, its process. See
-gpu_tenancy/datastore.py for the sizing and docs/threat-model.md (Datastore) for what each choice isolates.
+gpu_tenancy/builders/tenant_datastore/datastore.py for the sizing and docs/threat-model.md (Datastore) for what each
+choice isolates.
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from gpu_tenancy import datastore, manifests, versions
+from gpu_tenancy.builders import kube_objects
+from gpu_tenancy.builders.tenant_datastore import datastore
+from gpu_tenancy.contract import versions
 
 
 @dataclass
@@ -47,8 +50,8 @@ class TenantDataStore(pulumi.ComponentResource):
             kind="DataStore",
             metadata={
                 "name": self.name,
-                "labels": manifests.labels(args.tenant, "datastore"),
-                "annotations": manifests.wait_for("jsonpath={.status.ready}=true", timeout_seconds=600),
+                "labels": kube_objects.labels(args.tenant, "datastore"),
+                "annotations": kube_objects.wait_for("jsonpath={.status.ready}=true", timeout_seconds=600),
             },
             spec=datastore.datastore_spec(self.name, args.tenant),
             opts=pulumi.ResourceOptions.merge(on_management, pulumi.ResourceOptions(depends_on=[release])),

@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
-from gpu_tenancy import manifests, versions
+from gpu_tenancy.builders import kube_objects
+from gpu_tenancy.builders.tenant_network import network_daemonsets
+from gpu_tenancy.contract import versions
 
 
 @dataclass
@@ -29,19 +31,19 @@ class TenantNetwork(pulumi.ComponentResource):
         in_tenant = pulumi.ResourceOptions(parent=self, provider=args.provider)
 
         def meta(component: str, resource_name: str, namespaced: bool = True) -> dict[str, object]:
-            metadata: dict[str, object] = {"name": resource_name, "labels": manifests.labels(tenant, component)}
+            metadata: dict[str, object] = {"name": resource_name, "labels": kube_objects.labels(tenant, component)}
             if namespaced:
                 metadata["namespace"] = "kube-system"
             return metadata
 
         def daemon_set_meta(component: str) -> dict[str, object]:
-            return {**meta(component, component), "annotations": dict(manifests.BACKGROUND_DELETION)}
+            return {**meta(component, component), "annotations": dict(kube_objects.BACKGROUND_DELETION)}
 
         kindnet_sa = k8s.core.v1.ServiceAccount(f"{name}-kindnet", metadata=meta("kindnet", "kindnet"), opts=in_tenant)
         kindnet_role = k8s.rbac.v1.ClusterRole(
             f"{name}-kindnet",
             metadata=meta("kindnet", "kindnet", namespaced=False),
-            rules=manifests.kindnet_cluster_role_rules(),
+            rules=network_daemonsets.kindnet_cluster_role_rules(),
             opts=in_tenant,
         )
         kindnet_binding = k8s.rbac.v1.ClusterRoleBinding(
@@ -55,7 +57,7 @@ class TenantNetwork(pulumi.ComponentResource):
             f"{name}-kindnet",
             metadata=daemon_set_meta("kindnet"),
             spec=pulumi.Output.from_input(args.endpoint).apply(
-                lambda endpoint: manifests.kindnet_daemonset_spec(
+                lambda endpoint: network_daemonsets.kindnet_daemonset_spec(
                     tenant, args.kindnetd_image, args.pod_cidr, endpoint
                 )
             ),
@@ -79,8 +81,8 @@ class TenantNetwork(pulumi.ComponentResource):
             metadata=meta("kube-proxy", "kube-proxy"),
             data=pulumi.Output.from_input(args.endpoint).apply(
                 lambda endpoint: {
-                    "config.conf": manifests.kube_proxy_config(args.pod_cidr),
-                    "kubeconfig.conf": manifests.kube_proxy_kubeconfig(endpoint),
+                    "config.conf": network_daemonsets.kube_proxy_config(args.pod_cidr),
+                    "kubeconfig.conf": network_daemonsets.kube_proxy_kubeconfig(endpoint),
                 }
             ),
             opts=in_tenant,
@@ -88,7 +90,7 @@ class TenantNetwork(pulumi.ComponentResource):
         self.kube_proxy = k8s.apps.v1.DaemonSet(
             f"{name}-kube-proxy",
             metadata=daemon_set_meta("kube-proxy"),
-            spec=manifests.kube_proxy_daemonset_spec(
+            spec=network_daemonsets.kube_proxy_daemonset_spec(
                 tenant, f"{versions.KUBE_PROXY_REPOSITORY}:{args.kubernetes_version}"
             ),
             opts=pulumi.ResourceOptions.merge(

@@ -10,7 +10,8 @@ import pulumi
 import pulumi_command as command
 import pulumi_docker as docker
 
-from gpu_tenancy import kind_node, manifests, worker_join
+from gpu_tenancy.builders import kube_objects
+from gpu_tenancy.builders.worker import kind_node, worker_join
 
 
 @dataclass
@@ -40,8 +41,8 @@ class Worker(pulumi.ComponentResource):
         image = docker.RemoteImage(
             f"{name}-image", name=args.image, keep_locally=True, opts=pulumi.ResourceOptions(parent=self)
         )
-        # kind decides some node flags from `docker info` on the host (gpu_tenancy/kind_node.py). Asked once,
-        # when the worker is created, and kept in the state: a later `pulumi up` changes nothing.
+        # kind decides some node flags from `docker info` on the host (gpu_tenancy/builders/worker/kind_node.py). Asked
+        # once, when the worker is created, and kept in the state: a later `pulumi up` changes nothing.
         docker_info = command.local.Command(
             f"{name}-docker-info",
             create=kind_node.DOCKER_INFO_COMMAND,
@@ -89,15 +90,15 @@ class Worker(pulumi.ComponentResource):
             cgroupns_mode="private",
             envs=node_env,
             labels=[
-                docker.ContainerLabelArgs(label=manifests.TENANT_LABEL, value=tenant),
-                docker.ContainerLabelArgs(label=manifests.COMPONENT_LABEL, value="worker"),
+                docker.ContainerLabelArgs(label=kube_objects.TENANT_LABEL, value=tenant),
+                docker.ContainerLabelArgs(label=kube_objects.COMPONENT_LABEL, value="worker"),
             ],
             # Its name is fixed: the old container must be gone before the new one can take it.
             opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on, delete_before_replace=True),
         )
         template = pulumi.Output.all(args.endpoint, args.ca_cert_hash).apply(
             lambda v: worker_join.join_configuration_template(
-                v[0], v[1], args.container_name, manifests.gpu_node_labels(tenant)
+                v[0], v[1], args.container_name, kube_objects.gpu_node_labels(tenant)
             )
         )
         self.join = command.local.Command(

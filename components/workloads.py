@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
-from gpu_tenancy import workloads as builders
-from gpu_tenancy.config import WorkloadConfig
+from gpu_tenancy.builders.workloads import workloads as builders
+from gpu_tenancy.contract.tenant_config import WorkloadConfig
 
 
 @dataclass

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 # The engine starts the pack with policies/ as the working directory and script directory, so only
-# policies/ is on sys.path; gpu-plan-fits also needs the project's own modules (gpu_tenancy.planner).
+# policies/ is on sys.path; gpu-plan-fits also needs the project's own modules (gpu_tenancy.hami.planner).
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 
 from pulumi_policy import EnforcementLevel, PolicyPack

@@ -11,41 +11,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from policy_common import MANDATORY, describe, policy_config
-from policy_lib import (
-    COMPONENT_LABEL,
-    CONTAINER_TYPE,
+from gpu_lib import (
     GPU,
     GPUCORES,
     GPUMEM,
     GPUMEM_PERCENTAGE,
-    HELM_RELEASE_TYPE,
-    HELM_TYPES,
     MOCK_AGENT_COMPONENT,
-    MOCK_AGENT_TYPE,
     MOCK_NVML_COMPONENT,
     MOCK_NVML_DRIVER_ROOT,
-    MOCK_NVML_TYPE,
-    STACK_TYPE,
-    TENANT_TYPE,
-    Res,
-    ancestor_tenant,
-    as_dict,
-    as_list,
-    containers,
-    contains_unknown,
-    dig,
-    from_policy_resources,
-    from_resource_args,
-    is_unknown,
-    known_str,
     planner_inputs,
-    pod_spec,
-    quantity,
-    resource_tenant,
     stack_config,
-    tenant_component_name,
 )
+from pod_lib import containers, pod_spec
+from policy_common import MANDATORY, describe, policy_config
 from pulumi_policy import (
     PolicyConfigSchema,
     ReportViolation,
@@ -54,6 +32,20 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
+from resource_lib import (
+    CONTAINER_TYPE,
+    HELM_RELEASE_TYPE,
+    HELM_TYPES,
+    MOCK_AGENT_TYPE,
+    MOCK_NVML_TYPE,
+    STACK_TYPE,
+    TENANT_TYPE,
+    Res,
+    from_policy_resources,
+    from_resource_args,
+)
+from tenancy_lib import COMPONENT_LABEL, ancestor_tenant, resource_tenant, tenant_component_name
+from value_lib import as_dict, as_list, contains_unknown, dig, is_unknown, known_str, quantity
 
 DEFAULT_SPLIT_COUNT = 10
 
@@ -375,7 +367,7 @@ no_mock_gpus_in_real = StackValidationPolicy(
 def _declaration(tenant_res: Res, resources: list[Res]) -> tuple[dict[str, Any] | None, str]:
     """(gpus by node/workloads/quota of a tenant, where they came from); None when neither source has them.
 
-    `nodes` is [(node name, GPU groups)] as the cluster will name its GPU nodes (gpu_tenancy.gpu_nodes)."""
+    `nodes` is [(node name, GPU groups)] as the cluster will name its GPU nodes (gpu_tenancy.builders.gpu_nodes)."""
     props = tenant_res.props
     if isinstance(props.get("gpuNodes"), list) and not contains_unknown(
         [props.get("gpuNodes"), props.get("workloads"), props.get("quota")]
@@ -435,7 +427,7 @@ def _node_name(resources: list[Res], tenant: str) -> str:
 
 
 def validate_gpu_plan_fits(args: StackValidationArgs, report: ReportViolation) -> None:
-    from gpu_tenancy import planner
+    from gpu_tenancy.hami.planner.schedule import plan
 
     resources = from_policy_resources(args.resources)
     for res in resources:
@@ -459,7 +451,7 @@ def validate_gpu_plan_fits(args: StackValidationArgs, report: ReportViolation) -
                 _split_count(resources, tenant),
             )
             # A verdict, not a card-by-card prediction: large nodes are planned with ties in registration order.
-            result = planner.plan(nodes, workloads, quota, exact_device_order=False)
+            result = plan(nodes, workloads, quota, exact_device_order=False)
         except ValueError as error:
             report(f"tenant {tenant!r}: its GPU declaration cannot be planned: {error}.", res.urn)
             continue
@@ -475,7 +467,7 @@ gpu_plan_fits = StackValidationPolicy(
     name="gpu-plan-fits",
     description=(
         "Every replica of a tenant's declared workloads fits its declared GPU inventory and quota as HAMi would "
-        "schedule it (gpu_tenancy.planner); reasons are HAMi's own. Add GPUs, lower requests or raise the quota."
+        "schedule it (gpu_tenancy.hami.planner); reasons are HAMi's own. Add GPUs, lower requests or raise the quota."
     ),
     validate=validate_gpu_plan_fits,
     enforcement_level=MANDATORY,

@@ -8,32 +8,16 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from policy_common import MANDATORY, describe, policy_config
-from policy_lib import (
-    CONTAINER_TYPE,
-    DOCKER_IMAGE_TYPE,
-    HELM_TYPES,
-    REMOTE_COMMAND_TYPE,
-    REMOTE_IMAGE_TYPE,
+from pod_lib import (
     REQUIRED_CHART_TAGS,
-    TCP_TYPE,
-    Res,
-    ancestor_tenant,
-    as_list,
     chart_name,
-    component_label,
     containers,
-    dig,
     exact_kubernetes_version,
-    from_policy_resources,
-    from_resource_args,
     helm_value_image_problems,
     image_problem,
-    is_unknown,
-    known_str,
-    owner,
     pod_spec,
 )
+from policy_common import MANDATORY, describe, policy_config
 from pulumi_policy import (
     PolicyConfigSchema,
     ReportViolation,
@@ -42,9 +26,22 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
+from resource_lib import (
+    CONTAINER_TYPE,
+    DOCKER_IMAGE_TYPE,
+    HELM_TYPES,
+    REMOTE_COMMAND_TYPE,
+    REMOTE_IMAGE_TYPE,
+    TCP_TYPE,
+    Res,
+    from_policy_resources,
+    from_resource_args,
+)
+from tenancy_lib import ancestor_tenant, component_label, owner
+from value_lib import as_list, dig, is_unknown, known_str
 
-from gpu_tenancy import chart_pins, versions
-from gpu_tenancy.image_pins import image_tag
+from gpu_tenancy.contract import chart_pins, versions
+from gpu_tenancy.contract.image_pins import image_tag
 
 # --------------------------------------------------------------------------- 4 tcp-version-pinned
 
@@ -164,7 +161,7 @@ images_pinned = ResourceValidationPolicy(
 # --------------------------------------------------------------------------- 6 charts-pinned
 
 _RANGE_CHARACTERS = set("^~*<>|= xX")
-# Moving builds deployed knowingly (gpu_tenancy/versions.py UNPINNED_CHARTS); any other one is refused.
+# Moving builds deployed knowingly (gpu_tenancy/contract/versions.py UNPINNED_CHARTS); any other one is refused.
 DEFAULT_ACCEPTED_MOVING_BUILDS = sorted(chart_pins.chart_key(c, v) for c, v in versions.UNPINNED_CHARTS.items())
 
 

@@ -7,7 +7,7 @@ overridden with `pulumi preview --policy-pack policies --policy-pack-config <fil
 
 Resource policies see a resource's inputs; stack policies see every resource's outputs (for a component:
 what it passed to register_outputs), its provider and its parent chain. Values unknown during preview
-are skipped, never touched raw (see policy_lib.plain), so a first preview does not crash a policy.
+are skipped, never touched raw (see value_lib.plain), so a first preview does not crash a policy.
 """
 
 from __future__ import annotations
@@ -15,18 +15,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from control_plane_policies import tcp_dedicated_namespace, tcp_konnectivity_enabled
+from data_plane_policies import tenant_cidrs_disjoint, worker_joins_own_tenant
 from gpu_policies import gpu_plan_fits, gpu_requests_fractional, no_mock_gpus_in_real
-from isolation_policies import (
-    DEFAULT_MANAGEMENT_COMPONENTS,
-    tcp_dedicated_namespace,
-    tcp_konnectivity_enabled,
-    tenant_cidrs_disjoint,
-    tenant_provider_isolation,
-    worker_joins_own_tenant,
-)
 from pinning_policies import charts_pinned, images_pinned, tcp_version_pinned
-from policy_lib import COMPONENT_LABEL, TCP_TYPE, TENANT_TYPE
+from provider_policies import DEFAULT_MANAGEMENT_COMPONENTS, tenant_provider_isolation
 from pulumi_policy import Policy, ReportViolation
+from resource_lib import TCP_TYPE, TENANT_TYPE
+from tenancy_lib import COMPONENT_LABEL
 from workload_policies import workload_safety
 
 __all__ = [

@@ -5,7 +5,7 @@ Security Standards' baseline profile (kubernetes/pod-security-admission policy/c
 privileged, added capabilities, hostPath, hostPort, AppArmor, SELinux, /proc mount, seccomp, sysctls,
 Windows HostProcess), with two stricter choices: every added capability is a finding (the multi-tenancy
 benchmark MTB-PL1-BC-CPI-3 "block add capabilities"), and `allowPrivilegeEscalation: true` is one
-(restricted's check). GPU access around HAMi is gpu_tenancy.gpu_access's rule, the one the admission
+(restricted's check). GPU access around HAMi is gpu_tenancy.builders.gpu_access.gpu_access's rule, the one the admission
 policy in every tenant enforces. A PersistentVolume's hostPath/local path, Docker containers' host access
 and Helm releases (whose rendered objects the pack never sees) are findings too.
 """
@@ -16,25 +16,11 @@ import posixpath
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from policy_lib import (
-    CONTAINER_TYPE,
-    HELM_TYPES,
-    K8S_COMPONENT_TYPES,
-    PERSISTENT_VOLUME_TYPE,
-    POD_SPEC_PATHS,
-    Res,
-    as_dict,
-    as_list,
-    chart_name,
-    containers,
-    dig,
-    is_unknown,
-    known_str,
-    pod_spec,
-    quantity,
-)
+from pod_lib import POD_SPEC_PATHS, chart_name, containers, pod_spec
+from resource_lib import CONTAINER_TYPE, HELM_TYPES, K8S_COMPONENT_TYPES, PERSISTENT_VOLUME_TYPE, Res
+from value_lib import as_dict, as_list, dig, is_unknown, known_str, quantity
 
-from gpu_tenancy import gpu_access
+from gpu_tenancy.builders.gpu_access import gpu_access
 
 Finding = tuple[str, str]
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from policy_common import MANDATORY, describe, policy_config
-from policy_lib import (
+from pulumi_policy import PolicyConfigSchema, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
+from resource_lib import (
     CONTAINER_TYPE,
     HAMI_TYPE,
     HELM_RELEASE_TYPE,
@@ -23,17 +24,16 @@ from policy_lib import (
     from_resource_args,
     nearest_component,
 )
-from pulumi_policy import PolicyConfigSchema, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
 from workload_lib import findings
 
-from gpu_tenancy import nvml_mock
+from gpu_tenancy.builders.mock_nvml import nvml_mock
 
 DAEMONSET_TYPE = "kubernetes:apps/v1:DaemonSet"
 
 # component type -> resource type -> findings that component's resources of that type may have. Granted by
 # where the program constructs a resource (its URN), never by a label the resource carries.
 DEFAULT_EXEMPTIONS: dict[str, dict[str, list[str]]] = {
-    # kind's kindnetd and kube-proxy, as kind runs them (gpu_tenancy/manifests.py).
+    # kind's kindnetd and kube-proxy, as kind runs them (gpu_tenancy/builders/tenant_network/network_daemonsets.py).
     TENANT_NETWORK_TYPE: {
         DAEMONSET_TYPE: [
             "hostNetwork", "privileged", "capability:NET_RAW", "capability:NET_ADMIN",
@@ -47,8 +47,8 @@ DEFAULT_EXEMPTIONS: dict[str, dict[str, list[str]]] = {
             "hostPath:/etc/kubernetes/node-feature-discovery/features.d",
         ]
     },
-    # A kind node container, with the flags kind gives its nodes (gpu_tenancy/kind_node.py). `label=disable`
-    # is what the Docker daemon adds to any privileged container anyway (moby daemon/create.go
+    # A kind node container, with the flags kind gives its nodes (gpu_tenancy/builders/worker/kind_node.py).
+    # `label=disable` is what the Docker daemon adds to any privileged container anyway (moby daemon/create.go
     # generateSecurityOpt); the program sends it so that state and inputs agree.
     WORKER_TYPE: {
         CONTAINER_TYPE: [

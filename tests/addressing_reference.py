@@ -1,5 +1,5 @@
-"""``gpu_tenancy.addressing.collisions`` as it was before it was made O(n log n): every claim against every
-earlier one (gpu_tenancy/addressing.py at commit bf99fc8). The reference tests/test_addressing.py compares the
+"""``gpu_tenancy.contract.addressing.collisions`` as it was before it was made O(n log n): every claim against every
+earlier one (gpu_tenancy/contract/addressing.py at commit bf99fc8). The reference tests/test_addressing.py compares the
 current implementation against."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterable
 
-from gpu_tenancy.addressing import Claim
+from gpu_tenancy.contract.addressing import Claim
 
 
 def _overlap(a: str, b: str) -> bool:

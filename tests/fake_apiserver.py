@@ -19,7 +19,7 @@ certificate and key, no token).
 The objects it serves are recorded under tests/fixtures/status/<mode>.json as HAMi v2.10.0 leaves them
 (Project-HAMi/HAMi at tag v2.10.0):
 - node `hami.io/node-nvidia-register`: in mode sim what the mock-GPU agent writes
-  (`gpu_tenancy.hami.register_annotation`, golden in tests/golden/register-annotations.json); in mode real
+  (`gpu_tenancy.hami.protocol.register_annotation`, golden in tests/golden/register-annotations.json); in mode real
   what the device plugin writes, pkg/device-plugin/nvidiadevice/nvinternal/plugin/register.go
   `getAPIDevices` + pkg/device/devices.go `MarshalNodeDevices`: Go `encoding/json` of `DeviceInfo` with
   `omitempty` (no `index`/`numa` when 0), devices in map order, NVML names (`NVIDIA L4`, prefixed

@@ -10,7 +10,7 @@ deviceCoreScaling 1):
 - the devices are walked by ranging over a Go map (`for UUID := range devs`), so the register's order is
   not the NVML index order and changes from one registration to the next: `order` lets a test pick one.
 The JSON field names and their order are DeviceInfo's (pkg/device/devices.go), as the annotation carries
-them. Written from the upstream source, not from gpu_tenancy.hami.
+them. Written from the upstream source, not from gpu_tenancy.hami.protocol.
 """
 
 from __future__ import annotations

@@ -30,11 +30,13 @@ from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.rpc import UNKNOWN
 
-from gpu_tenancy import hostprep, manifests, nvml_mock
+from gpu_tenancy.builders import kube_objects
+from gpu_tenancy.builders.host_worker import hostprep
+from gpu_tenancy.builders.mock_nvml import nvml_mock
 from tests import hami_register
 
 # The annotation HAMi v2.10.0's device plugin writes its register to (pkg/device/nvidia/device.go
-# RegisterAnnos "hami.io/node-nvidia-register"): spelt out here, not taken from gpu_tenancy.hami.
+# RegisterAnnos "hami.io/node-nvidia-register"): spelt out here, not taken from gpu_tenancy.hami.protocol.
 HAMI_REGISTER_ANNOTATION = "hami.io/node-nvidia-register"
 REPO = Path(__file__).resolve().parents[1]
 PROJECT = "gpu-tenancy"
@@ -152,7 +154,7 @@ def _contains_unknown(value: Any) -> bool:
 def _component(state: dict[str, Any]) -> str | None:
     metadata = state.get("metadata")
     labels = metadata.get("labels") if isinstance(metadata, dict) else None
-    return labels.get(manifests.COMPONENT_LABEL) if isinstance(labels, dict) else None
+    return labels.get(kube_objects.COMPONENT_LABEL) if isinstance(labels, dict) else None
 
 
 def _kubernetes_id(metadata: Any) -> str | None:
@@ -295,7 +297,7 @@ class LabMocks(Mocks):
             self._hami_registers_mock_nvml(outputs)
         elif args.typ in ("command:local:Command", "command:remote:Command"):
             # A GPU host's join reads its JoinConfiguration on stdin; a kind worker's join gets the template
-            # in GPU_TENANCY_JOIN_CONFIGURATION (gpu_tenancy/worker_join.py join_script).
+            # in GPU_TENANCY_JOIN_CONFIGURATION (gpu_tenancy/builders/worker/worker_join.py join_script).
             environment = unwrap(args.inputs.get("environment")) or {}
             join = _join_configuration(args.inputs.get("stdin")) or _join_configuration(
                 environment.get("GPU_TENANCY_JOIN_CONFIGURATION") if isinstance(environment, dict) else None
@@ -333,12 +335,12 @@ class LabMocks(Mocks):
     def _hami_registers_mock_nvml(self, config_map: dict[str, Any]) -> None:
         """HAMi v2.10.0's device plugin on the mock NVML of a tenant's node registers what the mock answers
         for its configuration (tests/hami_register.py follows register.go `getAPIDevices`)."""
-        tenant = config_map["metadata"]["labels"][manifests.TENANT_LABEL]
+        tenant = config_map["metadata"]["labels"][kube_objects.TENANT_LABEL]
         config = yaml.safe_load(config_map["data"]["config.yaml"])
         devices = hami_register.register(hami_register.mock_nvml_devices(config))
         for (typ, node), state in list(self.live.items()):
             metadata = state["metadata"]
-            if typ == "kubernetes:core/v1:Node" and metadata["labels"].get(manifests.TENANT_LABEL) == tenant:
+            if typ == "kubernetes:core/v1:Node" and metadata["labels"].get(kube_objects.TENANT_LABEL) == tenant:
                 registered = self.node_register.get(node, hami_register.annotation(devices))
                 metadata["annotations"][HAMI_REGISTER_ANNOTATION] = registered
 

@@ -34,19 +34,19 @@ def module_rows(mutants_dir: Path, modules: list[str]) -> list[tuple[str, int, i
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("modules", nargs="+", help="source paths, e.g. gpu_tenancy/netpool.py")
+    parser.add_argument("modules", nargs="+", help="source paths, e.g. gpu_tenancy/builders/metallb/netpool.py")
     parser.add_argument("--mutants", type=Path, default=Path("mutants"))
     parser.add_argument("--fail-under", type=float, default=None, help="minimum killed share in percent")
     args = parser.parse_args(argv)
     low = []
-    print(f"{'module':38} {'killed':>7} {'survived':>9} {'not run':>8} {'score':>7}")
+    print(f"{'module':56} {'killed':>7} {'survived':>9} {'not run':>8} {'score':>7}")
     for module, killed, survived, not_run in module_rows(args.mutants, args.modules):
         if not_run < 0:
-            print(f"{module:38} {'no mutmut results (not run yet)':>34}")
+            print(f"{module:56} {'no mutmut results (not run yet)':>34}")
             continue
         ran = killed + survived
         score = 100.0 * killed / ran if ran else 0.0
-        print(f"{module:38} {killed:7d} {survived:9d} {not_run:8d} {score:6.1f}%")
+        print(f"{module:56} {killed:7d} {survived:9d} {not_run:8d} {score:6.1f}%")
         if args.fail_under is not None and ran and score < args.fail_under:
             low.append(module)
     if low:

@@ -1,10 +1,11 @@
 """The planner's engine as it was before it was made near-linear: the reference the differential test
-(tests/test_planner_differential.py) compares ``gpu_tenancy.planner.plan`` against.
+(tests/test_planner_differential.py) compares ``gpu_tenancy.hami.planner.schedule.plan`` against.
 
-Kept verbatim (the engine section of gpu_tenancy/planner.py at commit bf99fc8), with the reason
-strings copied too so that a change to them in the planner shows up as a difference. The public data model
-(Device, Node, ContainerRequest, Workload, Quota, Placement, Failure, PlanResult) is imported: both engines
-read the same inputs and must build equal outputs. This implementation is Θ(replicas × nodes): it walks
+Kept verbatim (the engine section of gpu_tenancy/hami/planner.py at commit bf99fc8; the engine now lives in
+gpu_tenancy/hami/planner/fit.py and schedule.py), with the reason strings copied too so that a change to them
+in the planner shows up as a difference. The public data model (Device, Node, ContainerRequest, Workload, Quota
+from planner.model; Placement, Failure, PlanResult from planner.report) is imported: both engines read the
+same inputs and must build equal outputs. This implementation is Θ(replicas × nodes): it walks
 every node for every replica; use it on small inputs only.
 """
 
@@ -15,17 +16,8 @@ import struct
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from gpu_tenancy.planner import (
-    MAX_DEVICES_PER_NODE,
-    ContainerRequest,
-    Device,
-    Failure,
-    Node,
-    Placement,
-    PlanResult,
-    Quota,
-    Workload,
-)
+from gpu_tenancy.hami.planner.model import MAX_DEVICES_PER_NODE, ContainerRequest, Device, Node, Quota, Workload
+from gpu_tenancy.hami.planner.report import Failure, Placement, PlanResult
 
 CARD_TYPE_MISMATCH = "CardTypeMismatch"
 CARD_TIME_SLICING_EXHAUSTED = "CardTimeSlicingExhausted"

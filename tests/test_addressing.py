@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpu_tenancy import addressing
-from gpu_tenancy.config import DNS1123_LABEL, ConfigError, load_config
+from gpu_tenancy.contract import addressing
+from gpu_tenancy.contract.config import ConfigError, load_config
+from gpu_tenancy.contract.config_fields import DNS1123_LABEL
 from tests import addressing_reference
 from tests.harness import by_type, dev_config, gpu_config, nodeport_gpu_config, record_stack, registered_gpus
 

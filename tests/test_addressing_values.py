@@ -10,7 +10,14 @@ from __future__ import annotations
 
 import pytest
 
-from gpu_tenancy.addressing import Claim, collisions, default_cidrs, default_node_ports, name_hash, node_port_pairs
+from gpu_tenancy.contract.addressing import (
+    Claim,
+    collisions,
+    default_cidrs,
+    default_node_ports,
+    name_hash,
+    node_port_pairs,
+)
 
 
 def test_the_name_hash_is_sha256s_first_eight_bytes() -> None:

@@ -1,5 +1,5 @@
-"""The mock-GPU agent's pod rights, narrowed by its admission policy (gpu_tenancy/agent_admission.py) to what
-gpu_tenancy/agent/kube.py does: set HAMi's bind phase on pods bound to its node. Evaluated with a real CEL
+"""The mock-GPU agent's pod rights, narrowed by its admission policy (gpu_tenancy/builders/mock_gpu_agent/agent_admission.py) to what
+gpu_tenancy/hami/agent/kube.py does: set HAMi's bind phase on pods bound to its node. Evaluated with a real CEL
 runtime as the API server evaluates a ValidatingAdmissionPolicy (tests/admission_cel.py)."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 from admission_cel import Request, denials
 from harness import record_stack, unwrap
 
-from gpu_tenancy import agent_admission
-from gpu_tenancy.agent import decisions
+from gpu_tenancy.builders.mock_gpu_agent import agent_admission
+from gpu_tenancy.hami.agent import decisions
 
 AGENT = "system:serviceaccount:kube-system:tenant-a-mock-gpu-agent"
 NODE = "gpu-tenancy-dev-tenant-a-worker"

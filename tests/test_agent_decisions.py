@@ -1,7 +1,7 @@
 from typing import Any
 
-from gpu_tenancy import hami
-from gpu_tenancy.agent import decisions
+from gpu_tenancy.hami import protocol as hami
+from gpu_tenancy.hami.agent import decisions
 
 NODE = "worker-1"
 # One A100 80GB as HAMi v2.10.0's device plugin registers it (register.go getAPIDevices: NVML's name and MiB,

@@ -9,8 +9,8 @@ an L4 on a real host (NVML's names and totals, tests/fixtures/nvidia_smi/cards.j
 import json
 from pathlib import Path
 
-from gpu_tenancy import hami
-from gpu_tenancy.config import load_config
+from gpu_tenancy.contract.config import load_config
+from gpu_tenancy.hami import protocol as hami
 from tests.harness import dev_config
 
 GOLDEN = Path(__file__).parent / "golden" / "register-annotations.json"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from importlib.metadata import requires, version
 from pathlib import Path
@@ -9,7 +10,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 
 REPO = Path(__file__).resolve().parents[1]
-AGENT = REPO / "gpu_tenancy" / "agent"
+AGENT = REPO / "gpu_tenancy" / "hami" / "agent"
 PY311_LINUX = {
     "python_version": "3.11",
     "python_full_version": "3.11.11",
@@ -71,7 +72,7 @@ def test_dependencies_are_exact_pins_of_the_complete_closure() -> None:
     pins = pinned_requirements()
     expected = closure("kubernetes")
     assert pins == expected, (
-        "gpu_tenancy/agent/requirements.txt must pin exactly the closure of the kubernetes client tested here; "
+        "gpu_tenancy/hami/agent/requirements.txt must pin exactly the closure of the kubernetes client tested here; "
         f"missing or different: {sorted(set(expected.items()) ^ set(pins.items()))}"
     )
     dockerfile = (AGENT / "Dockerfile").read_text()
@@ -83,15 +84,30 @@ def test_build_context_allow_lists_only_agent_sources() -> None:
     rules = [line for line in lines if line and not line.startswith("#")]
     assert rules[0] == "*"
     allowed = {rule[1:] for rule in rules if rule.startswith("!")}
-    assert allowed == {"gpu_tenancy/__init__.py", "gpu_tenancy/hami.py", "gpu_tenancy/agent/"}
+    assert allowed == {
+        "gpu_tenancy/__init__.py", "gpu_tenancy/hami/__init__.py", "gpu_tenancy/hami/protocol.py", "gpu_tenancy/hami/agent/"
+    }
     copied = re.findall(r"^COPY\s+(\S+)", (AGENT / "Dockerfile").read_text(), re.MULTILINE)
     assert all(any(src.startswith(a.rstrip("/")) for a in allowed) for src in copied), copied
 
 
 def test_agent_imports_nothing_outside_the_image() -> None:
-    """The image carries gpu_tenancy/{__init__,hami}.py and gpu_tenancy/agent only."""
+    """The image carries gpu_tenancy/__init__.py, gpu_tenancy/hami/{__init__,protocol}.py and gpu_tenancy/hami/agent
+    only: `from gpu_tenancy.hami.planner import schedule` would load gpu_tenancy/hami/planner/, which is not there."""
+    in_image = {"gpu_tenancy", "gpu_tenancy.hami", "gpu_tenancy.hami.protocol"}
     for source in AGENT.glob("*.py"):
-        for module in re.findall(r"^\s*(?:from|import)\s+(gpu_tenancy[\w.]*)", source.read_text(), re.MULTILINE):
-            assert module in {"gpu_tenancy", "gpu_tenancy.hami"} or module.startswith("gpu_tenancy.agent"), (
-                f"{source.name} imports {module}, which is not copied into the image"
-            )
+        for node in ast.walk(ast.parse(source.read_text())):
+            if isinstance(node, ast.Import):
+                loaded = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                loaded = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+            else:
+                continue
+            for module in (m for m in loaded if m.split(".")[0] == "gpu_tenancy"):
+                names_a_module = module in in_image or module.startswith("gpu_tenancy.hami.agent")
+                # `from gpu_tenancy.hami.protocol import RESOURCE_GPU` names an attribute, not a module
+                is_attribute = module.rpartition(".")[0] in in_image - {"gpu_tenancy", "gpu_tenancy.hami"}
+                assert names_a_module or is_attribute, f"{source.name} imports {module}, which is not in the image"
+    for package in (REPO / "gpu_tenancy" / "__init__.py", REPO / "gpu_tenancy" / "hami" / "__init__.py"):
+        imports = [n for n in ast.walk(ast.parse(package.read_text())) if isinstance(n, (ast.Import, ast.ImportFrom))]
+        assert not imports, f"{package.relative_to(REPO)} is copied into the image and must import nothing"

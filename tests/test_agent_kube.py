@@ -8,8 +8,8 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from gpu_tenancy import hami
-from gpu_tenancy.agent import kube
+from gpu_tenancy.hami import protocol as hami
+from gpu_tenancy.hami.agent import kube
 
 NODE = "tenant-a-worker"
 # One A100 80GB as HAMi v2.10.0 registers it, and the annotation that says so (literals: see test_agent_decisions).

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from gpu_tenancy.agent import decisions, kube
+from gpu_tenancy.hami.agent import decisions, kube
 from tests.test_agent_kube import LOCK, NODE, FakeCoreV1, agent, bound_pod, fresh_node, release_patch
 
 

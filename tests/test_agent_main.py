@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from gpu_tenancy import hami
-from gpu_tenancy.agent import __main__ as entry
-from gpu_tenancy.agent import kube
+from gpu_tenancy.hami import protocol as hami
+from gpu_tenancy.hami.agent import __main__ as entry
+from gpu_tenancy.hami.agent import kube
 
 GPUS = [{"model": "NVIDIA L4", "memoryMiB": 23034, "count": 2}]
 

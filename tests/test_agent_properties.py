@@ -3,8 +3,8 @@ from typing import Any
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from gpu_tenancy import hami
-from gpu_tenancy.agent import decisions
+from gpu_tenancy.hami import protocol as hami
+from gpu_tenancy.hami.agent import decisions
 
 NODES = st.sampled_from(["n1", "n2"])
 NAMES = st.sampled_from(["a", "b", "c"])

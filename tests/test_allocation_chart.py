@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpu_tenancy.allocation import AllocationView, GpuView, QuotaUse, Slice, TenantView, Unplaced
-from gpu_tenancy.allocation_chart import render_json, render_table
+from gpu_tenancy.cli.allocation_chart import render_json, render_table
+from gpu_tenancy.hami.allocation import AllocationView, GpuView, QuotaUse, Slice, TenantView, Unplaced
 
 A100 = "NVIDIA-A100-SXM4-80GB"
 
@@ -84,7 +84,7 @@ def test_pending_pods_waiting_for_the_same_reason_are_one_line_with_the_explanat
 
 
 def test_quota_in_one_order_in_plan_and_live() -> None:
-    """GPUs, memory, cores: the order `plan_cli report` prints, whatever order the quota came in."""
+    """GPUs, memory, cores: the order `cli.plan report` prints, whatever order the quota came in."""
     shuffled = (QuotaUse("limits.nvidia.com/gpucores", 60, 150), QuotaUse("requests.nvidia.com/gpu", 3, 4),
                 QuotaUse("limits.nvidia.com/gpumem", 24576, 36864))
     for source in ("planned", "live"):

@@ -11,8 +11,7 @@ from matplotlib.image import imread
 from matplotlib.legend import Legend
 from matplotlib.text import Text
 
-from gpu_tenancy.allocation import AllocationView, GpuView, QuotaUse, Slice, TenantView, Unplaced
-from gpu_tenancy.allocation_picture import (
+from gpu_tenancy.cli.allocation_picture import (
     MAX_GPU_ROWS,
     MAX_PAGE_HEIGHT_PX,
     MAX_UNPLACED_LINES,
@@ -21,6 +20,7 @@ from gpu_tenancy.allocation_picture import (
     build_figure,
     render_png,
 )
+from gpu_tenancy.hami.allocation import AllocationView, GpuView, QuotaUse, Slice, TenantView, Unplaced
 
 A100 = "NVIDIA-A100-SXM4-80GB"
 

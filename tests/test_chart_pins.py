@@ -9,7 +9,7 @@ import pytest
 from harness import dev_config, record_stack
 from policy_support import Recorded, copy_stack, dev_stack, find, run_resource_policy, set_both
 
-from gpu_tenancy import chart_pins, versions
+from gpu_tenancy.contract import chart_pins, versions
 
 import tenant_policies as tp  # isort: skip  (policies/ is put on sys.path by policy_support)
 

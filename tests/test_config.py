@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from gpu_tenancy.config import ConfigError, load_config
+from gpu_tenancy.contract.config import ConfigError, load_config
 from tests.harness import LabMocks, _run, dev_config
 
 A100 = {"model": "NVIDIA A100-SXM4-80GB", "count": 1}
@@ -189,7 +189,7 @@ def test_mixed_mode_config_registers_no_resource(case: str, config: dict[str, An
 
 def test_a_catalogued_card_takes_the_memory_nvml_reports() -> None:
     config = load_config(with_tenants({"name": "a", "gpus": [L4, {"model": "Tesla T4", "count": 2}]}))
-    # NVML's totals on a current driver (gpu_tenancy/gpu_catalogue.py names the published output).
+    # NVML's totals on a current driver (gpu_tenancy/hami/gpu_catalogue.py names the published output).
     assert [(g.model, g.memory_mib, g.registered_type) for g in config.tenants[0].gpus] == [
         ("NVIDIA L4", 23034, "NVIDIA L4"),
         ("Tesla T4", 15360, "NVIDIA-Tesla T4"),

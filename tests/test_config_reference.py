@@ -1,6 +1,6 @@
 """docs/configuration.md: generated from the config models, and its "on change" facts hold under the engine's rules.
 
-The page is `gpu_tenancy.config_reference.render()`; the committed file must equal it. Every key the models
+The page is `gpu_tenancy.cli.config_reference.page.render()`; the committed file must equal it. Every key the models
 accept has an entry (and no entry names a key they do not accept). What each entry says a change replaces
 is checked against tests/replacement_model.py: the example stack is registered before and after a sample
 change of that key, and the replaced resources must be exactly those the entry names (in that stack's mode).
@@ -19,8 +19,9 @@ from policy_support import Recorded, dev_stack, gpu_stack, nvml_stack, record_en
 from replacement_model import replacements
 from test_lifecycle import CHANGES, _baseline, _changed
 
-from gpu_tenancy import config, config_reference
-from gpu_tenancy.config_reference import KEYS, QUOTA, Key
+from gpu_tenancy.cli.config_reference import model_fields, page
+from gpu_tenancy.cli.config_reference.keys import KEYS, QUOTA, Key
+from gpu_tenancy.contract import tenant_config
 
 MODE = {"dev": "sim", "dev-nvml": "sim-nvml", "gpu": "real", "gpu-nodeport": "real"}
 CONFIGS: dict[str, Callable[[], dict[str, Any]]] = {
@@ -179,28 +180,28 @@ NOT_SAMPLED = {
 
 
 def test_the_committed_page_is_the_generated_one() -> None:
-    assert config_reference.PAGE.read_text() == config_reference.render(), (
-        "run `.venv/bin/python -m gpu_tenancy.config_reference --write`"
+    assert page.PAGE.read_text() == page.render(), (
+        "run `.venv/bin/python -m gpu_tenancy.cli.config_reference --write`"
     )
 
 
 def test_every_accepted_key_is_documented_and_every_entry_is_a_key() -> None:
-    accepted = [key for key, _ in config_reference.documented_keys()]
+    accepted = [key for key, _ in model_fields.documented_keys()]
     assert len(accepted) == len(set(accepted))
     assert set(accepted) == set(KEYS)
-    assert set(QUOTA) == set(config.QUOTA_KEYS)
+    assert set(QUOTA) == set(tenant_config.QUOTA_KEYS)
 
 
 def test_a_new_setting_is_found_in_any_model() -> None:
     """The walk reaches every model: a key added to a nested model shows up (and then needs an entry)."""
-    walked = {key for key, _ in config_reference.model_keys()}
+    walked = {key for key, _ in model_fields.model_keys()}
     assert {"tenants[].workloads[].containers[].gpucores", "tenants[].workers[].hostKey", "metallb.headroom",
             "versions.nvmlMockCommit", "tenants[].workers[].gpus"} <= walked
     assert "tenants[].workers[].gpus[].model" not in walked, "a model met again is not walked twice"
 
 
 def _field(path: str) -> Any:
-    return dict(config_reference.model_keys())[path]
+    return dict(model_fields.model_keys())[path]
 
 
 @pytest.mark.parametrize(("path", "expected"), [
@@ -218,7 +219,7 @@ def _field(path: str) -> Any:
     ("versions", "object"),
 ])
 def test_types_come_with_their_bounds(path: str, expected: str) -> None:
-    assert config_reference.type_text(_field(path)) == expected
+    assert model_fields.type_text(_field(path)) == expected
 
 
 @pytest.mark.parametrize(("path", "expected"), [
@@ -233,11 +234,11 @@ def test_types_come_with_their_bounds(path: str, expected: str) -> None:
     ("versions", "see below"),
 ])
 def test_defaults_are_the_models(path: str, expected: str) -> None:
-    assert config_reference.default_text(_field(path), KEYS[path]) == expected
+    assert model_fields.default_text(_field(path), KEYS[path]) == expected
 
 
 def test_anchors_follow_github() -> None:
-    assert config_reference.anchor("Control plane exposure") == "control-plane-exposure"
+    assert page.anchor("Control plane exposure") == "control-plane-exposure"
 
 
 def test_every_key_has_a_sampled_change_or_a_reason() -> None:

@@ -9,8 +9,10 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from gpu_tenancy import cuda_control, gpu_access
-from gpu_tenancy.config import ConfigError, load_config
+from gpu_tenancy.builders.gpu_access import gpu_access
+from gpu_tenancy.builders.mock_nvml import cuda_control
+from gpu_tenancy.contract import limits
+from gpu_tenancy.contract.config import ConfigError, load_config
 from tests.admission_cel import Request, denials, evaluate
 from tests.harness import by_type, dev_config, gpu_config, nvml_config, record_stack, registered_gpus, unwrap
 
@@ -71,7 +73,7 @@ def test_the_mutation_sets_the_variable_hami_reads_on_the_gpu_containers_only() 
     ],
 )
 def test_beta_before_136_ga_from_136(version: str, api: str, args: list[str]) -> None:
-    assert cuda_control.api_version(version) == api
+    assert limits.mutating_admission_policy_api(version) == api
     assert cuda_control.api_server_args(version) == args
     body = {"apiVersion": api, "kind": "MutatingAdmissionPolicy", "metadata": {"name": cuda_control.POLICY_NAME},
             "spec": cuda_control.policy_spec()}

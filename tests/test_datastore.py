@@ -10,8 +10,9 @@ from harness import dev_config, record_stack, unwrap
 from policy_support import copy_stack, find, record_engine_view, run_resource_policy, run_stack_policy, set_both
 from pulumi_policy import StackValidationPolicy
 
-from gpu_tenancy import datastore, manifests
-from gpu_tenancy.config import ConfigError, load_config
+from gpu_tenancy.builders.kamaji import kamaji_chart
+from gpu_tenancy.builders.tenant_datastore import datastore
+from gpu_tenancy.contract.config import ConfigError, load_config
 
 import tenant_policies as tp  # isort: skip  (policies/ is put on sys.path by policy_support)
 
@@ -32,7 +33,7 @@ def test_kamaji_etcd_no_longer_sets_a_quota_equal_to_its_volume(shared: Any) -> 
     """Upstream's defaults (8 GiB quota on an 8 GiB volume) are what the program overrides."""
     upstream = yaml.safe_load((shared / "charts" / "kamaji-etcd" / "0.15.0" / "values.yaml").read_text())
     assert int(upstream["quotaBackendBytes"]) == 8 * 1024 * MIB and upstream["persistentVolumeClaim"]["size"] == "8Gi"
-    etcd = manifests.kamaji_values("26.8.2-edge")["kamaji-etcd"]
+    etcd = kamaji_chart.kamaji_values("26.8.2-edge")["kamaji-etcd"]
     assert etcd["persistentVolumeClaim"] == {"size": "2048Mi"}
     assert int(etcd["quotaBackendBytes"]) == 800 * MIB
 

@@ -17,7 +17,8 @@ from deletion_model import dead_workers, destroy, lab_world, terminating_at_the_
 from policy_support import Recorded, dev_stack, find, gpu_stack, nvml_stack
 from worker_fakes import FakeHost
 
-from gpu_tenancy import manifests, worker_join
+from gpu_tenancy.builders import kube_objects
+from gpu_tenancy.builders.worker import worker_join
 
 STACKS = {"dev": dev_stack, "dev-nvml": nvml_stack, "gpu": gpu_stack}
 KUBECONFIG = "apiVersion: v1\nkind: Config\nusers: [{name: admin, user: {token: tenant-admin-secret}}]\n"
@@ -77,7 +78,7 @@ def test_a_leave_whose_container_is_gone_still_removes_the_node(tmp_path: Path) 
     """What frees the dead worker's pods (PodGC) and with them its tenant's Namespace."""
     host = FakeHost(tmp_path)
     env = {"GPU_TENANCY_JOIN_CONFIGURATION": worker_join.join_configuration_template(
-        "10.0.0.5:6443", "sha256:abc", "lab-tenant-a-worker", manifests.gpu_node_labels("tenant-a"))}
+        "10.0.0.5:6443", "sha256:abc", "lab-tenant-a-worker", kube_objects.gpu_node_labels("tenant-a"))}
     assert host.run(worker_join.join_script("tenant-a"), KUBECONFIG, env).returncode == 0
     import shutil
 

@@ -21,7 +21,7 @@ import pytest
 from harness import dev_config
 from test_status_outputs import stack_outputs
 
-from gpu_tenancy import versions
+from gpu_tenancy.contract import versions
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
@@ -168,14 +168,14 @@ def run(argv: list[str]) -> tuple[list[str], int]:
     return result.stdout.splitlines(), result.returncode
 
 
-PLAN_CLI = [sys.executable, "-m", "gpu_tenancy.plan_cli"]
+PLAN_CLI = [sys.executable, "-m", "gpu_tenancy.cli.plan"]
 
 
 @pytest.mark.parametrize(("page", "command", "argv"), [
     ("docs/commands.md", "make help", ["make", "--no-print-directory", "help"]),
-    ("docs/planner.md", ".venv/bin/python -m gpu_tenancy.plan_cli report Pulumi.dev.yaml",
+    ("docs/planner.md", ".venv/bin/python -m gpu_tenancy.cli.plan report Pulumi.dev.yaml",
      [*PLAN_CLI, "report", "Pulumi.dev.yaml"]),
-    ("docs/planner.md", ".venv/bin/python -m gpu_tenancy.plan_cli plan examples/plan-overcommit.json",
+    ("docs/planner.md", ".venv/bin/python -m gpu_tenancy.cli.plan plan examples/plan-overcommit.json",
      [*PLAN_CLI, "plan", "examples/plan-overcommit.json"]),
 ])
 def test_shown_output_is_what_the_command_prints(page: str, command: str, argv: list[str]) -> None:

@@ -1,4 +1,4 @@
-"""`make doctor` (gpu_tenancy/doctor.py) run for real against stub tools (tests/doctor_stubs.py), one host case
+"""`make doctor` (gpu_tenancy/cli/doctor/command.py) run for real against stub tools (tests/doctor_stubs.py), one host case
 each: every problem on its own line with its fix, exit 1 if any, all of them in one pass."""
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import pytest
 import yaml
 from doctor_stubs import DOCKER_INFO, HostCase, df_output, free_output, problems
 
-from gpu_tenancy import doctor_host, versions
+from gpu_tenancy.cli.doctor import host as doctor_host
+from gpu_tenancy.contract import versions
 
 
 def _info(**changes: Any) -> str:

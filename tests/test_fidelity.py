@@ -13,7 +13,7 @@ import pytest
 import yaml
 from pulumi.runtime import MockResourceArgs
 
-from gpu_tenancy import versions
+from gpu_tenancy.contract import versions
 from tests.harness import (
     dev_config,
     gpu_config,

@@ -1,4 +1,4 @@
-"""GPUs reachable only through HAMi (gpu_tenancy/gpu_access.py), layer by layer:
+"""GPUs reachable only through HAMi (gpu_tenancy/builders/gpu_access/gpu_access.py), layer by layer:
 
 * the host: the preparation registers the NVIDIA runtime without making it containerd's default, and fails
   on a containerd that still runs every pod under it (checked against `containerd config dump` text in the
@@ -32,7 +32,9 @@ import yaml
 from admission_cel import Request, denials
 from harness import gpu_config, record_stack, registered_gpus, unwrap
 
-from gpu_tenancy import gpu_access, hostprep, manifests
+from gpu_tenancy.builders.gpu_access import gpu_access
+from gpu_tenancy.builders.hami import hami_chart
+from gpu_tenancy.builders.host_worker import hostprep
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hami_real"
 VALUES = FIXTURES / "hami-values.gpu.json"
@@ -137,9 +139,9 @@ def test_hamis_webhook_puts_gpu_pods_under_it_and_blinds_the_others() -> None:
 def test_only_real_hosts_get_the_runtime_class() -> None:
     """kind nodes have no `nvidia` handler: a pod asking for it would never start there."""
     for layer in ("mock-agent", "nvml-mock"):
-        plugin = manifests.hami_values("v1.35.5", "v2.10.0", layer)["devicePlugin"]  # type: ignore[arg-type]
+        plugin = hami_chart.hami_values("v1.35.5", "v2.10.0", layer)["devicePlugin"]  # type: ignore[arg-type]
         assert "runtimeClassName" not in plugin
-    assert manifests.hami_values("v1.35.5", "v2.10.0", "nvidia")["scheduler"]["overwriteEnv"] == "true"
+    assert hami_chart.hami_values("v1.35.5", "v2.10.0", "nvidia")["scheduler"]["overwriteEnv"] == "true"
 
 
 @pytest.mark.skipif(

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from gpu_tenancy import gpu_catalogue
+from gpu_tenancy.hami import gpu_catalogue
 from tests import hami_register
 from tests.harness import dev_config, record_stack
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpu_tenancy import hami
+from gpu_tenancy.hami import protocol as hami
 
 
 def test_sim_card_ids_are_pinned() -> None:

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from gpu_tenancy import hami
+from gpu_tenancy.hami import protocol as hami
 
 
 def test_inventory_expands_groups_with_deterministic_ids() -> None:

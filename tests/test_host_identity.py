@@ -8,7 +8,7 @@ import subprocess
 from harness import gpu_config, record_mocks, registered_gpus, unwrap
 from policy_support import gpu_stack
 
-from gpu_tenancy import hostprep
+from gpu_tenancy.builders.host_worker import hostprep
 
 A, B = "0" * 31 + "a", "0" * 31 + "b"
 

@@ -1,4 +1,4 @@
-"""A real GPU host's Node removal (gpu_tenancy/hostprep.py `remove_node_script`), run as pulumi-command runs
+"""A real GPU host's Node removal (gpu_tenancy/builders/host_worker/hostprep.py `remove_node_script`), run as pulumi-command runs
 it, against tests/worker_fakes.py's `kubectl`, and its place in the HostWorker's delete order."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from harness import is_secret
 from policy_support import gpu_stack
 from worker_fakes import FakeHost
 
-from gpu_tenancy import hostprep
+from gpu_tenancy.builders.host_worker import hostprep
 
 KUBECONFIG = "apiVersion: v1\nkind: Config\nusers: [{name: admin, user: {token: tenant-secret}}]\n"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gpu_tenancy import image_load
+from gpu_tenancy.builders import image_load
 
 # `containerd config dump` as containerd 2.x (config version 3, TOML literal strings) and 1.x (version 2)
 # print it; only the parts the snapshotter lookup reads, plus a neighbour section with its own key.

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-from gpu_tenancy.doctor_lab import ClusterFacts, cluster_problems
+from gpu_tenancy.cli.doctor.lab import ClusterFacts, cluster_problems
 from tests.integration.faults import changes, documented_helm_fix, interrupt_up_at, step_started
 
 URN = "urn:pulumi:e2e-1::gpu-tenancy::gpu-tenancy:tenant:Tenant$kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane::tenant-b-tcp"
@@ -96,7 +96,8 @@ def test_an_up_that_never_reaches_the_step_is_not_interrupted(tmp_path: Path) ->
 
 def test_lab_subjects_cover_every_lab_problem_and_no_host_problem() -> None:
     """The fault checks wait for the lab's problems to clear; the runner's own (inotify, proxy) are not theirs."""
-    from gpu_tenancy import doctor_host, doctor_lab
+    from gpu_tenancy.cli.doctor import host as doctor_host
+    from gpu_tenancy.cli.doctor import lab as doctor_lab
     from tests.integration.faults import LAB_SUBJECTS
 
     now = datetime.datetime.now(datetime.UTC)

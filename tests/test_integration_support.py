@@ -294,7 +294,7 @@ def test_missing_prerequisites_names_each_tool() -> None:
 def test_e2e_stack_is_the_dev_stack_in_sim_with_idle_gpus() -> None:
     import yaml
 
-    from gpu_tenancy.config import load_config
+    from gpu_tenancy.contract.config import load_config
     from tests.integration.conftest import e2e_stack_config
     from tests.integration.test_lab import EXPECTED_INVENTORY, SPLIT_COUNT
 
@@ -385,10 +385,10 @@ def test_hami_device_types_follow_register_go() -> None:
 
 
 def test_the_checks_agree_with_the_program_on_the_mock() -> None:
-    """Only once gpu_tenancy/nvml_mock.py exists: the names, image and driver root the checks expect."""
-    nvml_mock = pytest.importorskip("gpu_tenancy.nvml_mock", reason="gpu_tenancy.nvml_mock (mode sim-nvml) is not there yet")
-    from gpu_tenancy import versions
-    from gpu_tenancy.config import GpuConfig
+    """Only once gpu_tenancy/builders/mock_nvml/nvml_mock.py exists: the names, image and driver root the checks expect."""
+    nvml_mock = pytest.importorskip("gpu_tenancy.builders.mock_nvml.nvml_mock", reason="gpu_tenancy.builders.mock_nvml.nvml_mock (mode sim-nvml) is not there yet")
+    from gpu_tenancy.contract import versions
+    from gpu_tenancy.contract.tenant_config import GpuConfig
 
     assert nvml_mock.image_name() == nvml_mock_image(versions.NVML_MOCK_COMMIT)
     assert nvml_mock.DRIVER_ROOT == NVML_MOCK_DRIVER_ROOT and nvml_mock.COMPONENT == "nvml-mock"
@@ -410,7 +410,7 @@ def _register(*devices: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def gpu_parse_register(value: str) -> list[dict[str, Any]]:
-    from gpu_tenancy.hami import parse_register_annotation as parse
+    from gpu_tenancy.hami.protocol import parse_register_annotation as parse
 
     return parse(value)
 
@@ -852,12 +852,12 @@ UPLOADED_FILES = {  # what a run can leave under reports/e2e/, which CI uploads
 
 def test_diagnostics_cover_the_management_clusters_charts() -> None:
     from components import metallb
-    from gpu_tenancy import manifests
+    from gpu_tenancy.builders.kamaji import kamaji_chart
     from tests.integration.conftest import MANAGEMENT_LOG_NAMESPACES
 
     kamaji = (REPO_ROOT / "components" / "kamaji.py").read_text()
-    assert 'namespace="cert-manager"' in kamaji and "namespace=manifests.KAMAJI_NAMESPACE" in kamaji
-    assert set(MANAGEMENT_LOG_NAMESPACES) == {manifests.KAMAJI_NAMESPACE, "cert-manager", metallb.NAMESPACE}
+    assert 'namespace="cert-manager"' in kamaji and "namespace=kamaji_chart.KAMAJI_NAMESPACE" in kamaji
+    assert set(MANAGEMENT_LOG_NAMESPACES) == {kamaji_chart.KAMAJI_NAMESPACE, "cert-manager", metallb.NAMESPACE}
 
 
 def test_nothing_secret_reaches_the_uploaded_reports(tmp_path: Path) -> None:
@@ -1146,7 +1146,7 @@ def _nvidia_smi_outcome(phase: str, exit_code: int) -> Any:
 
 
 def test_check_17_runs_the_mock_nvidia_smi_and_keeps_its_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from gpu_tenancy import versions
+    from gpu_tenancy.contract import versions
     from tests.integration.test_nvml import NVIDIA_SMI_LOG
     from tests.integration.test_nvml import test_17_nvidia_smi_in_a_pod_lists_the_mock_gpu as check
 
@@ -1170,5 +1170,5 @@ def test_check_17_runs_the_mock_nvidia_smi_and_keeps_its_output(tmp_path: Path, 
     assert (tmp_path / NVIDIA_SMI_LOG).read_text() == failed, "the output is kept for the report"
 
     monkeypatch.delattr(versions, "NVML_MOCK_COMMIT")
-    with pytest.raises(pytest.skip.Exception, match=r"gpu_tenancy\.versions has no NVML_MOCK_COMMIT"):
+    with pytest.raises(pytest.skip.Exception, match=r"gpu_tenancy\.contract\.versions has no NVML_MOCK_COMMIT"):
         check(_fake_lab(tmp_path, monkeypatch, api))

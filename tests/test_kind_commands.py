@@ -16,7 +16,7 @@ import pytest
 from kind_fake import install
 from policy_support import Recorded, dev_stack, find
 
-from gpu_tenancy import kind
+from gpu_tenancy.builders.kind_cluster import kind
 
 
 def _run(script: str, stdin: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

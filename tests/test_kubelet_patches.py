@@ -11,7 +11,7 @@ from typing import Any
 import jsonpatch
 import pytest
 
-from gpu_tenancy import manifests
+from gpu_tenancy.builders.tenant_control_plane import control_plane_spec
 from tests.harness import by_type, gpu_config, record_stack, registered_gpus
 from tests.kamaji_kubelet import KubeletDecodeError, apply_kubelet_patches, kamaji_kubelet_configuration
 
@@ -64,7 +64,7 @@ def test_kind_workers_get_what_kind_sets_for_node_containers() -> None:
 @pytest.mark.parametrize("stack", ["dev", "gpu"])
 def test_every_kubelet_refuses_a_cgroup_v1_host(stack: str) -> None:
     """Kubernetes 1.35 kubelets fail on cgroup v1 unless failCgroupV1 is set false, and no TCP of the program
-    sets it: such a host is refused up front (`make doctor`, gpu_tenancy/doctor.py) instead of in every join."""
+    sets it: such a host is refused up front (`make doctor`, gpu_tenancy/cli/doctor/command.py) instead of in every join."""
     assert kamaji_kubelet_configuration()["failCgroupV1"] is True
     for spec in _registered_specs(stack):
         assert apply_kubelet_patches(spec)["failCgroupV1"] is True
@@ -72,7 +72,7 @@ def test_every_kubelet_refuses_a_cgroup_v1_host(stack: str) -> None:
 
 @pytest.mark.parametrize("runtime", ["kind", "host"])
 def test_patches_apply_whatever_the_deprecated_cgroupfs_says(runtime: str) -> None:
-    spec = manifests.tenant_control_plane_spec("v1.35.5", "10.100.0.0/16", "10.101.0.0/16", node_runtime=runtime)
+    spec = control_plane_spec.tenant_control_plane_spec("v1.35.5", "10.100.0.0/16", "10.101.0.0/16", node_runtime=runtime)
     for cgroupfs in ("", "cgroupfs", "systemd"):
         spec["kubernetes"]["kubelet"]["cgroupfs"] = cgroupfs
         assert apply_kubelet_patches(spec)["cgroupDriver"] == "systemd"

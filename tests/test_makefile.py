@@ -68,7 +68,7 @@ def run_make(
         link = bin_dir / tool
         if not link.exists():
             link.symlink_to(target)
-    project_tools = tmp_path / "project-tools"  # what the fake `gpu_tenancy.tools install` puts into --dir
+    project_tools = tmp_path / "project-tools"  # what the fake `gpu_tenancy.cli.tools install` puts into --dir
     project_tools.mkdir(exist_ok=True)
     for tool, directory in [*((t, bin_dir) for t in tools), *((t, project_tools) for t in installs)]:
         # FAKE_FAIL="stack select" makes `pulumi stack select ...` fail the way the CLI does.
@@ -85,12 +85,12 @@ def run_make(
         )
     python = tmp_path / "python"
     # `$(PYTHON) -m venv <dir>`: record it and leave a pip and a pytest that record their argv (pytest also the
-    # e2e suite's environment: GPU_TENANCY_E2E*). `$(PYTHON) -m gpu_tenancy.tools ...` is only recorded, with the
+    # e2e suite's environment: GPU_TENANCY_E2E*). `$(PYTHON) -m gpu_tenancy.cli.tools ...` is only recorded, with the
     # PATH it runs with (tests/test_tools.py runs the real one).
     _stub(
         python,
         f'echo "python $*" >> "{log}"\n'
-        f'if [ "$2" = gpu_tenancy.tools ]; then echo "tools-path $PATH" >> "{log}"; [ "${{FAKE_TOOLS_EXIT:-0}}" = 0 ] || exit 1; '
+        f'if [ "$2" = gpu_tenancy.cli.tools ]; then echo "tools-path $PATH" >> "{log}"; [ "${{FAKE_TOOLS_EXIT:-0}}" = 0 ] || exit 1; '
         f'mkdir -p "$5"; for t in "{project_tools}"/*; do [ -e "$t" ] && cp "$t" "$5/"; done; exit 0; fi\n'
         'mkdir -p "$3/bin"',
     )
@@ -101,7 +101,7 @@ def run_make(
             f'echo "pytest $* [E2E=${{GPU_TENANCY_E2E:-}} STRICT=${{GPU_TENANCY_E2E_STRICT:-}} '
             f'STACK=${{GPU_TENANCY_E2E_STACK:-}}]" >> "{log}"\n'
             'EOF\nchmod +x "$3/bin/pytest"\n'
-            # The venv's python runs `-m gpu_tenancy.doctor`: it answers FAKE_DOCTOR (exit code of a check, 0 by
+            # The venv's python runs `-m gpu_tenancy.cli.doctor`: it answers FAKE_DOCTOR (exit code of a check, 0 by
             # default) and FAKE_LAB_GONE (exit code of `--lab-gone`, 1: the lab is there).
             f"cat > \"$3/bin/python\" <<'EOF'\n#!/bin/sh\n"
             f'echo "venv-python $*" >> "{log}"\n'
@@ -253,7 +253,7 @@ def test_e2e_targets_choose_the_example_stack(tmp_path: Path, goal: str, stack: 
     assert run.of("pytest") == [f"pytest {tests} -m e2e -v -rs [E2E=1 STRICT=1 STACK={stack}]"], run.calls
     assert not run.of("pulumi") and not run.of("docker"), "the suite checks its own prerequisites"
     # The pinned tools first, the same way `make up` gets them.
-    assert run.calls.index(f"python -m gpu_tenancy.tools install --dir {run.repo}/.tools/bin") < run.calls.index(
+    assert run.calls.index(f"python -m gpu_tenancy.cli.tools install --dir {run.repo}/.tools/bin") < run.calls.index(
         run.of("pytest")[0]
     ), run.calls
 
@@ -270,11 +270,11 @@ def test_e2e_is_strict_unless_told_otherwise(tmp_path: Path) -> None:
 )
 @pytest.mark.parametrize("goal", ["up", "preview", "destroy"])
 def test_deploys_get_the_pinned_tools_first(tmp_path: Path, goal: str, stack: str, needed: str) -> None:
-    """`make up` installs what the stack needs when missing or of another version (gpu_tenancy/tools.py decides,
+    """`make up` installs what the stack needs when missing or of another version (gpu_tenancy/cli/tools.py decides,
     tests/test_tools.py), and every pulumi/kind/kubectl call then finds the project's copy first on PATH."""
     run = run_make(tmp_path, goal, f"STACK={stack}", tools=("docker",), installs=("pulumi", "kind", "kubectl"))
     assert run.returncode == 0, run.output
-    install = f"python -m gpu_tenancy.tools install --dir {run.repo}/.tools/bin --only {needed}"
+    install = f"python -m gpu_tenancy.cli.tools install --dir {run.repo}/.tools/bin --only {needed}"
     assert install in run.calls, run.calls
     assert run.calls.index(install) < run.calls.index(next(c for c in run.calls if c.startswith("python -m venv"))), (
         "tools before the venv: they need no venv"
@@ -294,15 +294,15 @@ def test_plan_prints_the_planners_report_for_the_stack_file(tmp_path: Path) -> N
     """The planner CLI itself is tested in tests/test_plan_cli.py; here: which file, which options."""
     run = run_make(tmp_path, "plan", "STACK=gpu", "PNG=plan.png", "WIDTH=120", tools=())
     assert run.returncode == 0, run.output
-    assert [c for c in run.calls if "plan_cli" in c] == [
-        "venv-python -m gpu_tenancy.plan_cli report Pulumi.gpu.yaml --png plan.png --width 120"]
+    assert [c for c in run.calls if "gpu_tenancy.cli.plan" in c] == [
+        "venv-python -m gpu_tenancy.cli.plan report Pulumi.gpu.yaml --png plan.png --width 120"]
 
 
 def test_up_runs_the_host_checks_first_and_refreshes(tmp_path: Path) -> None:
     run = run_make(tmp_path, "up")
     assert run.returncode == 0, run.output
-    doctor = [c for c in run.calls if c.startswith("venv-python -m gpu_tenancy.doctor")]
-    assert doctor == [f"venv-python -m gpu_tenancy.doctor --stack dev --state-dir {run.repo}/state --before-up"]
+    doctor = [c for c in run.calls if c.startswith("venv-python -m gpu_tenancy.cli.doctor")]
+    assert doctor == [f"venv-python -m gpu_tenancy.cli.doctor --stack dev --state-dir {run.repo}/state --before-up"]
     (up,) = [c for c in run.of("pulumi") if c.startswith("pulumi up ")]
     assert "--refresh" in up.split() and "--policy-pack" in up.split()
     assert run.calls.index(doctor[0]) < run.calls.index(up)
@@ -318,8 +318,8 @@ def test_doctor_needs_no_deploy_tools(tmp_path: Path) -> None:
     """It reports missing tools itself, so no preflight stands in its way."""
     run = run_make(tmp_path, "doctor", tools=())
     assert run.returncode == 0, run.output
-    assert [c for c in run.calls if "gpu_tenancy.doctor" in c] == [
-        f"venv-python -m gpu_tenancy.doctor --stack dev --state-dir {run.repo}/state"]
+    assert [c for c in run.calls if "gpu_tenancy.cli.doctor" in c] == [
+        f"venv-python -m gpu_tenancy.cli.doctor --stack dev --state-dir {run.repo}/state"]
 
 
 def test_destroy_of_a_lab_that_is_there_deletes_everything(tmp_path: Path) -> None:

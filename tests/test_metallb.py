@@ -1,6 +1,6 @@
 """MetalLB's pool and advertisement wait until its admission webhook serves (issue 12, defect 5).
 
-The chart's controller is Ready before its webhooks are registered (see gpu_tenancy/admission_gate.py),
+The chart's controller is Ready before its webhooks are registered (see gpu_tenancy/builders/metallb/admission_gate.py),
 so the program gates both objects on a dry-run of exactly those objects being admitted.
 """
 
@@ -22,7 +22,7 @@ from harness import TEST_SECRETS, dev_config, gpu_config, is_secret, nodeport_gp
 from policy_support import Recorded, record_engine_view
 
 from components import metallb
-from gpu_tenancy import admission_gate, manifests
+from gpu_tenancy.builders.metallb import admission_gate, metallb_objects
 
 GATE = "command:local:Command"
 POOL = "kubernetes:metallb.io/v1beta1:IPAddressPool"
@@ -128,9 +128,9 @@ def run_gate(tmp_path: Path, responses: list[str], text: str | None = None) -> t
     kubectl.write_text(FAKE_KUBECTL.format(python=sys.executable))
     kubectl.chmod(0o755)
     state = tmp_path / "calls.json"
-    manifest = manifests.metallb_manifest([
-        manifests.metallb_ip_address_pool(metallb.NAMESPACE, "kind-ipv4", ["172.18.255.245-172.18.255.254"]),
-        manifests.metallb_l2_advertisement(metallb.NAMESPACE, "kind-ipv4"),
+    manifest = metallb_objects.metallb_manifest([
+        metallb_objects.metallb_ip_address_pool(metallb.NAMESPACE, "kind-ipv4", ["172.18.255.245-172.18.255.254"]),
+        metallb_objects.metallb_l2_advertisement(metallb.NAMESPACE, "kind-ipv4"),
     ])
     env = {
         "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",

@@ -5,7 +5,7 @@ from typing import Any
 import pulumi
 import pytest
 
-from gpu_tenancy import image_load
+from gpu_tenancy.builders import image_load
 
 K8S_TYPES = {
     "kubernetes:core/v1:ServiceAccount",

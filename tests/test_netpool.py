@@ -4,7 +4,7 @@ import ipaddress
 
 import pytest
 
-from gpu_tenancy.netpool import PoolError, select_pool
+from gpu_tenancy.builders.metallb.netpool import PoolError, select_pool
 
 V4 = {"subnet": "172.18.0.0/16", "gateway": "172.18.0.1"}
 V6 = {"subnet": "fc00:f853:ccd:e793::/64", "gateway": "fc00:f853:ccd:e793::1"}

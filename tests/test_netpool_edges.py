@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpu_tenancy.netpool import AddressPool, PoolError, ipv4_subnet, select_pool
+from gpu_tenancy.builders.metallb.netpool import AddressPool, PoolError, ipv4_subnet, select_pool
 
 
 def test_a_pool_that_exactly_fills_the_upper_half_is_taken() -> None:

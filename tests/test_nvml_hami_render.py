@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gpu_tenancy import nvml_mock
+from gpu_tenancy.builders.mock_nvml import nvml_mock
 from tests.harness import nvml_config, record_stack, unwrap
 
 FIXTURES = Path(__file__).parent / "fixtures" / "nvml_mock"
@@ -84,10 +84,10 @@ def test_a_change_of_mock_devices_restarts_the_plugin(program_values: dict[str, 
 
 
 def test_the_plugin_runs_on_the_nodes_the_program_labels() -> None:
-    from gpu_tenancy import manifests
+    from gpu_tenancy.builders import kube_objects
 
     selector = _daemon_set()["spec"]["template"]["spec"]["nodeSelector"]
-    assert selector.items() <= manifests.gpu_node_labels("tenant-a").items()
+    assert selector.items() <= kube_objects.gpu_node_labels("tenant-a").items()
 
 
 def test_helm_renders_the_recording_again() -> None:

@@ -24,8 +24,11 @@ from typing import Any
 import pytest
 import yaml
 
-from gpu_tenancy import hami, nvml_mock, versions
-from gpu_tenancy.config import GpuConfig, load_config
+from gpu_tenancy.builders.mock_nvml import nvml_mock
+from gpu_tenancy.contract import limits, versions
+from gpu_tenancy.contract.config import load_config
+from gpu_tenancy.contract.tenant_config import GpuConfig
+from gpu_tenancy.hami import protocol as hami
 from tests import hami_register
 from tests.go_structs import struct_fields
 from tests.harness import nvml_config
@@ -140,7 +143,7 @@ def test_configuration_passes_the_mocks_own_validation(case: str) -> None:
     assert all(device["minor_number"] == device["index"] for device in config["devices"])
     assert all(re.fullmatch(r"GPU-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", d["uuid"]) for d in config["devices"])
     assert len({device["uuid"] for device in config["devices"]}) == len(indices)
-    assert len(indices) <= nvml_mock.MAX_GPUS_PER_NODE
+    assert len(indices) <= limits.MAX_GPUS_PER_NODE
 
 
 @pytest.mark.skipif(not (shutil.which("sed") and shutil.which("grep")), reason="needs GNU sed and grep")

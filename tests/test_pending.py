@@ -1,4 +1,4 @@
-"""Why a pending pod waits, in the tenant's terms (gpu_tenancy.pending), on the recorded tenants.
+"""Why a pending pod waits, in the tenant's terms (gpu_tenancy.cli.status.pending), on the recorded tenants.
 
 The recorded objects (tests/fixtures/status/, HAMi v2.10.0 annotations) are changed the way a user's
 cluster would be: a pod asking for more, a card whose slots are all taken, another namespace. Expected
@@ -15,8 +15,10 @@ import pytest
 from fake_apiserver import recorded
 from test_status import registered_model
 
-from gpu_tenancy import hami, pending, status
-from gpu_tenancy.allocation import Unplaced
+from gpu_tenancy.cli.status import pending
+from gpu_tenancy.cli.status import report as status
+from gpu_tenancy.hami import protocol as hami
+from gpu_tenancy.hami.allocation import Unplaced
 
 
 def tenant(mode: str, name: str) -> dict[str, Any]:

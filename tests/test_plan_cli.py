@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpu_tenancy import plan_cli
+from gpu_tenancy.cli.plan import command as plan_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 DEV_JSON = ROOT / "examples" / "plan-dev.json"
@@ -22,7 +22,7 @@ OVERCOMMIT_JSON = ROOT / "examples" / "plan-overcommit.json"
 def run(*args: str, columns: int = 100) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "COLUMNS": str(columns)}
     return subprocess.run(
-        [sys.executable, "-m", "gpu_tenancy.plan_cli", *args], cwd=ROOT, capture_output=True, text=True, env=env
+        [sys.executable, "-m", "gpu_tenancy.cli.plan", *args], cwd=ROOT, capture_output=True, text=True, env=env
     )
 
 
@@ -242,7 +242,7 @@ def test_unwritable_png(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> N
 def test_usage_errors_one_line_exit_2(args: list[str]) -> None:
     r = run(*args)
     assert r.returncode == 2 and r.stdout == ""
-    assert one_line(r.stderr).startswith("python -m gpu_tenancy.plan_cli")
+    assert one_line(r.stderr).startswith("python -m gpu_tenancy.cli.plan")
 
 
 @pytest.mark.parametrize("command", [[], ["plan"], ["report"]])

@@ -1,18 +1,11 @@
-"""Rule tests for gpu_tenancy.planner (HAMi v2.10.0 Fit semantics)."""
+"""Rule tests for the planner, gpu_tenancy.hami.planner (HAMi v2.10.0 Fit semantics)."""
 
 from __future__ import annotations
 
 import pytest
 
-from gpu_tenancy.planner import (
-    ContainerRequest,
-    Device,
-    Node,
-    Quota,
-    Workload,
-    node_from_register,
-    plan,
-)
+from gpu_tenancy.hami.planner.model import ContainerRequest, Device, Node, Quota, Workload, node_from_register
+from gpu_tenancy.hami.planner.schedule import plan
 
 A100 = "NVIDIA-A100-SXM4-80GB"
 

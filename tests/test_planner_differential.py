@@ -17,8 +17,9 @@ import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
-from gpu_tenancy import planner
-from gpu_tenancy.planner import ContainerRequest, Device, Node, PlanResult, Quota, Workload
+from gpu_tenancy.hami.planner import schedule
+from gpu_tenancy.hami.planner.model import ContainerRequest, Device, Node, Quota, Workload
+from gpu_tenancy.hami.planner.report import PlanResult
 from tests import planner_reference
 
 TYPES = ["NVIDIA-A100-SXM4-80GB", "NVIDIA-L4", "NVIDIA", "nvidia-tesla-t4", "AMD-MI300X"]
@@ -27,7 +28,7 @@ FILTERS = ["a100", "L4", "t4", "nvidia", " ", "mi300"]
 
 
 def _comparable(result: PlanResult) -> tuple[Any, ...]:
-    """Everything a caller can observe, node reasons in their iteration order (plan_cli prints them so)."""
+    """Everything a caller can observe, node reasons in their iteration order (cli.plan prints them so)."""
     return (
         result.placements,
         tuple((f.workload, f.replica, f.reason, tuple(f.node_reasons.items()), f.admitted) for f in result.failures),
@@ -38,7 +39,7 @@ def assert_same_plan(
     nodes: list[Node], workloads: list[Workload], quota: Quota | Mapping[str, Quota] | None, exact: bool = True
 ) -> None:
     expected = planner_reference.plan(nodes, workloads, quota, exact_device_order=exact)
-    actual = planner.plan(nodes, workloads, quota, exact_device_order=exact)
+    actual = schedule.plan(nodes, workloads, quota, exact_device_order=exact)
     assert _comparable(actual) == _comparable(expected)
     assert actual == expected
 
@@ -223,7 +224,7 @@ def _shape_without_type_filters(wl: Workload) -> tuple[Any, ...]:
     return (wl.containers, wl.gpu_scheduler_policy)
 
 
-# name -> (planner attribute, broken replacement, the differential cases that reach it)
+# name -> (attribute of planner.schedule, broken replacement, the differential cases that reach it)
 BROKEN: dict[str, tuple[str, Callable[..., Any], Callable[[], st.SearchStrategy[Any]]]] = {
     # Ties between nodes broken by the last node instead of the first.
     "node tie-break": ("_NodeIndex.key", staticmethod(_tied_nodes_in_reverse_order), cases),
@@ -248,7 +249,7 @@ def _first_difference(strategy: st.SearchStrategy[Any], examples: int) -> None:
 @pytest.mark.parametrize("mutation", sorted(BROKEN))
 def test_the_differential_test_fails_on_a_broken_planner(mutation: str, monkeypatch: pytest.MonkeyPatch) -> None:
     target, replacement, strategy = BROKEN[mutation]
-    owner: Any = planner
+    owner: Any = schedule
     *path, name = target.split(".")
     for part in path:
         owner = getattr(owner, part)

@@ -6,7 +6,8 @@ pkg/device/common/common.go `GenReason`: "<n>/<cards> <Reason>"), written out he
 
 from __future__ import annotations
 
-from gpu_tenancy.planner import ContainerRequest, Device, Node, Workload, plan
+from gpu_tenancy.hami.planner.model import ContainerRequest, Device, Node, Workload
+from gpu_tenancy.hami.planner.schedule import plan
 
 A100 = "NVIDIA A100-SXM4-80GB"
 L4 = "NVIDIA L4"

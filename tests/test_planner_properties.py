@@ -7,7 +7,8 @@ from collections import defaultdict
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpu_tenancy.planner import ContainerRequest, Device, Node, Workload, plan
+from gpu_tenancy.hami.planner.model import ContainerRequest, Device, Node, Workload
+from gpu_tenancy.hami.planner.schedule import plan
 
 containers = st.builds(
     ContainerRequest,
@@ -66,7 +67,7 @@ def test_quota_never_exceeded(
     cards: list[tuple[int, int]], wls: list[tuple[list[ContainerRequest], int]], limits: tuple[int | None, ...]
 ) -> None:
     """Placed memory and cores stay within gpumem/gpucores; admitted pods' GPUs within the GPU count."""
-    from gpu_tenancy.planner import Quota
+    from gpu_tenancy.hami.planner.model import Quota
 
     gpu, gpumem, gpucores = limits
     quota = Quota(gpu=gpu, gpumem=gpumem, gpucores=gpucores)

@@ -22,16 +22,21 @@ from policy_support import (
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValidationPolicy
 from pulumi_policy.proxy import unknown_checking_proxy
 
-from gpu_tenancy import nvml_mock, versions
+from gpu_tenancy.builders.mock_nvml import nvml_mock
+from gpu_tenancy.contract import versions
 
-import policy_lib as lib  # isort: skip
+import gpu_lib  # isort: skip
+import pod_lib  # isort: skip
+import resource_lib  # isort: skip
+import tenancy_lib  # isort: skip
+import value_lib  # isort: skip
 import tenant_policies as tp  # isort: skip
 
-TCP = lib.TCP_TYPE
-TENANT = lib.TENANT_TYPE
-PROVIDER = lib.K8S_PROVIDER_TYPE
+TCP = resource_lib.TCP_TYPE
+TENANT = resource_lib.TENANT_TYPE
+PROVIDER = resource_lib.K8S_PROVIDER_TYPE
 DAEMONSET = "kubernetes:apps/v1:DaemonSet"
-RELEASE = lib.HELM_RELEASE_TYPE
+RELEASE = resource_lib.HELM_RELEASE_TYPE
 
 
 def engine_config(config: dict[str, Any]) -> str:
@@ -126,11 +131,11 @@ def test_dev_stack_is_what_the_policies_expect() -> None:
     """Guards against vacuous passes: the signals the policies key on are really registered."""
     resources = dev_stack()
     types = {r.type for r in resources}
-    assert {TCP, TENANT, PROVIDER, DAEMONSET, RELEASE, lib.MOCK_AGENT_TYPE, lib.COMMAND_TYPE} <= types
+    assert {TCP, TENANT, PROVIDER, DAEMONSET, RELEASE, resource_lib.MOCK_AGENT_TYPE, resource_lib.COMMAND_TYPE} <= types
     providers = {r.name: r.inputs.get("clusterIdentifier") for r in resources if r.type == PROVIDER}
     assert providers == {"management": providers["management"], "tenant-a-kubernetes": "tenant/tenant-a",
                          "tenant-b-kubernetes": "tenant/tenant-b"}
-    assert providers["management"] == lib.MANAGEMENT
+    assert providers["management"] == tenancy_lib.MANAGEMENT
     tenant = find(resources, TENANT, "tenant-a")
     assert {"tenant", "mode", "gpus", "workloads", "quota"} <= set(tenant.inputs)
     # The engine's stack view of a component is its register_outputs (tested with and without the declaration).
@@ -168,7 +173,7 @@ def test_isolation_flags_a_tenant_resource_on_the_default_provider(stack: list[R
 
 
 def test_isolation_flags_mixing_two_tenants_outputs(stack: list[Recorded]) -> None:
-    join_a = owned(stack, lib.COMMAND_TYPE, "tenant-a", "join")
+    join_a = owned(stack, resource_lib.COMMAND_TYPE, "tenant-a", "join")
     secret_b = owned(stack, "kubernetes:core/v1:Secret", "tenant-b", "admin-kubeconfig")
     join_a.property_dependencies.setdefault("stdin", []).append(secret_b.urn)
     assert_violation(run(tp.tenant_provider_isolation, stack), "of tenant 'tenant-a' depends on", "of tenant 'tenant-b'")
@@ -201,14 +206,14 @@ def test_isolation_flags_a_provider_built_from_another_tenants_kubeconfig(stack:
 
 def test_isolation_allows_plain_ordering_across_tenants(stack: list[Recorded]) -> None:
     """depends_on without data flowing is ordering, not mixing outputs."""
-    join_a = owned(stack, lib.COMMAND_TYPE, "tenant-a", "join")
-    join_a.dependencies.append(owned(stack, lib.COMMAND_TYPE, "tenant-b", "join").urn)
+    join_a = owned(stack, resource_lib.COMMAND_TYPE, "tenant-a", "join")
+    join_a.dependencies.append(owned(stack, resource_lib.COMMAND_TYPE, "tenant-b", "join").urn)
     assert run(tp.tenant_provider_isolation, stack) == []
 
 
 def test_isolation_flags_a_label_that_contradicts_the_parent_chain(stack: list[Recorded]) -> None:
     service_account = owned(stack, "kubernetes:core/v1:ServiceAccount", "tenant-a", "kindnet")
-    set_both(service_account, ["metadata", "labels", lib.TENANT_LABEL], "tenant-b")
+    set_both(service_account, ["metadata", "labels", tenancy_lib.TENANT_LABEL], "tenant-b")
     assert_violation(run(tp.tenant_provider_isolation, stack), "claimed by more than one tenant")
 
 
@@ -267,15 +272,15 @@ def test_floating_control_plane_version_is_flagged(stack: list[Recorded]) -> Non
 
 
 def test_worker_image_not_matching_its_control_plane_is_flagged(stack: list[Recorded]) -> None:
-    image = owned(stack, lib.REMOTE_IMAGE_TYPE, "tenant-b")
+    image = owned(stack, resource_lib.REMOTE_IMAGE_TYPE, "tenant-b")
     set_both(image, ["name"], "kindest/node:v1.30.13")
     assert_violation(run(tp.tcp_version_pinned, stack), "tenant 'tenant-b'", "kindest/node:v1.30.13", "does not match")
 
 
 def test_gpu_host_prepared_for_another_version_is_flagged(real: list[Recorded]) -> None:
-    prepare = owned(real, lib.REMOTE_COMMAND_TYPE, "tenant-a", "prepare")
+    prepare = owned(real, resource_lib.REMOTE_COMMAND_TYPE, "tenant-a", "prepare")
     triggers = prepare.state["triggers"]
-    set_both(prepare, ["triggers"], [t if not lib.exact_kubernetes_version(t) else "v1.33.9" for t in triggers])
+    set_both(prepare, ["triggers"], [t if not pod_lib.exact_kubernetes_version(t) else "v1.33.9" for t in triggers])
     assert_violation(run(tp.tcp_version_pinned, real), "tenant 'tenant-a'", "prepared for v1.33.9", "does not match")
 
 
@@ -293,7 +298,7 @@ def test_untagged_or_latest_container_image_is_flagged(stack: list[Recorded], im
 
 def test_latest_tag_in_helm_values_and_untagged_worker_image_are_flagged(stack: list[Recorded]) -> None:
     set_both(owned(stack, RELEASE, "tenant-a", "hami"), ["values", "global", "imageTag"], "latest")
-    set_both(owned(stack, lib.REMOTE_IMAGE_TYPE, "tenant-b"), ["name"], "kindest/node")
+    set_both(owned(stack, resource_lib.REMOTE_IMAGE_TYPE, "tenant-b"), ["name"], "kindest/node")
     messages = run(tp.images_pinned, stack)
     assert_violation(messages, "values.global.imageTag tag 'latest' is a moving tag")
     assert_violation(messages, "'kindest/node' has no tag")
@@ -379,7 +384,7 @@ def test_cidr_overlapping_the_docker_network_or_kind_ranges_is_flagged(stack: li
 
 
 def test_cidr_covering_a_gpu_host_is_flagged(real: list[Recorded]) -> None:
-    host = owned(real, lib.HOST_WORKER_TYPE, "tenant-b")
+    host = owned(real, resource_lib.HOST_WORKER_TYPE, "tenant-b")
     set_both(owned(real, TCP, "tenant-a"), ["spec", "networkProfile", "podCidrs"], ["10.20.0.0/16"])
     assert_violation(run(tp.tenant_cidrs_disjoint, real), "10.20.0.0/16", f"GPU host {host.name!r}")
 
@@ -388,7 +393,7 @@ def test_cidr_covering_a_gpu_host_is_flagged(real: list[Recorded]) -> None:
 
 
 def test_worker_joining_another_tenant_is_flagged(stack: list[Recorded]) -> None:
-    join_b = owned(stack, lib.COMMAND_TYPE, "tenant-b", "join")
+    join_b = owned(stack, resource_lib.COMMAND_TYPE, "tenant-b", "join")
     endpoint_a = find(stack, TENANT, "tenant-a").outputs["endpoint"]
     set_both(join_b, ["environment", "CONTROL_PLANE_TENANT"], "tenant-a")
     set_both(join_b, ["environment", "CONTROL_PLANE_ENDPOINT"], endpoint_a)
@@ -398,15 +403,15 @@ def test_worker_joining_another_tenant_is_flagged(stack: list[Recorded]) -> None
 
 
 def test_worker_joining_another_tenants_container_is_flagged(stack: list[Recorded]) -> None:
-    join_a = owned(stack, lib.COMMAND_TYPE, "tenant-a", "join")
-    container_b = owned(stack, lib.CONTAINER_TYPE, "tenant-b")
+    join_a = owned(stack, resource_lib.COMMAND_TYPE, "tenant-a", "join")
+    container_b = owned(stack, resource_lib.CONTAINER_TYPE, "tenant-b")
     set_both(join_a, ["environment", "GPU_TENANCY_WORKER"], container_b.state["name"])
     assert_violation(run(tp.worker_joins_own_tenant, stack), "joins container", "of tenant 'tenant-b'")
 
 
 def test_gpu_host_shared_by_two_tenants_is_flagged(real: list[Recorded]) -> None:
-    host_a = owned(real, lib.HOST_WORKER_TYPE, "tenant-a")
-    host_b = owned(real, lib.HOST_WORKER_TYPE, "tenant-b")
+    host_a = owned(real, resource_lib.HOST_WORKER_TYPE, "tenant-a")
+    host_b = owned(real, resource_lib.HOST_WORKER_TYPE, "tenant-b")
     address_a = host_a.inputs["address"]
     host_b.inputs["address"] = address_a
     host_b.registered_outputs = {**(host_b.registered_outputs or {}), "address": address_a}
@@ -414,7 +419,7 @@ def test_gpu_host_shared_by_two_tenants_is_flagged(real: list[Recorded]) -> None
 
 
 def test_gpu_host_joining_another_tenants_control_plane_is_flagged(real: list[Recorded]) -> None:
-    host_b = owned(real, lib.HOST_WORKER_TYPE, "tenant-b")
+    host_b = owned(real, resource_lib.HOST_WORKER_TYPE, "tenant-b")
     endpoint_a = find(real, TENANT, "tenant-a").outputs["endpoint"]
     # As HostWorker registers its inputs today; the engine's stack view needs them in register_outputs.
     host_b.registered_outputs = {**host_b.inputs, "controlPlaneEndpoint": endpoint_a}
@@ -511,10 +516,10 @@ def add_mock_nvml(
                       outputs={"daemonSetName": name, "configDigest": "c70adf6b770b21df", "gpus": 1})
         added.append(parent)
     provider = provider_ref(resources, f"{tenant}-kubernetes")
-    labels = {lib.TENANT_LABEL: tenant, lib.COMPONENT_LABEL: "nvml-mock"}
+    labels = {tenancy_lib.TENANT_LABEL: tenant, tenancy_lib.COMPONENT_LABEL: "nvml-mock"}
     metadata = {"name": name, "namespace": "kube-system", "labels": labels}
     cluster_metadata = {"name": name, "labels": labels}
-    added.append(_add(resources, parent, lib.COMMAND_TYPE, f"{name}-image-load",
+    added.append(_add(resources, parent, resource_lib.COMMAND_TYPE, f"{name}-image-load",
                       {"environment": {"IMAGE": NVML_IMAGE, "NODE_CONTAINER": f"{tenant}-worker"}}))
     added.append(_add(resources, parent, "kubernetes:core/v1:ServiceAccount", f"{name}-sa",
                       {"metadata": metadata}, provider))
@@ -577,10 +582,10 @@ def to_sim_nvml(resources: list[Recorded], keep_agent: bool = False) -> list[Rec
     and the image built once for the stack."""
     tenant_a = find(resources, TENANT, "tenant-a")
     # The root stack is a parent only (it is recorded only when it has exports).
-    root = Recorded(tenant_a.parent, lib.STACK_TYPE, tenant_a.parent.rsplit("::", 1)[-1], False, "", "", {}, {})
+    root = Recorded(tenant_a.parent, resource_lib.STACK_TYPE, tenant_a.parent.rsplit("::", 1)[-1], False, "", "", {}, {})
     image = _add(resources, root, "gpu-tenancy:nvml_mock_image:NvmlMockImage", "nvml-mock-image",
                  {"commit": versions.NVML_MOCK_COMMIT}, outputs={"imageName": NVML_IMAGE})
-    _add(resources, image, lib.COMMAND_TYPE, "nvml-mock-image-build", {"environment": {
+    _add(resources, image, resource_lib.COMMAND_TYPE, "nvml-mock-image-build", {"environment": {
         "IMAGE": NVML_IMAGE, "CONTEXT": f"{versions.NVML_MOCK_REPOSITORY}#{versions.NVML_MOCK_COMMIT}",
         "DOCKERFILE": "deployments/nvml-mock/Dockerfile"}})
     for tenant in [r for r in resources if r.type == TENANT]:
@@ -589,7 +594,7 @@ def to_sim_nvml(resources: list[Recorded], keep_agent: bool = False) -> list[Rec
             if "mode" in props:
                 props["mode"] = "sim-nvml"
         if not keep_agent:
-            remove_subtree(resources, owned(resources, lib.MOCK_AGENT_TYPE, tenant_name))
+            remove_subtree(resources, owned(resources, resource_lib.MOCK_AGENT_TYPE, tenant_name))
         set_both(hami(resources, tenant_name), ["values", "devicePlugin"], dict(SIM_NVML_DEVICE_PLUGIN))
         add_mock_nvml(resources, tenant_name)
         _add(resources, tenant, INVENTORY_CHECK, f"{tenant_name}-inventory", {"tenant": tenant_name},
@@ -643,12 +648,12 @@ def test_the_programs_sim_nvml_stack_is_what_the_policies_expect() -> None:
     """Guards against vacuous passes: the program registers the shapes the fabricated stack above has."""
     resources = program_nvml_stack(False)
     types = {r.type for r in resources}
-    assert MOCK_NVML in types and lib.MOCK_AGENT_TYPE not in types
+    assert MOCK_NVML in types and resource_lib.MOCK_AGENT_TYPE not in types
     for tenant in ("tenant-a", "tenant-b"):
         assert find(resources, TENANT, tenant).outputs["mode"] == "sim-nvml"
         assert owned(resources, MOCK_NVML, tenant).outputs
         daemon_set = owned(resources, DAEMONSET, tenant, "mock-nvml")
-        assert daemon_set.state["metadata"]["labels"] == {lib.TENANT_LABEL: tenant, lib.COMPONENT_LABEL: "nvml-mock"}
+        assert daemon_set.state["metadata"]["labels"] == {tenancy_lib.TENANT_LABEL: tenant, tenancy_lib.COMPONENT_LABEL: "nvml-mock"}
         pod = daemon_set.state["spec"]["template"]["spec"]
         assert pod["containers"][0]["securityContext"]["privileged"] is True
         assert {v["hostPath"]["path"] for v in pod["volumes"] if "hostPath" in v} == set(NVML_HOST_PATHS.values())
@@ -661,10 +666,10 @@ def test_the_programs_sim_nvml_stack_is_what_the_policies_expect() -> None:
 
 
 def test_the_pack_and_the_program_agree_on_the_mock_nvml() -> None:
-    from gpu_tenancy import nvml_mock
+    from gpu_tenancy.builders.mock_nvml import nvml_mock
 
-    assert lib.MOCK_NVML_DRIVER_ROOT == nvml_mock.DRIVER_ROOT == NVML_DRIVER_ROOT
-    assert lib.MOCK_NVML_COMPONENT == nvml_mock.COMPONENT
+    assert gpu_lib.MOCK_NVML_DRIVER_ROOT == nvml_mock.DRIVER_ROOT == NVML_DRIVER_ROOT
+    assert gpu_lib.MOCK_NVML_COMPONENT == nvml_mock.COMPONENT
     assert nvml_mock.image_name() == NVML_IMAGE
 
 
@@ -844,7 +849,7 @@ def test_a_label_no_longer_exempts_a_privileged_workload_but_its_component_does(
     assert run(tp.workload_safety, stack) == []
     workload = owned(stack, "kubernetes:apps/v1:Deployment", "tenant-a", "a-infer")
     for path in (["metadata", "labels"], ["spec", "template", "metadata", "labels"]):
-        set_both(workload, [*path, lib.COMPONENT_LABEL], "kube-proxy")
+        set_both(workload, [*path, tenancy_lib.COMPONENT_LABEL], "kube-proxy")
     set_both(workload, ["spec", "template", "spec", "hostNetwork"], True)
     assert_violation(run(tp.workload_safety, stack), "'tenant-a-workloads-a-infer'", "sets hostNetwork: true")
 
@@ -903,7 +908,7 @@ def test_quota_exceeded_is_flagged(stack: list[Recorded], pack_env: None) -> Non
 def test_unset_gpucores_stay_unset_for_the_planner() -> None:
     # HAMi's webhook (device.go defaultExclusiveCoreIfNeeded) gives a whole-card request without gpucores
     # 100 cores, a memory slice 0; reading "unset" as 0 lost the first case.
-    _, workloads, _ = lib.planner_inputs(
+    _, workloads, _ = gpu_lib.planner_inputs(
         "t", [("t-worker", [{"model": "NVIDIA L4", "count": 1}])],
         [{"name": "whole", "containers": [{"gpus": 1}]}, {"name": "slice", "containers": [{"gpumemMiB": 1024}]}],
         {}, 10,
@@ -943,11 +948,11 @@ def test_plain_turns_unknowns_into_a_sentinel_instead_of_raising() -> None:
     proxied = unknown_checking_proxy(
         {"a": {"b": lib_unknown_string(), "c": [1, lib_unknown_string()]}, "d": "x"}
     )
-    value = lib.plain(proxied)
-    assert lib.is_unknown(value["a"]["b"]) and lib.is_unknown(value["a"]["c"][1])
+    value = value_lib.plain(proxied)
+    assert value_lib.is_unknown(value["a"]["b"]) and value_lib.is_unknown(value["a"]["c"][1])
     assert value["a"]["c"][0] == 1 and value["d"] == "x"
-    assert lib.is_unknown(lib.dig(value, "a", "b", "deeper"))
-    assert lib.dig(value, "missing", default="n/a") == "n/a"
+    assert value_lib.is_unknown(value_lib.dig(value, "a", "b", "deeper"))
+    assert value_lib.dig(value, "missing", default="n/a") == "n/a"
 
 
 def lib_unknown_string() -> str:
@@ -972,46 +977,46 @@ def lib_unknown_string() -> str:
     ],
 )
 def test_image_problem(ref: str, problem: str | None) -> None:
-    assert lib.image_problem(ref) == problem
+    assert pod_lib.image_problem(ref) == problem
 
 
 def test_an_empty_kubernetes_object_is_unread_but_a_release_without_metadata_is_not() -> None:
-    assert lib.Res("kubernetes:core/v1:Secret", "s", "urn:s", {}).unread
-    assert lib.Res("kubernetes:core/v1:Node", "n", "urn:n", {"apiVersion": "v1"}).unread
-    assert not lib.Res("kubernetes:core/v1:Secret", "s", "urn:s", {"metadata": {"name": "s"}}).unread
-    assert not lib.Res(RELEASE, "r", "urn:r", {"namespace": "x"}).unread
-    assert not lib.Res(lib.COMMAND_TYPE, "c", "urn:c", {}).unread
+    assert resource_lib.Res("kubernetes:core/v1:Secret", "s", "urn:s", {}).unread
+    assert resource_lib.Res("kubernetes:core/v1:Node", "n", "urn:n", {"apiVersion": "v1"}).unread
+    assert not resource_lib.Res("kubernetes:core/v1:Secret", "s", "urn:s", {"metadata": {"name": "s"}}).unread
+    assert not resource_lib.Res(RELEASE, "r", "urn:r", {"namespace": "x"}).unread
+    assert not resource_lib.Res(resource_lib.COMMAND_TYPE, "c", "urn:c", {}).unread
 
 
 def test_quantities_networks_and_provider_clusters() -> None:
-    assert [lib.quantity(v) for v in ("2", 2, 2.0, "1.5", None, "x")] == [2, 2, 2, None, None, None]
-    assert [str(n) for n in lib.range_networks("172.18.255.245-172.18.255.254")] == [
+    assert [value_lib.quantity(v) for v in ("2", 2, 2.0, "1.5", None, "x")] == [2, 2, 2, None, None, None]
+    assert [str(n) for n in value_lib.range_networks("172.18.255.245-172.18.255.254")] == [
         "172.18.255.245/32", "172.18.255.246/31", "172.18.255.248/30", "172.18.255.252/31", "172.18.255.254/32"]
-    a, b = lib.network("10.100.0.0/16"), lib.network("10.100.8.0/24")
-    assert a and b and lib.overlaps(a, b) and not lib.overlaps(a, lib.network("fc00::/64"))  # type: ignore[arg-type]
+    a, b = value_lib.network("10.100.0.0/16"), value_lib.network("10.100.8.0/24")
+    assert a and b and value_lib.overlaps(a, b) and not value_lib.overlaps(a, value_lib.network("fc00::/64"))  # type: ignore[arg-type]
 
 def test_provider_clusters_are_known_only_by_identity_and_place() -> None:
-    cluster = lib.provider_cluster
+    cluster = tenancy_lib.provider_cluster
     top = f"urn:pulumi:dev::gpu-tenancy::{PROVIDER}::"
-    in_tcp = f"urn:pulumi:dev::gpu-tenancy::{TENANT}${lib.TCP_COMPONENT_TYPE}${PROVIDER}::"
-    unknown = lib.UNKNOWN
-    assert cluster(lib.Provider(PROVIDER, "t1-kubernetes", in_tcp + "t1-kubernetes",
-                                {"clusterIdentifier": "tenant/t1"})) == lib.Cluster("tenant", "t1")
-    assert cluster(lib.Provider(PROVIDER, "management", top + "management", {"clusterIdentifier": "management"})).known
+    in_tcp = f"urn:pulumi:dev::gpu-tenancy::{TENANT}${resource_lib.TCP_COMPONENT_TYPE}${PROVIDER}::"
+    unknown = value_lib.UNKNOWN
+    assert cluster(resource_lib.Provider(PROVIDER, "t1-kubernetes", in_tcp + "t1-kubernetes",
+                                {"clusterIdentifier": "tenant/t1"})) == tenancy_lib.Cluster("tenant", "t1")
+    assert cluster(resource_lib.Provider(PROVIDER, "management", top + "management", {"clusterIdentifier": "management"})).known
     # Preview: the identifier is not known yet; only the program's own providers, by their place, are known.
-    assert cluster(lib.Provider(PROVIDER, "t2-kubernetes", in_tcp + "t2-kubernetes",
-                                {"clusterIdentifier": unknown})) == lib.Cluster("tenant", "t2")
-    assert cluster(lib.Provider(PROVIDER, "management", top + "management", {"clusterIdentifier": unknown})).known
+    assert cluster(resource_lib.Provider(PROVIDER, "t2-kubernetes", in_tcp + "t2-kubernetes",
+                                {"clusterIdentifier": unknown})) == tenancy_lib.Cluster("tenant", "t2")
+    assert cluster(resource_lib.Provider(PROVIDER, "management", top + "management", {"clusterIdentifier": unknown})).known
     # Fails closed: no identifier, a name that only looks right, a claim from the wrong place, the default.
-    assert not cluster(lib.Provider(PROVIDER, "t2-kubernetes", top + "t2-kubernetes", {})).known
-    assert not cluster(lib.Provider(PROVIDER, "t3-kubernetes", top + "t3-kubernetes", {"clusterIdentifier": unknown})).known
-    assert not cluster(lib.Provider(PROVIDER, "x", top + "x", {"clusterIdentifier": "tenant/t1"})).known
-    assert not cluster(lib.Provider(PROVIDER, "x", in_tcp + "x", {"clusterIdentifier": "management"})).known
+    assert not cluster(resource_lib.Provider(PROVIDER, "t2-kubernetes", top + "t2-kubernetes", {})).known
+    assert not cluster(resource_lib.Provider(PROVIDER, "t3-kubernetes", top + "t3-kubernetes", {"clusterIdentifier": unknown})).known
+    assert not cluster(resource_lib.Provider(PROVIDER, "x", top + "x", {"clusterIdentifier": "tenant/t1"})).known
+    assert not cluster(resource_lib.Provider(PROVIDER, "x", in_tcp + "x", {"clusterIdentifier": "management"})).known
     assert not cluster(None).known
 
 
 def test_planner_inputs_register_each_node_as_hami_would() -> None:
-    nodes, workloads, quota = lib.planner_inputs(
+    nodes, workloads, quota = gpu_lib.planner_inputs(
         "t", [("h1", [{"model": "NVIDIA L4", "count": 1}]), ("h2", [{"model": "NVIDIA L4", "memoryMiB": 23034.0, "count": 1}])],
         [{"name": "w", "containers": [{"gpus": 1, "gpumemPercentage": 50}]}], {"limits.nvidia.com/gpu": 3}, 10,
     )
@@ -1022,9 +1027,9 @@ def test_planner_inputs_register_each_node_as_hami_would() -> None:
     assert workloads[0].replicas == 1 and workloads[0].containers[0].gpumem_percentage == 50
     assert quota.gpu == 3
     with pytest.raises(ValueError, match="malformed"):
-        lib.planner_inputs("t", [("n", [{"memoryMiB": 1}])], [], {}, 10)
+        gpu_lib.planner_inputs("t", [("n", [{"memoryMiB": 1}])], [], {}, 10)
     with pytest.raises(ValueError, match="24576 MiB is not what an NVIDIA L4 registers: NVML reports 23034 MiB"):
-        lib.planner_inputs("t", [("n", [{"model": "NVIDIA L4", "memoryMiB": 24576, "count": 1}])], [], {}, 10)
+        gpu_lib.planner_inputs("t", [("n", [{"model": "NVIDIA L4", "memoryMiB": 24576, "count": 1}])], [], {}, 10)
 
 
 def test_resource_policies_are_type_filtered() -> None:

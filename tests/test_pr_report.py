@@ -1,4 +1,4 @@
-"""The pull request's plan and preview comments (gpu_tenancy/pr_report.py, gpu_tenancy/github_comments.py).
+"""The pull request's plan and preview comments (gpu_tenancy/cli/pull_requests/report.py, gpu_tenancy/cli/pull_requests/github_comments.py).
 
 FakeGitHub answers as the REST API does for issue comments (docs.github.com/en/rest/issues/comments,
 2022-11-28): ascending ids, ``per_page`` default 30 and at most 100, the next page in the ``Link`` header
@@ -18,8 +18,10 @@ from typing import Any, ClassVar
 
 import pytest
 
-from gpu_tenancy import github_comments, plan_cli, pr_report
-from gpu_tenancy.github_comments import BOT_LOGIN, MAX_COMMENT, marker, publish
+from gpu_tenancy.cli.plan import command as plan_cli
+from gpu_tenancy.cli.pull_requests import github_comments
+from gpu_tenancy.cli.pull_requests import report as pr_report
+from gpu_tenancy.cli.pull_requests.github_comments import BOT_LOGIN, MAX_COMMENT, marker, publish
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 REPO = "acme/gpu-tenancy"

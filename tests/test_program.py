@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 from pulumi.runtime import MockResourceArgs
 
-from gpu_tenancy import manifests
+from gpu_tenancy.builders import kube_objects
 from tests.harness import by_type, is_secret, record_mocks, record_stack
 
 TCP = "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane"
@@ -28,12 +28,12 @@ def provider_urn(resources: list[MockResourceArgs], name: str) -> str:
 
 def tenant_of(resource: MockResourceArgs) -> str | None:
     labels = (resource.inputs.get("metadata") or {}).get("labels") or {}
-    return labels.get(manifests.TENANT_LABEL) if isinstance(labels, dict) else None
+    return labels.get(kube_objects.TENANT_LABEL) if isinstance(labels, dict) else None
 
 
 def component_of(resource: MockResourceArgs) -> str | None:
     labels = (resource.inputs.get("metadata") or {}).get("labels") or {}
-    return labels.get(manifests.COMPONENT_LABEL) if isinstance(labels, dict) else None
+    return labels.get(kube_objects.COMPONENT_LABEL) if isinstance(labels, dict) else None
 
 
 def test_every_component_is_present_once_or_per_tenant(resources: list[MockResourceArgs]) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpu_tenancy.promotion import DEVICE, PLATFORM, TENANT, Record, format_diff, layer_of, promotion_diff
+from gpu_tenancy.cli.promotion.layers import DEVICE, PLATFORM, TENANT, Record, format_diff, layer_of, promotion_diff
 from tests.harness import dev_config, gpu_config, nvml_config, record_stack, registered_gpus, unwrap
 
 STACKS = {"dev": dev_config, "dev-nvml": nvml_config, "gpu": gpu_config}

@@ -3,7 +3,7 @@ them, as HAMi registers the mock NVML's devices and as HAMi registers real cards
 every replica and the same per-node totals; `make promotion-diff` names what would change.
 
 The three registers come from three independent paths:
-- sim: the agent's own code (gpu_tenancy.agent: load_inventory, hami.device_inventory) on the inventory the
+- sim: the agent's own code (gpu_tenancy.hami.agent: load_inventory, hami.device_inventory) on the inventory the
   program hands the MockGpuAgent under the mocks;
 - sim-nvml: the mock NVML configuration the program writes, through the register.go double
   (tests/hami_register.py);
@@ -25,8 +25,13 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpu_tenancy import hami, plan_cli, plan_input, planner, promotion_plan
-from gpu_tenancy.agent.__main__ import load_inventory
+from gpu_tenancy.cli.plan import command as plan_cli
+from gpu_tenancy.cli.plan import plan_input
+from gpu_tenancy.cli.promotion import command as promotion_plan
+from gpu_tenancy.hami import protocol as hami
+from gpu_tenancy.hami.agent.__main__ import load_inventory
+from gpu_tenancy.hami.planner.model import ContainerRequest, Device, Node, Workload, node_from_register
+from gpu_tenancy.hami.planner.schedule import plan
 from tests import hami_register
 from tests.harness import dev_config, gpu_config, nvml_config, record_stack, registered_gpus, unwrap
 
@@ -70,7 +75,7 @@ def _alone(config: dict[str, Any], workload: dict[str, Any], tenant: str) -> dic
     return config
 
 
-def _workloads(config: dict[str, Any]) -> list[planner.Workload]:
+def _workloads(config: dict[str, Any]) -> list[Workload]:
     document = plan_input.PlanDocument.model_validate({
         "nodes": [{"name": "n", "devices": [{"id": "x", "type": "NVIDIA", "count": 1}]}],
         "workloads": [{**w, "tenant": t["name"]} for t in config["tenants"] for w in t["workloads"]],
@@ -115,9 +120,9 @@ def _tenant_of(config: dict[str, Any], node: str) -> str:
 
 
 def _outcome(config: dict[str, Any], registers: dict[str, list[dict[str, Any]]]) -> tuple[Any, Any]:
-    nodes = [planner.node_from_register(n, d, _tenant_of(config, n)) for n, d in sorted(registers.items())]
+    nodes = [node_from_register(n, d, _tenant_of(config, n)) for n, d in sorted(registers.items())]
     workloads = _workloads(config)
-    result = planner.plan(nodes, workloads, None)
+    result = plan(nodes, workloads, None)
     verdicts = {(f.workload, f.replica): f.reason for f in result.failures}
     verdicts |= {(p.workload, p.replica): "fits" for p in result.placements}
     totals: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
@@ -254,7 +259,7 @@ def test_an_uncatalogued_card_declared_differently_is_named(tmp_path: Path) -> N
 # --------------------------------------------------------------------------- what the card order changes
 
 _requests = st.builds(
-    planner.ContainerRequest,
+    ContainerRequest,
     gpus=st.integers(1, 2),
     gpumem_mib=st.one_of(st.none(), st.integers(1, 24000)),
     gpumem_percentage=st.one_of(st.none(), st.integers(1, 100)),
@@ -262,8 +267,8 @@ _requests = st.builds(
 )
 
 
-def _order_outcome(cards: list[planner.Device], workloads: list[planner.Workload]) -> tuple[Any, Any]:
-    result = planner.plan([planner.Node("n", tuple(cards))], workloads)
+def _order_outcome(cards: list[Device], workloads: list[Workload]) -> tuple[Any, Any]:
+    result = plan([Node("n", tuple(cards))], workloads)
     verdicts = sorted([((f.workload, f.replica), f.reason) for f in result.failures]
                       + [((p.workload, p.replica), "fits") for p in result.placements])
     return verdicts, (sum(p.mem_mib for p in result.placements), sum(p.cores for p in result.placements),
@@ -277,12 +282,12 @@ def _order_outcome(cards: list[planner.Device], workloads: list[planner.Workload
                        min_size=1, max_size=4),
 )
 def test_on_a_node_of_one_model_the_register_order_changes_no_verdict_and_no_total(
-    cards: int, workloads: list[tuple[list[planner.ContainerRequest], int, bool]]
+    cards: int, workloads: list[tuple[list[ContainerRequest], int, bool]]
 ) -> None:
-    planned = [planner.Workload(f"w{i}", tuple(cs), replicas=r, gpu_scheduler_policy="binpack" if b else "spread")
+    planned = [Workload(f"w{i}", tuple(cs), replicas=r, gpu_scheduler_policy="binpack" if b else "spread")
                for i, (cs, r, b) in enumerate(workloads)]
     outcomes = {
-        repr(_order_outcome([planner.Device(f"g{i}", "NVIDIA L4", 23034, index=i) for i in order], planned))
+        repr(_order_outcome([Device(f"g{i}", "NVIDIA L4", 23034, index=i) for i in order], planned))
         for order in itertools.permutations(range(cards))
     }
     assert len(outcomes) == 1
@@ -290,10 +295,10 @@ def test_on_a_node_of_one_model_the_register_order_changes_no_verdict_and_no_tot
 
 def test_on_a_node_mixing_models_the_register_order_decides_where_a_whole_card_goes() -> None:
     """What `report` warns about: the scores of an idle L4 and an idle A100 tie for a whole-card request."""
-    l4, a100 = planner.Device("l4", "NVIDIA L4", 23034, index=0), planner.Device("a100", "NVIDIA A100-SXM4-80GB", 81920, index=1)
-    whole = [planner.Workload("w", (planner.ContainerRequest(gpus=1),))]
+    l4, a100 = Device("l4", "NVIDIA L4", 23034, index=0), Device("a100", "NVIDIA A100-SXM4-80GB", 81920, index=1)
+    whole = [Workload("w", (ContainerRequest(gpus=1),))]
     assert _order_outcome([l4, a100], whole)[1] == (81920, 100, 1)
     assert _order_outcome([a100, l4], whole)[1] == (23034, 100, 1)
-    assert "mix card models" in plan_cli.card_order_note([planner.Node("n", (l4, a100))], "real")
-    assert plan_cli.card_order_note([planner.Node("n", (l4, a100))], "sim") == ""
-    assert plan_cli.card_order_note([planner.Node("n", (l4,))], None) == plan_cli.CARD_CHOICE_NOTE
+    assert "mix card models" in plan_cli.card_order_note([Node("n", (l4, a100))], "real")
+    assert plan_cli.card_order_note([Node("n", (l4, a100))], "sim") == ""
+    assert plan_cli.card_order_note([Node("n", (l4,))], None) == plan_cli.CARD_CHOICE_NOTE

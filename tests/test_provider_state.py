@@ -23,7 +23,7 @@ from provider_state import (
     stored_state,
 )
 
-from gpu_tenancy.quantity import decimal_si
+from gpu_tenancy.builders.workloads.quantity import decimal_si
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -137,21 +137,21 @@ def _context_copy(tmp_path: Path) -> Path:
 
 def test_the_agent_image_context_holds_only_the_agents_sources(tmp_path: Path) -> None:
     files = context_files(_context_copy(tmp_path))
-    assert "gpu_tenancy/agent/Dockerfile" in files and "gpu_tenancy/hami.py" in files
-    assert all(f == "gpu_tenancy/__init__.py" or f == "gpu_tenancy/hami.py" or f.startswith("gpu_tenancy/agent/")
-               for f in files), files
+    assert "gpu_tenancy/hami/agent/Dockerfile" in files and "gpu_tenancy/hami/protocol.py" in files
+    image_files = {"gpu_tenancy/__init__.py", "gpu_tenancy/hami/__init__.py", "gpu_tenancy/hami/protocol.py"}
+    assert all(f in image_files or f.startswith("gpu_tenancy/hami/agent/") for f in files), files
 
 
 def test_what_an_up_writes_into_the_repository_does_not_rebuild_the_agent_image(tmp_path: Path) -> None:
     """`make up` keeps its state in ./state and the live suite its reports in ./reports; Python writes
     __pycache__: none of it may enter the context digest, or every `up` rebuilds and reloads the agent."""
     context = _context_copy(tmp_path)
-    dockerfile = context / "gpu_tenancy" / "agent" / "Dockerfile"
+    dockerfile = context / "gpu_tenancy" / "hami" / "agent" / "Dockerfile"
     before = context_digest(context, dockerfile)
     for written in ("state/.pulumi/stacks/gpu-tenancy/dev.json", "reports/e2e/dev/pulumi.log",
-                    "gpu_tenancy/agent/__pycache__/kube.cpython-311.pyc", "state/kubeconfigs/dev-tenant-a.kubeconfig"):
+                    "gpu_tenancy/hami/agent/__pycache__/kube.cpython-311.pyc", "state/kubeconfigs/dev-tenant-a.kubeconfig"):
         (context / written).parent.mkdir(parents=True, exist_ok=True)
         (context / written).write_text("changed by an up")
     assert context_digest(context, dockerfile) == before
-    (context / "gpu_tenancy" / "agent" / "decisions.py").write_text("# changed\n")
+    (context / "gpu_tenancy" / "hami" / "agent" / "decisions.py").write_text("# changed\n")
     assert context_digest(context, dockerfile) != before

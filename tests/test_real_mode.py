@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from pulumi.runtime import MockResourceArgs
 
-from gpu_tenancy import hostprep, inventory
+from gpu_tenancy.builders.host_worker import hostprep
+from gpu_tenancy.hami import inventory
 from tests.harness import TEST_SECRETS, by_type, gpu_config, is_secret, record_mocks, record_stack, registered_gpus
 
 TENANTS = ("tenant-a", "tenant-b")
@@ -107,7 +108,7 @@ def test_nodeport_control_planes_get_distinct_ports_and_no_metallb() -> None:
         for tcp in by_type(resources, "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane")
     }
     assert profiles == {
-        # Derived from each tenant's name (gpu_tenancy.addressing), literal so a change is noticed.
+        # Derived from each tenant's name (gpu_tenancy.contract.addressing), literal so a change is noticed.
         "tenant-a": ("NodePort", "10.20.0.2", 32378, 32379),
         "tenant-b": ("NodePort", "10.20.0.3", 32260, 32261),
     }

@@ -1,7 +1,7 @@
 """A kind worker whose join is replaced while its container stays (its tenant's control plane was replaced,
 tests/test_lifecycle.py) joins again: the old join's delete must leave the node as a fresh one.
 
-Runs gpu_tenancy/worker_join.py's scripts in the order the engine runs a delete-first replacement
+Runs gpu_tenancy/builders/worker/worker_join.py's scripts in the order the engine runs a delete-first replacement
 (old delete, then new create) against tests/worker_fakes.py.
 """
 
@@ -11,11 +11,12 @@ from pathlib import Path
 
 from worker_fakes import FakeHost
 
-from gpu_tenancy import manifests, worker_join
+from gpu_tenancy.builders import kube_objects
+from gpu_tenancy.builders.worker import worker_join
 
 KUBECONFIG = "apiVersion: v1\nkind: Config\nusers: [{name: admin, user: {token: tenant-admin-secret}}]\n"
 TEMPLATE = worker_join.join_configuration_template(
-    "10.0.0.5:6443", "sha256:abc", "lab-tenant-a-worker", manifests.gpu_node_labels("tenant-a")
+    "10.0.0.5:6443", "sha256:abc", "lab-tenant-a-worker", kube_objects.gpu_node_labels("tenant-a")
 )
 
 

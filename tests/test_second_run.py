@@ -15,10 +15,10 @@ Proof, for each example stack:
    of fresh values:
    `time`, `datetime`, `random`, `secrets`, `uuid.uuid1`/`uuid4`, `os.urandom`, `os.getpid`,
    `socket.gethostname`, `tempfile`, `os.listdir`/`glob`/`Path.iterdir`/`Path.glob` (file-system order).
-   Not a fresh value, so not reported: `uuid.uuid5` in gpu_tenancy/hami.py (name-based, the same for the
+   Not a fresh value, so not reported: `uuid.uuid5` in gpu_tenancy/hami/protocol.py (name-based, the same for the
    same tenant and index: the mock GPU ids). Allowed because the program never loads them (checked in
-   both runs), as of this writing: gpu_tenancy/agent/kube.py (`time`: the mock-GPU agent, which runs in
-   the tenant) and gpu_tenancy/kubeconfig_cli.py (`tempfile`: `make kubeconfig`). Values that do differ per resource creation but not per run, and so are no
+   both runs), as of this writing: gpu_tenancy/hami/agent/kube.py (`time`: the mock-GPU agent, which runs in
+   the tenant) and gpu_tenancy/cli/kubeconfig.py (`tempfile`: `make kubeconfig`). Values that do differ per resource creation but not per run, and so are no
    concern: command ids (pulumi-command `resource.NewUniqueHex` on create) and pulumi-random results,
    both kept in the state.
 
@@ -168,7 +168,7 @@ def test_the_scan_finds_what_it_looks_for() -> None:
 
 def test_no_module_the_program_loads_computes_fresh_values(two_runs: tuple[Any, Any]) -> None:
     loaded = {str(Path(m).relative_to(REPO)) for run in two_runs for m in run["modules"]}
-    assert {"components/kind_cluster.py", "components/tenant.py", "gpu_tenancy/manifests.py"} & loaded
+    assert {"components/kind_cluster.py", "components/tenant.py", "gpu_tenancy/builders/kube_objects.py"} & loaded
     sources = [REPO / "__main__.py", *(REPO / "components").rglob("*.py"), *(REPO / "gpu_tenancy").rglob("*.py")]
     found = {}
     for path in sources:

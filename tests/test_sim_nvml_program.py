@@ -8,8 +8,9 @@ import pytest
 import yaml
 from policy_support import Recorded, nvml_stack, record_engine_view
 
-from gpu_tenancy import hami, nvml_mock
-from gpu_tenancy.config import load_config
+from gpu_tenancy.builders.mock_nvml import nvml_mock
+from gpu_tenancy.contract.config import load_config
+from gpu_tenancy.hami import protocol as hami
 from tests import hami_register
 from tests.harness import nvml_config, record_mocks
 

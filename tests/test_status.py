@@ -21,8 +21,10 @@ import pytest
 from fake_apiserver import FakeTenant, closed_port_url, fake_cluster, kubeconfig_for, recorded
 from harness import REPO
 
-from gpu_tenancy import hami, status, status_cli
-from gpu_tenancy.allocation import AllocationView, TenantView
+from gpu_tenancy.cli.status import command as status_cli
+from gpu_tenancy.cli.status import report as status
+from gpu_tenancy.hami import protocol as hami
+from gpu_tenancy.hami.allocation import AllocationView, TenantView
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "register-annotations.json").read_text())
 
@@ -100,7 +102,7 @@ def test_make_status_table_and_exit_code(mode: str, cluster: dict[str, FakeTenan
     assert status_cli.main(["--stack", "dev", "--width", "200"]) == 0
     out, err = capsys.readouterr()
     assert err == ""
-    # gpu_tenancy.allocation_chart.render_table, shared with plan_cli report
+    # gpu_tenancy.cli.allocation_chart.render_table, shared with cli.plan report
     assert "Live GPU allocation: 1 pending" in out
     assert out.splitlines()[0].startswith("stack dev at ")
     assert "a-infer ×4: 40960 MiB, 80%" in out  # holders per workload; per pod with --pods
@@ -110,7 +112,7 @@ def test_make_status_table_and_exit_code(mode: str, cluster: dict[str, FakeTenan
     # The scheduler's own message, cleaned: one line, no preemption boilerplate, no "pod.."
     assert "    scheduler: 0/1 nodes are available: 1 2/2 CardTypeMismatch\n" in out
     assert "preemption" not in out and ".." not in out
-    assert "quota: gpu 4/6 · gpumem 40960/61440 MiB · gpucores 80/100%" in out  # plan_cli report's order
+    assert "quota: gpu 4/6 · gpumem 40960/61440 MiB · gpucores 80/100%" in out  # cli.plan report's order
     assert "token-" not in out  # kubeconfigs never reach the terminal
 
 

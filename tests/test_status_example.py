@@ -7,8 +7,9 @@ from pathlib import Path
 import kubernetes_validate
 import yaml
 
-from gpu_tenancy import hami, status
-from gpu_tenancy.workloads import HAMI_SCHEDULER_NAME
+from gpu_tenancy.builders.workloads.workloads import HAMI_SCHEDULER_NAME
+from gpu_tenancy.cli.status import report as status
+from gpu_tenancy.hami import protocol as hami
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "nvidia-smi-slice.yaml"
 

@@ -1,4 +1,4 @@
-"""`make kubeconfig`: gpu_tenancy.kubeconfig_cli against a stub `pulumi` answering with the program's outputs."""
+"""`make kubeconfig`: gpu_tenancy.cli.kubeconfig against a stub `pulumi` answering with the program's outputs."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 from harness import REPO, dev_config, unwrap
 from test_status_outputs import stack_outputs as program_outputs
 
-from gpu_tenancy import kubeconfig_cli
+from gpu_tenancy.cli import kubeconfig as kubeconfig_cli
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
-"""HAMi's metrics reach a Prometheus with the labels its dashboard uses (chart hami 2.10.0; manifests.hami_values,
-manifests.hami_service_monitors, the scrape config on docs/metrics.md).
+"""HAMi's metrics reach a Prometheus with the labels its dashboard uses (chart hami 2.10.0; hami_chart.hami_values,
+hami_chart.hami_service_monitors, the scrape config on docs/metrics.md).
 
 Checked against what upstream exports and queries, recorded under tests/fixtures/hami_metrics/ (HAMi v2.10.0 =
 commit 4707fb02c91c545bc7343ce26dba4c32919f9a3e, prometheus-operator v0.93.0 = f8fafd475f3d132e239432ae6172de60a6cb6516,
@@ -34,8 +34,8 @@ import pytest
 import yaml
 from harness import REPO, by_type, dev_config, gpu_config, record_stack, registered_gpus, unwrap
 
-from gpu_tenancy import manifests
-from gpu_tenancy.config import ConfigError, load_config
+from gpu_tenancy.builders.hami import hami_chart
+from gpu_tenancy.contract.config import ConfigError, load_config
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hami_metrics"
 EXPORTERS = json.loads((FIXTURES / "exporters.v2.10.0.json").read_text())["metrics"]
@@ -140,7 +140,7 @@ def test_what_the_dashboard_queries_is_scraped_with_the_labels_it_reads() -> Non
     queries = dashboard_queries()
     assert {"hami_gpu_memory_allocated_bytes", "hami_host_gpu_memory_used_bytes",
             "hami_vgpu_memory_used_bytes"} <= set(queries)  # the parser sees both exporters' panels
-    monitors = manifests.hami_service_monitors("t", device_plugin=True, extra_labels={})
+    monitors = hami_chart.hami_service_monitors("t", device_plugin=True, extra_labels={})
     ports_scraped = {m["spec"]["endpoints"][0]["port"] for m in monitors}
     service_of_port = {p["name"]: name for name, s in SERVICES.items() for p in s["spec"]["ports"]}
     exporter_of_service = {"hami-scheduler": "hami-scheduler", "hami-device-plugin-monitor": "hami-device-plugin"}

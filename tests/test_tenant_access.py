@@ -1,4 +1,4 @@
-"""The optional non-admin identity of a tenant (tenants[].userAccess; gpu_tenancy/tenant_access.py)."""
+"""The optional non-admin identity of a tenant (tenants[].userAccess; gpu_tenancy/builders/tenant_access/tenant_access.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from policy_support import find, record_engine_view, run_resource_policy, run_st
 from pulumi_policy import StackValidationPolicy
 from test_status_outputs import stack_outputs
 
-from gpu_tenancy import tenant_access
+from gpu_tenancy.builders.tenant_access import tenant_access
 
 import tenant_policies as tp  # isort: skip  (policies/ is put on sys.path by policy_support)
 

@@ -15,7 +15,9 @@ from fake_apiserver import FakeTenant, closed_port_url, kubeconfig_for, recorded
 from harness import REPO
 from test_status import install_stack
 
-from gpu_tenancy import hami, tenants, tenants_cli
+from gpu_tenancy.cli.tenants import command as tenants_cli
+from gpu_tenancy.cli.tenants import health as tenants
+from gpu_tenancy.hami import protocol as hami
 
 
 @pytest.fixture
@@ -90,7 +92,7 @@ def test_what_makes_a_tenant_unhealthy(change: str, problem: str) -> None:
     if change == "not-ready":
         server = FakeTenant("tenant-b", objects, ready=False).start()
         try:
-            from gpu_tenancy.status_kube import read_tenant
+            from gpu_tenancy.cli.status.kube import read_tenant
 
             read = read_tenant(server.kubeconfig(), probes=True)
         finally:
@@ -108,7 +110,7 @@ def test_what_makes_a_tenant_unhealthy(change: str, problem: str) -> None:
     if change == "gpu-unhealthy":
         devices[0].pop("health")  # Go's omitempty: a card reported unhealthy has no "health" key
         annotations[hami.NODE_REGISTER_ANNOTATION] = json.dumps(devices)
-    from gpu_tenancy.status import TenantObjects
+    from gpu_tenancy.cli.status.report import TenantObjects
 
     row = tenants.health("tenant-b", TenantObjects(objects["nodes"], objects["pods"], objects["resourcequotas"],
                                                    "v1.35.5", readyz), "10.0.0.1:6443", 2)

@@ -1,4 +1,4 @@
-"""`make tools` (gpu_tenancy/tools.py) against a fake release server on 127.0.0.1, offline.
+"""`make tools` (gpu_tenancy/cli/tools.py) against a fake release server on 127.0.0.1, offline.
 
 The fake serves what the upstream releases publish, laid out as the mirror option addresses them
 (``<mirror>/<host>/<path>``): kind's raw binary and its ``.sha256sum`` (``<hex>  <file>``, kind
@@ -26,8 +26,9 @@ from pathlib import Path
 
 import pytest
 
-from gpu_tenancy import tools, versions
-from gpu_tenancy.tools import Installer, Tool, ToolError
+from gpu_tenancy.cli import tools
+from gpu_tenancy.cli.tools import Installer, Tool, ToolError
+from gpu_tenancy.contract import versions
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TARGET = "linux-amd64"
@@ -331,8 +332,9 @@ def test_the_pins_are_the_project_versions_with_their_checksums() -> None:
 def run_make_tools(tmp_path: Path, releases: FakeReleases, path_tools: dict[str, bytes], *args: str) -> subprocess.CompletedProcess[str]:
     """`make tools` for real (GNU make, this Python, the module as committed) against the fake releases."""
     repo = tmp_path / "repo"
-    (repo / "gpu_tenancy").mkdir(parents=True, exist_ok=True)
-    for name in ("Makefile", "gpu_tenancy/__init__.py", "gpu_tenancy/tools.py", "gpu_tenancy/versions.py"):
+    for name in ("Makefile", "gpu_tenancy/__init__.py", "gpu_tenancy/cli/__init__.py", "gpu_tenancy/cli/tools.py",
+                 "gpu_tenancy/contract/__init__.py", "gpu_tenancy/contract/versions.py"):
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO_ROOT / name, repo / name)
     bin_dir = tmp_path / "path"
     bin_dir.mkdir(exist_ok=True)

@@ -16,12 +16,14 @@ from policy_support import Recorded, record_engine_view
 from pulumi.runtime import rpc
 from replacement_model import replacements
 
-from gpu_tenancy import join_token, kind_node, manifests, worker_join
+from gpu_tenancy.builders import kube_objects
+from gpu_tenancy.builders.bootstrap_token import join_token
+from gpu_tenancy.builders.worker import kind_node, kubeadm_join, worker_join
 from tests.worker_fakes import FakeHost
 
 KUBECONFIG = "apiVersion: v1\nkind: Config\nusers: [{name: admin, user: {token: tenant-admin-secret}}]\n"
 TEMPLATE = worker_join.join_configuration_template(
-    "10.0.0.5:6443", "sha256:abc", "lab-tenant-a-worker", manifests.gpu_node_labels("tenant-a")
+    "10.0.0.5:6443", "sha256:abc", "lab-tenant-a-worker", kube_objects.gpu_node_labels("tenant-a")
 )
 JOIN_ENV = {"GPU_TENANCY_JOIN_CONFIGURATION": TEMPLATE}
 
@@ -107,7 +109,7 @@ def test_token_secret_is_a_kubeadm_bootstrap_token_that_expires(host: FakeHost) 
     assert secret["type"] == "bootstrap.kubernetes.io/token"
     assert data["usage-bootstrap-authentication"] == data["usage-bootstrap-signing"] == "true"
     assert data["auth-extra-groups"] == "system:bootstrappers:kubeadm:default-node-token"
-    assert secret["metadata"]["labels"] == manifests.labels("tenant-a", "worker")
+    assert secret["metadata"]["labels"] == kube_objects.labels("tenant-a", "worker")
     expiration = datetime.datetime.strptime(data["expiration"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.UTC)
     ttl = (expiration - now).total_seconds()
     # A join token lives 15 minutes (a join takes seconds; kubeadm's own default of 24 h is far too long).
@@ -203,7 +205,7 @@ def test_a_template_without_the_placeholder_is_refused(host: FakeHost) -> None:
 def test_join_configuration_template_holds_no_token() -> None:
     parsed = yaml.safe_load(TEMPLATE)
     assert parsed["discovery"]["bootstrapToken"]["token"] == worker_join.TOKEN_PLACEHOLDER
-    assert parsed["nodeRegistration"]["ignorePreflightErrors"] == list(manifests.KIND_NODE_PREFLIGHT_IGNORES)
+    assert parsed["nodeRegistration"]["ignorePreflightErrors"] == list(kubeadm_join.KIND_NODE_PREFLIGHT_IGNORES)
 
 
 # --------------------------------------------------------------------------- leave
@@ -335,7 +337,7 @@ def test_real_hosts_come_before_the_tenant_network() -> None:
     joins = [r for r in recorded if r.type == "command:remote:Command" and r.name.endswith("-join")]
     assert joins
     for daemon_set in [r for r in recorded if r.type == "kubernetes:apps/v1:DaemonSet"]:
-        tenant = daemon_set.inputs["metadata"]["labels"][manifests.TENANT_LABEL]
+        tenant = daemon_set.inputs["metadata"]["labels"][kube_objects.TENANT_LABEL]
         own = [j for j in joins if j.name.startswith(f"{tenant}-")]
         assert own and all(j.urn in _closure(recorded, daemon_set.urn) for j in own), daemon_set.name
 

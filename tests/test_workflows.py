@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gpu_tenancy import versions
+from gpu_tenancy.contract import versions
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 WORKFLOW_DIR = REPO_ROOT / ".github" / "workflows"
@@ -74,10 +74,10 @@ def pulumi_action(step: dict[str, Any]) -> bool:
 
 
 def runs_pulumi(step: dict[str, Any]) -> bool:
-    """A pulumi/actions step, the pulumi CLI, or the previews of gpu_tenancy/pr_report.py (Automation API)."""
+    """A pulumi/actions step, the pulumi CLI, or the previews of gpu_tenancy/cli/pull_requests/report.py (Automation API)."""
     script = step.get("run", "")
     return pulumi_action(step) or bool(
-        re.search(r"(^|[|;&]\s*|\n\s*|!\s*)pulumi\s", script) or "gpu_tenancy.pr_report preview" in script
+        re.search(r"(^|[|;&]\s*|\n\s*|!\s*)pulumi\s", script) or "gpu_tenancy.cli.pull_requests preview" in script
     )
 
 
@@ -240,9 +240,9 @@ def test_forks_get_a_fresh_preview_on_a_github_hosted_runner_without_secrets() -
     job = jobs("preview.yml")["preview-fork"]
     assert FORK in job["if"] and job["runs-on"] == "ubuntu-latest" and job["permissions"] == {"contents": "read"}
     assert "secrets." not in json.dumps(job) and "environment" not in job
-    (run,) = [step["run"] for step in job["steps"] if "pr_report preview" in step.get("run", "")]
+    (run,) = [step["run"] for step in job["steps"] if "gpu_tenancy.cli.pull_requests preview" in step.get("run", "")]
     assert 'PULUMI_BACKEND_URL="file://$RUNNER_TEMP/pulumi-state"' in run and "os.urandom(16)" in run
-    assert run.index("pr_report backend-dir") < run.index("pr_report preview")
+    assert run.index("gpu_tenancy.cli.pull_requests backend-dir") < run.index("gpu_tenancy.cli.pull_requests preview")
 
 
 def test_previews_use_the_base_branchs_policy_pack() -> None:
@@ -253,7 +253,7 @@ def test_previews_use_the_base_branchs_policy_pack() -> None:
                                 "persist-credentials": False}, job_id
         scripts = "\n".join(step.get("run", "") for step in job["steps"])
         assert "python -m venv base/.venv && base/.venv/bin/pip install -r base/requirements.txt" in scripts
-        (preview,) = re.findall(r"gpu_tenancy\.pr_report preview (.*)", scripts)
+        (preview,) = re.findall(r"gpu_tenancy\.cli\.pull_requests preview (.*)", scripts)
         assert preview.endswith("--policy-pack base/policies"), (job_id, preview)
     pack = yaml.safe_load((REPO_ROOT / "policies" / "PulumiPolicy.yaml").read_text())
     assert pack["runtime"]["options"]["virtualenv"] == "../.venv", "base/policies runs in base/.venv"
@@ -267,10 +267,10 @@ def test_the_gpu_preview_waits_for_its_environments_reviewers() -> None:
 
 
 def test_the_gpu_preview_gets_its_credentials_from_stdin_and_needs_a_deployed_stack() -> None:
-    from gpu_tenancy.config import SECRET_KEYS
+    from gpu_tenancy.contract.config import SECRET_KEYS
 
     job_steps = jobs("preview.yml")["preview-gpu"]["steps"]
-    (preview_index,) = [i for i, s in enumerate(job_steps) if "pr_report preview" in s.get("run", "")]
+    (preview_index,) = [i for i, s in enumerate(job_steps) if "gpu_tenancy.cli.pull_requests preview" in s.get("run", "")]
     given = "\n".join(step.get("run", "") for step in job_steps[:preview_index])
     stack_config = yaml.safe_load((REPO_ROOT / "Pulumi.gpu.yaml").read_text())["config"]
     for key in SECRET_KEYS:
@@ -287,11 +287,11 @@ def test_every_preview_and_deploy_first_creates_a_file_backends_directory() -> N
         pulumi_steps = [i for i, step in enumerate(job["steps"]) if runs_pulumi(step)]
         if not pulumi_steps:
             continue
-        made = [i for i, step in enumerate(job["steps"]) if "gpu_tenancy.pr_report backend-dir" in step.get("run", "")]
+        made = [i for i, step in enumerate(job["steps"]) if "gpu_tenancy.cli.pull_requests backend-dir" in step.get("run", "")]
         assert made and made[0] <= pulumi_steps[0], job_id
         if made[0] == pulumi_steps[0]:  # one script: the directory first
             script = job["steps"][made[0]]["run"]
-            assert script.index("pr_report backend-dir") < script.index("pr_report preview"), job_id
+            assert script.index("gpu_tenancy.cli.pull_requests backend-dir") < script.index("gpu_tenancy.cli.pull_requests preview"), job_id
 
 
 def test_every_job_that_runs_pulumi_installs_the_pinned_cli_first() -> None:
@@ -353,7 +353,7 @@ def test_the_plan_of_every_stack_file_is_posted_with_its_pictures() -> None:
     (plan,) = [s for s in scripts if "make -s plan" in s]
     assert "for file in Pulumi.*.yaml" in plan and 'echo "$status" > "reports/plan/$stack.exit"' in plan
     (upload,) = [s for s in job["steps"] if "upload-artifact" in s.get("uses", "")]
-    (post,) = [s for s in job["steps"] if "pr_report plan" in s.get("run", "")]
+    (post,) = [s for s in job["steps"] if "gpu_tenancy.cli.pull_requests plan" in s.get("run", "")]
     assert post["env"]["PICTURES_URL"] == f"${{{{ steps.{upload['id']}.outputs.artifact-url }}}}"
     assert job["steps"].index(upload) < job["steps"].index(post)
 
@@ -362,7 +362,7 @@ def test_codeowners_review_what_gates_deploys() -> None:
     lines = [line.split() for line in (REPO_ROOT / ".github" / "CODEOWNERS").read_text().splitlines()
              if line.strip() and not line.startswith("#")]
     owners = {pattern: rest for pattern, *rest in lines}
-    for pattern in ("/policies/", "/.github/", "/Pulumi.*.yaml", "/gpu_tenancy/tools.py"):
+    for pattern in ("/policies/", "/.github/", "/Pulumi.*.yaml", "/gpu_tenancy/cli/tools.py"):
         assert owners.get(pattern), f"CODEOWNERS has no owner for {pattern}"
     stack_files = [p.name for p in REPO_ROOT.glob("Pulumi.*.yaml")]
     assert stack_files and all(re.fullmatch(r"Pulumi\..+\.yaml", name) for name in stack_files)

@@ -7,9 +7,11 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from gpu_tenancy import manifests
-from gpu_tenancy import workloads as wl
-from gpu_tenancy.config import ContainerGpuRequest, TenantConfig, WorkloadConfig, load_config
+from gpu_tenancy.builders import kube_objects
+from gpu_tenancy.builders.hami import hami_chart
+from gpu_tenancy.builders.workloads import workloads as wl
+from gpu_tenancy.contract.config import load_config
+from gpu_tenancy.contract.tenant_config import ContainerGpuRequest, TenantConfig, WorkloadConfig
 
 A100 = {"model": "NVIDIA A100-SXM4-80GB", "count": 1}
 
@@ -103,11 +105,11 @@ def test_scheduler_name_is_hami_and_matches_the_chart_default() -> None:
     spec = wl.deployment_spec("t", workload())
     assert spec["template"]["spec"]["schedulerName"] == "hami-scheduler"
     # The release does not override the chart's schedulerName value.
-    assert "schedulerName" not in manifests.hami_values("v1.35.5", "v2.10.0")
+    assert "schedulerName" not in hami_chart.hami_values("v1.35.5", "v2.10.0")
 
 
 def test_default_policies_match_the_hami_release() -> None:
-    defaults = manifests.hami_values("v1.35.5", "v2.10.0")["scheduler"]["defaultSchedulerPolicy"]
+    defaults = hami_chart.hami_values("v1.35.5", "v2.10.0")["scheduler"]["defaultSchedulerPolicy"]
     assert defaults == {"gpuSchedulerPolicy": wl.DEFAULT_GPU_SCHEDULER_POLICY,
                         "nodeSchedulerPolicy": wl.DEFAULT_NODE_SCHEDULER_POLICY}
 
@@ -136,8 +138,8 @@ def test_every_object_carries_the_tenant_label() -> None:
     w = workload()
     for meta in (wl.namespace_metadata("tenant-a"), wl.deployment_metadata("tenant-a", w),
                  wl.resource_quota_metadata("tenant-a"), wl.deployment_spec("tenant-a", w)["template"]["metadata"]):
-        assert meta["labels"][manifests.TENANT_LABEL] == "tenant-a"
-        assert meta["labels"][manifests.COMPONENT_LABEL] == "workload"
+        assert meta["labels"][kube_objects.TENANT_LABEL] == "tenant-a"
+        assert meta["labels"][kube_objects.COMPONENT_LABEL] == "workload"
 
 
 def test_selector_selects_the_template() -> None:
@@ -170,7 +172,7 @@ def test_resource_quota_keys(quota: dict[str, int], hard: dict[str, str]) -> Non
 
 
 def test_quota_map_covers_every_config_key() -> None:
-    from gpu_tenancy.config import QUOTA_KEYS
+    from gpu_tenancy.contract.tenant_config import QUOTA_KEYS
 
     assert set(wl.QUOTA_KEY_MAP) == set(QUOTA_KEYS)
 

@@ -14,8 +14,11 @@ import pytest
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime.mocks import MockResourceArgs
 
-from gpu_tenancy import manifests, plan_cli, planner
-from gpu_tenancy import workloads as wl
+from gpu_tenancy.builders import kube_objects
+from gpu_tenancy.builders.workloads import workloads as wl
+from gpu_tenancy.cli.plan import command as plan_cli
+from gpu_tenancy.hami.planner.model import Node, Workload
+from gpu_tenancy.hami.planner.schedule import plan
 from tests.harness import DEV_STACK_FILE, REPO, dev_config, record_stack
 
 COMPONENT = "gpu-tenancy:workloads:Workloads"
@@ -52,11 +55,11 @@ def of_type(resources: list[MockResourceArgs], typ: str) -> list[MockResourceArg
 
 def workload_namespaces(resources: list[MockResourceArgs]) -> list[MockResourceArgs]:
     return [r for r in of_type(resources, NAMESPACE)
-            if r.inputs["metadata"]["labels"][manifests.COMPONENT_LABEL] == wl.COMPONENT]
+            if r.inputs["metadata"]["labels"][kube_objects.COMPONENT_LABEL] == wl.COMPONENT]
 
 
 def tenant_label(resource: MockResourceArgs) -> str:
-    return str(resource.inputs["metadata"]["labels"][manifests.TENANT_LABEL])
+    return str(resource.inputs["metadata"]["labels"][kube_objects.TENANT_LABEL])
 
 
 def without_workloads(config: dict[str, Any], *tenants: str) -> dict[str, Any]:
@@ -153,8 +156,8 @@ def test_fresh_stack_preview_registers_the_workloads() -> None:
 # --------------------------------------------------------------------------- capacity plan
 
 
-def dev_plan() -> tuple[list[planner.Node], list[planner.Workload], Any]:
-    """The dev stack's declared GPUs, workloads and quotas, read the way `plan_cli` reads its input."""
+def dev_plan() -> tuple[list[Node], list[Workload], Any]:
+    """The dev stack's declared GPUs, workloads and quotas, read the way `cli.plan` reads its input."""
     import tempfile
 
     document = wl.plan_document(wl.load_stack_file(DEV_STACK_FILE), "gpu-tenancy-dev")
@@ -167,7 +170,7 @@ def dev_plan() -> tuple[list[planner.Node], list[planner.Workload], Any]:
 def test_dev_stack_workloads_plan_without_failures() -> None:
     nodes, workloads, quota = dev_plan()
     assert workloads, "the dev stack declares example workloads"
-    result = planner.plan(nodes, workloads, quota)
+    result = plan(nodes, workloads, quota)
     assert result.fits, [(f.workload, f.replica, f.reason) for f in result.failures]
     placed = Counter(p.workload for p in result.placements)
     assert placed == {w.name: w.replicas * len(w.containers) for w in workloads}
@@ -181,11 +184,11 @@ def test_dev_stack_quota_binds() -> None:
     """The non-fitting change on docs/planner.md: two more b-notebook replicas fit the cards but not tenant-b's gpumem quota."""
     nodes, workloads, quota = dev_plan()
     grown = [dataclasses.replace(w, replicas=4) if w.name == "b-notebook" else w for w in workloads]
-    result = planner.plan(nodes, grown, quota)
+    result = plan(nodes, grown, quota)
     assert [(f.workload, f.replica, f.reason) for f in result.failures] == [
         ("b-notebook", 3, "2/2 ResourceQuotaNotFit")]
     # Without the quota the same change fits: it is the quota, not the L4s, that says no.
-    assert planner.plan(nodes, grown, None).fits
+    assert plan(nodes, grown, None).fits
 
 
 def test_dev_stack_planner_cli_round_trip(tmp_path: Path) -> None:
@@ -193,10 +196,10 @@ def test_dev_stack_planner_cli_round_trip(tmp_path: Path) -> None:
     import sys
 
     plan_input = tmp_path / "plan.json"
-    made = subprocess.run([sys.executable, "-m", "gpu_tenancy.workloads", str(DEV_STACK_FILE)],
+    made = subprocess.run([sys.executable, "-m", "gpu_tenancy.builders.workloads.workloads", str(DEV_STACK_FILE)],
                           cwd=REPO, capture_output=True, text=True, check=True)
     plan_input.write_text(made.stdout)
-    run = subprocess.run([sys.executable, "-m", "gpu_tenancy.plan_cli", "plan", "--json", str(plan_input)],
+    run = subprocess.run([sys.executable, "-m", "gpu_tenancy.cli.plan", "plan", "--json", str(plan_input)],
                          cwd=REPO, capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
     assert json.loads(run.stdout)["fits"] is True
@@ -209,7 +212,7 @@ def test_examples_plan_dev_mirrors_the_dev_stack() -> None:
     assert ex_workloads == workloads
     assert ex_quota == quota
 
-    def shape(ns: list[planner.Node]) -> list[tuple[str | None, list[tuple[str, int, int, int]]]]:
+    def shape(ns: list[Node]) -> list[tuple[str | None, list[tuple[str, int, int, int]]]]:
         return [(n.tenant, [(d.type, d.devmem, d.devcore, d.count) for d in n.devices]) for n in ns]
 
     assert shape(ex_nodes) == shape(nodes)

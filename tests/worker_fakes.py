@@ -1,4 +1,4 @@
-"""Fake `docker` and `kubectl` executables for running gpu_tenancy/worker_join.py's scripts here.
+"""Fake `docker` and `kubectl` executables for running gpu_tenancy/builders/worker/worker_join.py's scripts here.
 
 `FakeHost(tmp_path)` lays out a node container's filesystem under `root/`, a tenant's API objects under
 `api/` and puts both fakes first on PATH. Every invocation is logged with its argv, so a test can prove

@@ -109,7 +109,7 @@ def interrupt_up_at(
 def run_doctor(stack: str, cwd: Path, env: Mapping[str, str], *args: str, stack_file: Path | None = None,
                state_dir: Path | None = None) -> subprocess.CompletedProcess[str]:
     """`make doctor` for the throwaway stack (its stack file and backend come from the workspace env)."""
-    command = [sys.executable, "-m", "gpu_tenancy.doctor", "--stack", stack, *args]
+    command = [sys.executable, "-m", "gpu_tenancy.cli.doctor", "--stack", stack, *args]
     if stack_file is not None:
         command += ["--stack-file", str(stack_file)]
     if state_dir is not None:
@@ -121,7 +121,7 @@ def doctor_problems(result: subprocess.CompletedProcess[str]) -> list[str]:
     return [line.removeprefix("problem: ") for line in result.stdout.splitlines() if line.startswith("problem: ")]
 
 
-# `make doctor`'s lab and state subjects (gpu_tenancy/doctor_lab.py); the host's (inotify, proxy, ...) are what
+# `make doctor`'s lab and state subjects (gpu_tenancy/cli/doctor/lab.py); the host's (inotify, proxy, ...) are what
 # the runner brings and are not the lab's to recover.
 LAB_SUBJECTS = ("container ", "tenant ", "management cluster", "kind cluster", "stack ")
 

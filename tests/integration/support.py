@@ -160,7 +160,7 @@ STAGE_BY_COMPONENT_TYPE = {
 }
 TENANT_COMPONENT_TYPE = "gpu-tenancy:tenant:Tenant"
 # A Tenant's child components (components/tenant.py) and the stage each one ends: the TenantControlPlane waits
-# for Kamaji's Ready (manifests.tcp_wait_conditions), a worker is done once kubeadm join ran (Worker: a kindest/node
+# for Kamaji's Ready (control_plane_spec.tcp_wait_conditions), a worker is done once kubeadm join ran (Worker: a kindest/node
 # container; HostWorker: a GPU host), HAMi once its Helm release is deployed with --wait (helm.v3.Release awaits).
 TENANT_STAGES = {
     "gpu-tenancy:tenant_control_plane:TenantControlPlane": "control plane Ready",
@@ -541,7 +541,7 @@ def nvidia_smi_gpus(output: str) -> list[tuple[int, str, str]]:
 
 def nvml_mock_image(commit: str | None) -> str | None:
     """The mock's image the program builds and loads into the workers: tagged with the pinned commit's first
-    12 hex digits. None when ``commit`` is no full commit id (gpu_tenancy.versions.NVML_MOCK_COMMIT)."""
+    12 hex digits. None when ``commit`` is no full commit id (gpu_tenancy.contract.versions.NVML_MOCK_COMMIT)."""
     if not commit or not re.fullmatch(r"[0-9a-f]{40}", commit):
         return None
     return f"{NVML_MOCK_IMAGE_REPOSITORY}:{commit[:12]}"

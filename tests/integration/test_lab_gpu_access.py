@@ -1,6 +1,6 @@
 # mypy: disable-error-code="union-attr"
 """Live checks of the admission policies that keep GPUs reachable only through HAMi, and of the host layer
-under them (gpu_tenancy/gpu_access.py, gpu_tenancy/agent_admission.py), against the deployed stack.
+under them (gpu_tenancy/builders/gpu_access/gpu_access.py, gpu_tenancy/builders/mock_gpu_agent/agent_admission.py), against the deployed stack.
 
 * every mode: a pod asking for every GPU by environment, or switching HAMi-core off, is refused at
   admission, with the policy's own message;
@@ -18,7 +18,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from gpu_tenancy import gpu_access
+from gpu_tenancy.builders.gpu_access import gpu_access
 from tests.integration.conftest import DeployedLab
 from tests.integration.support import wait_for
 from tests.integration.test_lab import NAMESPACE, POD_IMAGE, delete_pods, only_node, tenant_core

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from gpu_tenancy import versions
-from gpu_tenancy.hami import NODE_REGISTER_ANNOTATION, parse_register_annotation
+from gpu_tenancy.contract import versions
+from gpu_tenancy.hami.protocol import NODE_REGISTER_ANNOTATION, parse_register_annotation
 from tests.integration.conftest import DeployedLab
 from tests.integration.support import (
     DEVICE_PLUGIN_SELECTOR,
@@ -60,7 +60,7 @@ pytestmark = [
 
 NVIDIA_SMI_POD = "e2e-nvidia-smi"
 # It sets CUDA_DISABLE_CONTROL (below), which the tenants' GPU-access admission policy refuses everywhere but
-# in kube-system (gpu_tenancy/gpu_access.py): the check runs there, as the platform admin.
+# in kube-system (gpu_tenancy/builders/gpu_access/gpu_access.py): the check runs there, as the platform admin.
 NVIDIA_SMI_NAMESPACE = "kube-system"
 NVIDIA_SMI_LOG = "test_17-nvidia-smi.log"
 
@@ -227,7 +227,7 @@ def _container_states(pod: client.V1Pod) -> str:
 def test_17_nvidia_smi_in_a_pod_lists_the_mock_gpu(lab: DeployedLab) -> None:
     image = nvml_mock_image(getattr(versions, "NVML_MOCK_COMMIT", None))
     if image is None:
-        pytest.skip("gpu_tenancy.versions has no NVML_MOCK_COMMIT (40 hex digits): the mock's image tag is unknown")
+        pytest.skip("gpu_tenancy.contract.versions has no NVML_MOCK_COMMIT (40 hex digits): the mock's image tag is unknown")
     (tenant_a,) = [t for t in lab.config["gpu-tenancy:tenants"] if t["name"] == "tenant-a"]
     expected = sorted(str(g["model"]) for g in tenant_a["gpus"] for _ in range(int(g["count"])))
     core = tenant_core(lab, "tenant-a")

@@ -1,0 +1,1 @@
+"""What each component creates, as plain data: one folder per component in components/."""

@@ -1,0 +1,213 @@
+"""GPUs reachable only through HAMi: who may put a container under the NVIDIA runtime, and which
+environment a pod may not set, as one rule for the admission policy in every tenant and the policy pack.
+
+How a container gets GPUs on a real host (mode real):
+
+* containerd's default runtime stays runc; the NVIDIA runtime is only a named handler (`nvidia`). HAMi's
+  chart creates RuntimeClass `nvidia` (templates/device-plugin/runtime-class.yaml, values
+  `devicePlugin.createRuntimeClass`/`runtimeClassName`), runs its device plugin and vGPU monitor under it
+  (templates/device-plugin/daemonsetnvidia.yaml) and its webhook sets `runtimeClassName` on every pod that
+  asks for a GPU resource (pkg/device/nvidia/device.go `MutateAdmission`). A pod under runc sees no GPU
+  whatever its environment says.
+* Under the NVIDIA runtime the devices a container sees come from `NVIDIA_VISIBLE_DEVICES`, which HAMi's
+  device plugin sets in its Allocate response (deviceListStrategy `envvar`), together with HAMi-core's
+  limits (`CUDA_DEVICE_MEMORY_LIMIT_<i>`, `CUDA_DEVICE_SM_LIMIT`; pkg/device-plugin/nvidiadevice/nvinternal/
+  plugin/server.go `Allocate`). The kubelet puts the pod spec's own env after the device plugin's, so a
+  value in the spec wins; and `CUDA_DISABLE_CONTROL=true` in the spec makes the plugin leave out
+  `/etc/ld.so.preload`, i.e. HAMi-core and every limit (same function). The toolkit's
+  `accept-nvidia-visible-devices-envvar-when-unprivileged` stays at its default (true): HAMi's vGPU monitor
+  is unprivileged and sees the GPUs through `NVIDIA_VISIBLE_DEVICES=all` only.
+* So, outside kube-system (HAMi's own pods, admin only): no container sets those variables (only
+  `NVIDIA_VISIBLE_DEVICES` to a value that selects no GPU: `none`/`void`, which HAMi's webhook itself adds
+  to non-GPU containers with `scheduler.overwriteEnv`), `envFrom` only with a prefix that cannot produce
+  them, and a pod under the GPU runtime class has every container either request `nvidia.com/gpu` or set
+  `NVIDIA_VISIBLE_DEVICES` to `none`/`void` (ephemeral containers cannot request resources: the latter).
+
+The same admission policy runs in every mode, so sim and sim-nvml refuse exactly what real refuses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+GPU_RUNTIME_CLASS = "nvidia"  # HAMi chart: RuntimeClass handler `nvidia`; nvidia-ctk's default runtime name
+DEVICE_ENV = "NVIDIA_VISIBLE_DEVICES"
+NO_DEVICE_VALUES = ("none", "void")  # nvidia-container-toolkit: no GPU injected
+GPU_RESOURCE = "nvidia.com/gpu"
+# What makes HAMi's webhook treat a container as a GPU container (pkg/device/nvidia/device.go
+# `mutateContainerResource`): the count, or memory, percentage or cores with a default count.
+GPU_REQUEST_RESOURCES = (GPU_RESOURCE, "nvidia.com/gpumem", "nvidia.com/gpumem-percentage", "nvidia.com/gpucores")
+# Prefixes and names the device plugin and HAMi-core own (HAMi v2.10.0 server.go Allocate, pkg/util/types.go).
+CONTROLLED_PREFIXES = ("NVIDIA_", "CUDA_DEVICE_")
+CONTROLLED_NAMES = ("CUDA_OVERSUBSCRIBE", "CUDA_DISABLE_CONTROL", "CUDA_TASK_PRIORITY", "GPU_CORE_UTILIZATION_POLICY")
+# NVIDIA_* variables that select driver features or version checks, not devices.
+ALLOWED_NAMES = ("NVIDIA_DRIVER_CAPABILITIES", "NVIDIA_DISABLE_REQUIRE")
+ALLOWED_PREFIXES = ("NVIDIA_REQUIRE_",)
+EXEMPT_NAMESPACES = ("kube-system",)
+POLICY_NAME = "gpu-tenancy-gpu-access"
+# The policy's parameters: a ConfigMap in kube-system (the binding's paramRef) with one key, the value of
+# CUDA_DISABLE_CONTROL that sim-nvml's own admission mutation writes on GPU containers
+# (gpu_tenancy.builders.mock_nvml.cuda_control), '' in every other mode. The mode thus changes the device layer's data,
+# not the policy, which stays the same in every mode.
+PARAMS_NAMESPACE = "kube-system"
+MARKER_KEY = "cudaControlMarker"
+
+
+def controlled(name: str) -> bool:
+    """Whether a pod may not set this variable itself (NVIDIA_VISIBLE_DEVICES aside, see env_allowed)."""
+    if name in ALLOWED_NAMES or name.startswith(ALLOWED_PREFIXES):
+        return False
+    return name.startswith(CONTROLLED_PREFIXES) or name in CONTROLLED_NAMES
+
+
+def env_allowed(entry: Mapping[str, Any]) -> bool:
+    name = str(entry.get("name", ""))
+    if name == DEVICE_ENV:
+        return entry.get("value") in NO_DEVICE_VALUES
+    return not controlled(name)
+
+
+def env_from_allowed(entry: Mapping[str, Any]) -> bool:
+    """`envFrom` copies keys the admission policy cannot see: only under a prefix that cannot form a
+    controlled name (no controlled root starts with it, and it starts with none)."""
+    prefix = str(entry.get("prefix") or "")
+    roots = (*CONTROLLED_PREFIXES, *CONTROLLED_NAMES)
+    return bool(prefix) and not any(root.startswith(prefix) or prefix.startswith(root) for root in roots)
+
+
+def no_devices(container: Mapping[str, Any]) -> bool:
+    return any(
+        isinstance(e, Mapping) and e.get("name") == DEVICE_ENV and e.get("value") in NO_DEVICE_VALUES
+        for e in container.get("env") or []
+    )
+
+
+def requests_gpu(container: Mapping[str, Any]) -> bool:
+    limits = (container.get("resources") or {}).get("limits") or {}
+    return isinstance(limits, Mapping) and GPU_RESOURCE in limits
+
+
+def pod_problems(spec: Mapping[str, Any]) -> list[str]:
+    """Why a pod spec reaches GPUs around HAMi (empty when it does not); what the admission policy refuses."""
+    problems: list[str] = []
+    groups = {key: [c for c in spec.get(key) or [] if isinstance(c, Mapping)]
+              for key in ("initContainers", "containers", "ephemeralContainers")}
+    for container in (c for group in groups.values() for c in group):
+        name = container.get("name")
+        for entry in container.get("env") or []:
+            if isinstance(entry, Mapping) and not env_allowed(entry):
+                problems.append(f"container {name!r} sets {entry.get('name')}, which HAMi's device plugin owns")
+        for entry in container.get("envFrom") or []:
+            if isinstance(entry, Mapping) and not env_from_allowed(entry):
+                problems.append(f"container {name!r} uses envFrom without a prefix that keeps out NVIDIA_/CUDA_ names")
+    if spec.get("runtimeClassName") == GPU_RUNTIME_CLASS:
+        for container in groups["initContainers"] + groups["containers"]:
+            if not requests_gpu(container) and not no_devices(container):
+                problems.append(
+                    f"container {container.get('name')!r} runs under RuntimeClass {GPU_RUNTIME_CLASS!r} without "
+                    f"requesting {GPU_RESOURCE} (set {DEVICE_ENV}=none)"
+                )
+        for container in groups["ephemeralContainers"]:
+            if not no_devices(container):
+                problems.append(f"ephemeral container {container.get('name')!r} needs {DEVICE_ENV}=none")
+    return problems
+
+
+# --------------------------------------------------------------------------- the admission policy (CEL)
+
+
+def _cel_list(values: tuple[str, ...]) -> str:
+    return "[" + ", ".join(f"'{v}'" for v in values) + "]"
+
+
+def _cel_starts(var: str, prefixes: tuple[str, ...]) -> str:
+    return "(" + " || ".join(f"{var}.startsWith('{p}')" for p in prefixes) + ")"
+
+
+NO_DEVICE_CEL = (
+    f"(has(c.env) && c.env.exists(e, e.name == '{DEVICE_ENV}' && has(e.value) && "
+    f"e.value in {_cel_list(NO_DEVICE_VALUES)}))"
+)
+ASKS_FOR_A_GPU_CEL = (
+    "(has(c.resources) && has(c.resources.limits) && "
+    f"{_cel_list(GPU_REQUEST_RESOURCES)}.exists(r, r in c.resources.limits))"
+)
+# sim-nvml only: the value its admission mutation writes, on a container that asks HAMi for a GPU.
+MARKER_CEL = (
+    f"(e.name == 'CUDA_DISABLE_CONTROL' && has(e.value) && params != null && has(params.data) && "
+    f"'{MARKER_KEY}' in params.data && params.data['{MARKER_KEY}'] != '' && "
+    f"e.value == params.data['{MARKER_KEY}'] && {ASKS_FOR_A_GPU_CEL})"
+)
+ENV_CEL = (
+    "variables.containers.all(c, !has(c.env) || c.env.all(e, "
+    f"{MARKER_CEL} || "
+    f"(e.name == '{DEVICE_ENV}' && has(e.value) && e.value in {_cel_list(NO_DEVICE_VALUES)}) || "
+    f"(e.name != '{DEVICE_ENV}' && (e.name in {_cel_list(ALLOWED_NAMES)} || {_cel_starts('e.name', ALLOWED_PREFIXES)} "
+    f"|| !({_cel_starts('e.name', CONTROLLED_PREFIXES)} || e.name in {_cel_list(CONTROLLED_NAMES)})))))"
+)
+ENV_FROM_CEL = (
+    "variables.containers.all(c, !has(c.envFrom) || c.envFrom.all(f, has(f.prefix) && f.prefix != '' && "
+    f"!{_cel_list((*CONTROLLED_PREFIXES, *CONTROLLED_NAMES))}.exists(r, r.startsWith(f.prefix) || "
+    "f.prefix.startsWith(r))))"
+)
+RUNTIME_CLASS_CEL = (
+    f"!has(object.spec.runtimeClassName) || object.spec.runtimeClassName != '{GPU_RUNTIME_CLASS}' || "
+    "(variables.runnable.all(c, (has(c.resources) && has(c.resources.limits) && "
+    f"'{GPU_RESOURCE}' in c.resources.limits) || {NO_DEVICE_CEL}) && "
+    f"variables.ephemeral.all(c, {NO_DEVICE_CEL}))"
+)
+VARIABLES = {
+    "runnable": "object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : [])",
+    "ephemeral": "has(object.spec.ephemeralContainers) ? object.spec.ephemeralContainers : []",
+    "containers": "variables.runnable + variables.ephemeral",
+}
+VALIDATIONS = (
+    (ENV_CEL, f"only HAMi's device plugin sets NVIDIA_*/CUDA_DEVICE_* and HAMi-core's variables "
+              f"({DEVICE_ENV} may only be none or void)"),
+    (ENV_FROM_CEL, "envFrom needs a prefix that cannot form NVIDIA_/CUDA_ variable names (e.g. APP_)"),
+    (RUNTIME_CLASS_CEL, f"under RuntimeClass {GPU_RUNTIME_CLASS} every container requests {GPU_RESOURCE} "
+                        f"or sets {DEVICE_ENV}=none"),
+)
+
+
+def validating_admission_policy_spec() -> dict[str, Any]:
+    """admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy spec (GA since Kubernetes 1.30)."""
+    return {
+        "failurePolicy": "Fail",
+        "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+        "matchConstraints": {
+            "namespaceSelector": {
+                "matchExpressions": [
+                    {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": list(EXEMPT_NAMESPACES)}
+                ]
+            },
+            "resourceRules": [
+                {
+                    "apiGroups": [""],
+                    "apiVersions": ["v1"],
+                    "operations": ["CREATE", "UPDATE"],
+                    "resources": ["pods", "pods/ephemeralcontainers"],
+                }
+            ],
+        },
+        "variables": [{"name": name, "expression": expression} for name, expression in VARIABLES.items()],
+        "validations": [
+            {"expression": expression, "message": message, "reason": "Forbidden"}
+            for expression, message in VALIDATIONS
+        ],
+    }
+
+
+def binding_spec(policy_name: str = POLICY_NAME) -> dict[str, Any]:
+    # No parameters, no admission: a missing ConfigMap denies every pod in scope rather than letting it by.
+    return {
+        "policyName": policy_name,
+        "paramRef": {"name": policy_name, "namespace": PARAMS_NAMESPACE, "parameterNotFoundAction": "Deny"},
+        "validationActions": ["Deny"],
+    }
+
+
+def params_data(cuda_control_marker: str) -> dict[str, str]:
+    """The parameters ConfigMap's data: the marker sim-nvml's mutation writes, '' in the other modes."""
+    return {MARKER_KEY: cuda_control_marker}

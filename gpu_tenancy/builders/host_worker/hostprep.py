@@ -1,0 +1,171 @@
+"""Shell scripts that prepare a real GPU host and join it to its tenant (mode real).
+
+Pure builders: versions in, script text out. The program runs them over SSH (pulumi-command
+`remote.Command`); tests check them with shellcheck. Debian/Ubuntu hosts with the NVIDIA driver
+already installed are supported: the driver is the one thing the script does not install, because it
+must match the host's kernel and GPU generation.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from gpu_tenancy.builders import shell
+from gpu_tenancy.builders.gpu_access import gpu_access
+from gpu_tenancy.contract import versions
+from gpu_tenancy.contract.platform_config import KUBERNETES_VERSION
+
+JOIN_FILE = "/run/gpu-tenancy-join.yaml"
+
+
+def kubernetes_package_version(kubernetes_version: str) -> tuple[str, str]:
+    """('v1.35', '1.35.5-*') for 'v1.35.5': the pkgs.k8s.io channel and the apt version pin."""
+    match = KUBERNETES_VERSION.match(kubernetes_version)
+    if not match:
+        raise ValueError(f"{kubernetes_version!r} is not an exact version like 'v1.35.5'")
+    minor, patch = match.groups()
+    return f"v1.{minor}", f"1.{minor}.{patch}-*"
+
+
+def prepare_script(kubernetes_version: str, toolkit_version: str = versions.NVIDIA_CONTAINER_TOOLKIT_VERSION) -> str:
+    """Idempotent host preparation: kernel settings, containerd, kubeadm/kubelet, NVIDIA runtime."""
+    channel, package = kubernetes_package_version(kubernetes_version)
+    return f"""#!/usr/bin/env bash
+# Prepares this host as a gpu-tenancy worker (Kubernetes {kubernetes_version}). Safe to run again.
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+K8S_CHANNEL={shlex.quote(channel)}
+K8S_PACKAGE={shlex.quote(package)}
+TOOLKIT_PACKAGE={shlex.quote(toolkit_version)}
+
+if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null; then
+  echo "gpu-tenancy: the NVIDIA driver is not working on $(hostname) (nvidia-smi -L failed); install it first" >&2
+  exit 1
+fi
+
+swapoff -a
+sed -ri '/\\sswap\\s/s/^#?/#/' /etc/fstab
+printf 'overlay\\nbr_netfilter\\n' > /etc/modules-load.d/gpu-tenancy.conf
+modprobe overlay
+modprobe br_netfilter
+cat > /etc/sysctl.d/90-gpu-tenancy.conf <<'SYSCTL'
+net.ipv4.ip_forward = 1
+net.bridge.bridge-nf-call-iptables = 1
+net.bridge.bridge-nf-call-ip6tables = 1
+SYSCTL
+sysctl --system >/dev/null
+
+apt-get update -q
+apt-get install -y -q apt-transport-https ca-certificates curl gpg containerd conntrack socat
+install -d -m 0755 /etc/apt/keyrings
+curl -fsSL "https://pkgs.k8s.io/core:/stable:/${{K8S_CHANNEL}}/deb/Release.key" \\
+  | gpg --batch --yes --dearmor -o /etc/apt/keyrings/kubernetes-apt-keyring.gpg
+K8S_REPO="https://pkgs.k8s.io/core:/stable:/${{K8S_CHANNEL}}/deb/"
+echo "deb [signed-by=/etc/apt/keyrings/kubernetes-apt-keyring.gpg] ${{K8S_REPO}} /" \\
+  > /etc/apt/sources.list.d/kubernetes.list
+curl -fsSL https://nvidia.github.io/libnvidia-container/gpgkey \\
+  | gpg --batch --yes --dearmor -o /etc/apt/keyrings/nvidia-container-toolkit.gpg
+curl -fsSL https://nvidia.github.io/libnvidia-container/stable/deb/nvidia-container-toolkit.list \\
+  | sed 's#deb https://#deb [signed-by=/etc/apt/keyrings/nvidia-container-toolkit.gpg] https://#' \\
+  > /etc/apt/sources.list.d/nvidia-container-toolkit.list
+apt-get update -q
+apt-mark unhold kubelet kubeadm >/dev/null 2>&1 || true
+apt-get install -y -q --allow-downgrades "kubelet=${{K8S_PACKAGE}}" "kubeadm=${{K8S_PACKAGE}}" \\
+  "nvidia-container-toolkit=${{TOOLKIT_PACKAGE}}" "nvidia-container-toolkit-base=${{TOOLKIT_PACKAGE}}"
+apt-mark hold kubelet kubeadm >/dev/null
+
+# containerd with the systemd cgroup driver (the control plane's kubelet config says systemd). The NVIDIA
+# runtime is registered as the handler `{gpu_access.GPU_RUNTIME_CLASS}` and NOT made the default: only pods
+# under HAMi's RuntimeClass reach it (gpu_tenancy/gpu_access.py). Run without --set-as-default, nvidia-ctk
+# also drops a default it set before (nvidia-container-toolkit pkg/config/engine/containerd/config.go
+# AddRuntimeWithOptions), so a host prepared by an older version is fixed by running this again.
+install -d /etc/containerd
+if [ ! -s /etc/containerd/config.toml ] || ! grep -q 'SystemdCgroup = true' /etc/containerd/config.toml; then
+  containerd config default > /etc/containerd/config.toml
+  sed -i 's/SystemdCgroup = false/SystemdCgroup = true/' /etc/containerd/config.toml
+fi
+nvidia-ctk runtime configure --runtime=containerd --nvidia-runtime-name={gpu_access.GPU_RUNTIME_CLASS}
+systemctl enable --now containerd kubelet
+systemctl restart containerd
+{runtime_check_script()}"""
+
+
+def runtime_check_script() -> str:
+    """Fails the preparation unless containerd, as it runs, has runc as default and the NVIDIA handler.
+
+    Reads `containerd config dump` (the merged config, drop-ins included): any `default_runtime_name`
+    naming the NVIDIA handler would hand every pod the GPUs, `NVIDIA_VISIBLE_DEVICES=all` is enough.
+    """
+    name = gpu_access.GPU_RUNTIME_CLASS
+    return f"""dump="$(containerd config dump)"
+if printf '%s\\n' "$dump" | grep -Eq '^[[:space:]]*default_runtime_name[[:space:]]*=[[:space:]]*"{name}"'; then
+  echo "gpu-tenancy: containerd on $(hostname) runs every pod under the NVIDIA runtime \\
+(default_runtime_name = {name}); remove that default (see /etc/containerd/conf.d)" >&2
+  exit 1
+fi
+if ! printf '%s\\n' "$dump" | grep -Eq "runtimes[.][\\"']?{name}[\\"']?[.]options[]]"; then
+  echo "gpu-tenancy: containerd on $(hostname) has no '{name}' runtime handler after nvidia-ctk runtime configure" >&2
+  exit 1
+fi
+"""
+
+
+def join_command() -> str:
+    """Runs on the host with the JoinConfiguration on stdin; a joined host is left as it is."""
+    script = (
+        "test -f /etc/kubernetes/kubelet.conf && exit 0; "
+        f"umask 077; cat > {JOIN_FILE}; "
+        f"kubeadm join --config {JOIN_FILE}; status=$?; rm -f {JOIN_FILE}; exit $status"
+    )
+    return f"sudo -n sh -c {shlex.quote(script)}"
+
+
+def prepare_command() -> str:
+    """Runs the preparation script given on stdin as root."""
+    return "sudo -n bash -s"
+
+
+def reset_command() -> str:
+    """On destroy: leave the tenant and clean the node's Kubernetes state."""
+    return "sudo -n kubeadm reset --force && sudo -n rm -rf /etc/cni/net.d"
+
+
+def remove_node_script() -> str:
+    """Runs here (not on the host) after the host was reset: deletes its Node from the tenant.
+
+    Environment: GPU_TENANCY_NODE. Stdin: the tenant's admin kubeconfig. `kubeadm join` refuses a node
+    name whose Node is still Ready (kubernetes `cmd/kubeadm/app/cmd/phases/join/kubelet.go`), and a reset
+    host's Node stays Ready until the node lifecycle controller's grace period runs out, so a rejoin right
+    after a reset needs the Node gone. A Node that is already gone is fine.
+    """
+    return (
+        "set -eu\n"
+        + shell.STDIN_KUBECONFIG
+        + 'kubectl --kubeconfig "$kubeconfig" --request-timeout=60s \\\n'
+        + '  delete node "$GPU_TENANCY_NODE" --ignore-not-found\n'
+    )
+
+
+MACHINE_ID_COMMAND = "cat /etc/machine-id"
+
+
+def duplicate_machines(machine_ids: dict[str, str]) -> list[str]:
+    """`tenant/worker` names that report one /etc/machine-id: the same machine listed twice (by two names,
+    behind two addresses) or cloned without a new id. Either way it must not join twice."""
+    by_id: dict[str, list[str]] = {}
+    for worker, machine_id in sorted(machine_ids.items()):
+        by_id.setdefault(machine_id.strip(), []).append(worker)
+    return [" and ".join(workers) + f" (machine-id {machine_id})"
+            for machine_id, workers in sorted(by_id.items()) if machine_id and len(workers) > 1]
+
+
+def machine_check_command(machine_ids: dict[str, str]) -> str:
+    """The gate every host's preparation waits for: succeeds only when no machine is listed twice."""
+    duplicates = duplicate_machines(machine_ids)
+    if not duplicates:
+        return "true"
+    message = (
+        "gpu-tenancy: one machine is listed as several workers: " + "; ".join(duplicates)
+        + ". Give each machine one entry (or, for distinct clones, a new id: systemd-machine-id-setup)."
+    )
+    return f"echo {shlex.quote(message)} >&2; exit 1"

@@ -1,0 +1,64 @@
+"""The kind CLI commands that create, read and delete the management cluster (mode sim).
+
+Pure builders: names in, shell text out; components/kind_cluster.py wires them to pulumi-command.
+
+kind writes the new cluster's credentials into a kubeconfig file on `create` and removes them on
+`delete`: the `--kubeconfig` path if given, else every file in $KUBECONFIG, else ~/.kube/config
+(kubernetes-sigs/kind v0.32.0 `pkg/cluster/internal/kubeconfig/internal/kubeconfig/paths.go` `paths`).
+The program reads the credentials with `kind get kubeconfig`, which prints them and writes nothing, so
+both commands point kind at a private file in a temporary directory that is removed when they exit: the
+user's kubeconfig is never rewritten.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+_PRIVATE_KUBECONFIG = """kubeconfig_dir=$(mktemp -d)
+trap 'rm -rf "$kubeconfig_dir"' EXIT
+"""
+
+
+
+
+def create_command(cluster_name: str, node_image: str) -> str:
+    """Creates the cluster from the kind config on stdin, or adopts a running one of the same name.
+
+    `kind create cluster` refuses a name that already has nodes (kind v0.32.0
+    `pkg/cluster/internal/create/create.go` `alreadyExists`), so an existing cluster is adopted. That is
+    only safe because the command is replaced delete-before-create (components/kind_cluster.py).
+    """
+    cluster = shlex.quote(cluster_name)
+    return (
+        "set -eu\n"
+        + _PRIVATE_KUBECONFIG
+        + f"if ! kind get clusters 2>/dev/null | grep -qx {cluster}; then\n"
+        f"  kind create cluster --name {cluster} --image {shlex.quote(node_image)} --config - --wait 180s "
+        '--kubeconfig "$kubeconfig_dir/config"\n'
+        "fi\n"
+    )
+
+
+def delete_command(cluster_name: str) -> str:
+    """Deletes the cluster; like `rm -f`, succeeds when it is already gone (kind `deletecluster.go`)."""
+    return (
+        "set -eu\n"
+        + _PRIVATE_KUBECONFIG
+        + f'kind delete cluster --name {shlex.quote(cluster_name)} --kubeconfig "$kubeconfig_dir/config"\n'
+    )
+
+
+def kubeconfig_command(cluster_name: str) -> str:
+    """Prints the cluster's admin kubeconfig (external address) to stdout."""
+    return f"kind get kubeconfig --name {shlex.quote(cluster_name)}"
+
+
+# The management provider's `clusterIdentifier`. pulumi-kubernetes replaces its provider, and with it
+# every resource on it, when the identifier changes, and never while it stays the same
+# (`provider/pkg/provider/provider.go` `DiffConfig`). components/kind_cluster.py derives it from the
+# cluster command, so while the engine replaces the cluster (delete first) it substitutes an unknown for it
+# (step_generator.go calculateDependentReplacements), which counts as
+# changed: the provider and everything on it are deleted first with the old cluster and created again on
+# the new one. The text itself stays what every existing stack has: a new text would replace all of it
+# once more, create-before-delete against the very same cluster, the old deletes removing the new objects.
+CLUSTER_IDENTIFIER = "management"

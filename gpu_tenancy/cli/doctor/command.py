@@ -1,0 +1,361 @@
+"""`make doctor`: one pass over this host and, when deployed, the lab; every problem on its own line with its fix.
+
+    python -m gpu_tenancy.cli.doctor --stack dev               # host, Pulumi state and the deployed lab
+    python -m gpu_tenancy.cli.doctor --stack dev --before-up   # what `make up` runs first: host, state, lost cluster
+
+Exit 0 when nothing is wrong, 1 when anything is (each problem printed as `problem: <what>. Fix: <fix>`), 2 on
+bad usage. The checks are pure functions in gpu_tenancy/cli/doctor/host.py and gpu_tenancy/cli/doctor/lab.py; this
+module only asks the tools (`docker`, `kind`, `kubectl`, `pulumi`, `sysctl`, `df`, `free`) and reads the stack
+file, the stack outputs (`pulumi stack output --show-secrets`, as `make kubeconfig` does: kubeconfigs go to
+0600 files in a private temporary directory, removed at the end, never to the terminal) and the file backend's
+lock files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gpu_tenancy.cli import stack_outputs
+from gpu_tenancy.cli.doctor.host import (
+    HostFacts,
+    LabShape,
+    Problem,
+    host_problems,
+    parse_df_available,
+    parse_free_available,
+    parse_network_subnets,
+)
+from gpu_tenancy.cli.doctor.lab import ClusterFacts, LabFacts, lab_problems
+from gpu_tenancy.contract import limits
+
+NAMESPACE = "gpu-tenancy"
+TIMEOUT_SECONDS = 30
+WORKER_LABEL = "gpu-tenancy.io/component=worker"
+
+
+class UsageError(Exception):
+    pass
+
+
+def run(argv: Sequence[str], timeout: float = TIMEOUT_SECONDS, stdin: str | None = None) -> tuple[int, str, str] | None:
+    """(exit code, stdout, stderr) of a tool; None when it is not on PATH."""
+    if shutil.which(argv[0]) is None:
+        return None
+    try:
+        done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, input=stdin)
+    except subprocess.TimeoutExpired:
+        return 124, "", f"no answer in {timeout:.0f} s"
+    except OSError as error:
+        return 126, "", str(error)
+    return done.returncode, done.stdout, done.stderr
+
+
+def read_shape(stack: str, stack_file: Path) -> LabShape:
+    if not stack_file.is_file():
+        raise UsageError(f"{stack_file} not found: STACK={stack} names no stack file")
+    config = (yaml.safe_load(stack_file.read_text()) or {}).get("config") or {}
+    values = {key.split(":", 1)[1]: value for key, value in config.items() if key.startswith(f"{NAMESPACE}:")}
+    kind_config = values.get("kind") or {}
+    tenants = tuple(str(t.get("name")) for t in values.get("tenants") or [] if isinstance(t, dict))
+    return LabShape(
+        stack=stack,
+        mode=str(values.get("mode") or "sim"),
+        cluster_name=str(kind_config.get("clusterName") or f"gpu-tenancy-{stack}"),
+        network=str(kind_config.get("network") or limits.DEFAULT_NETWORK),
+        tenants=tenants,
+    )
+
+
+# --------------------------------------------------------------------------- the host
+
+
+def _first_line(result: tuple[int, str, str] | None) -> str | None:
+    if result is None:
+        return None
+    return (result[1].strip().splitlines() or [""])[0] if result[0] == 0 else ""
+
+
+def _int(result: tuple[int, str, str] | None) -> int | None:
+    try:
+        return int(result[1].strip()) if result and result[0] == 0 else None
+    except ValueError:
+        return None
+
+
+def kind_clusters() -> list[str]:
+    result = run(["kind", "get", "clusters"])
+    return result[1].split() if result and result[0] == 0 else []
+
+
+def gather_host(shape: LabShape, environ: Mapping[str, str]) -> HostFacts:
+    facts = HostFacts(environ=dict(environ))
+    facts.tool_versions["pulumi"] = _first_line(run(["pulumi", "version"]))
+    kubectl = run(["kubectl", "version", "--client", "-o", "json"])
+    if kubectl is None:
+        facts.tool_versions["kubectl"] = None
+    else:
+        try:
+            facts.tool_versions["kubectl"] = json.loads(kubectl[1])["clientVersion"]["gitVersion"]
+        except (ValueError, KeyError, TypeError):
+            facts.tool_versions["kubectl"] = ""
+    if not shape.simulated:
+        return facts
+    facts.tool_versions["kind"] = _first_line(run(["kind", "version"]))
+    info = run(["docker", "info", "--format", "{{json .}}"])
+    if info is None:
+        facts.tool_versions["docker"] = None
+        facts.docker_error = "docker CLI not on PATH"
+    elif info[0] != 0:
+        facts.docker_error = info[2]
+    else:
+        try:
+            facts.docker_info = json.loads(info[1])
+        except ValueError:
+            facts.docker_error = "`docker info` printed no JSON"
+    if facts.docker_info is None:
+        return facts
+    network = run(["docker", "network", "inspect", shape.network])
+    facts.network_subnets = parse_network_subnets(network[1]) if network and network[0] == 0 else None
+    facts.inotify_instances = _int(run(["sysctl", "-n", "fs.inotify.max_user_instances"]))
+    facts.inotify_watches = _int(run(["sysctl", "-n", "fs.inotify.max_user_watches"]))
+    root = str(facts.docker_info.get("DockerRootDir") or "/")
+    disk = run(["df", "-Pk", root]) or run(["df", "-Pk", "/"])
+    facts.disk_free_bytes = parse_df_available(disk[1]) if disk and disk[0] == 0 else None
+    memory = run(["free", "-b"])
+    facts.memory_available_bytes = parse_free_available(memory[1]) if memory and memory[0] == 0 else None
+    facts.kind_clusters = kind_clusters()
+    for cluster in facts.kind_clusters:
+        if cluster == shape.cluster_name or not cluster.startswith("gpu-tenancy-"):
+            continue
+        node = f"{cluster}-control-plane"
+        inspect = run(["docker", "inspect", "--format", "{{json .NetworkSettings.Networks}}", node])
+        try:
+            networks = sorted(json.loads(inspect[1])) if inspect and inspect[0] == 0 else []
+        except ValueError:
+            networks = []
+        facts.cluster_networks[cluster] = networks
+    workers = run(["docker", "ps", "-a", "--filter", f"label={WORKER_LABEL}", "--filter", f"network={shape.network}",
+                   "--format", "{{.Names}}"])
+    facts.workers_on_network = workers[1].split() if workers and workers[0] == 0 else []
+    return facts
+
+
+# --------------------------------------------------------------------------- Pulumi state and the lab
+
+
+def stack_locks(state_dir: Path, stack: str) -> list[dict[str, Any]]:
+    """The file backend's lock files for `stack`, each with whether the process that took it still runs here."""
+    locks = []
+    root = state_dir / ".pulumi" / "locks"
+    for path in sorted(root.glob(f"*/*/{stack}/*.json")) + sorted(root.glob(f"{stack}/*.json")):
+        try:
+            lock = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        pid, host = lock.get("pid"), lock.get("hostname")
+        alive = True
+        if host == socket.gethostname() and isinstance(pid, int):
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                alive = False
+            except PermissionError:
+                alive = True
+        locks.append({"path": str(path), "pid": pid, "hostname": host, "alive": alive})
+    return locks
+
+
+def stack_deployment(stack: str) -> dict[str, Any]:
+    """`pulumi stack export`'s deployment (resources, pending operations); {} when it cannot be read."""
+    result = run(["pulumi", "stack", "export", "--stack", stack], timeout=120)
+    if not result or result[0] != 0:
+        return {}
+    try:
+        deployment = json.loads(result[1]).get("deployment") or {}
+    except (ValueError, AttributeError):
+        return {}
+    return deployment if isinstance(deployment, dict) else {}
+
+
+def image_loads(deployment: Mapping[str, Any]) -> dict[str, str]:
+    """Name -> URN of the commands that load an image into a worker's containerd."""
+    urns = [str(r.get("urn", "")) for r in deployment.get("resources") or []]
+    return {urn.rsplit("::", 1)[-1]: urn for urn in urns if urn.endswith("-image-load")}
+
+
+def pending_operations(stack: str, deployment: Mapping[str, Any] | None = None) -> list[dict[str, str]]:
+    """What an interrupted `up` left unfinished (`pulumi stack export`: deployment.pending_operations), with the
+    names a recovery needs (a container's name, a Kubernetes object's or Helm release's namespace and name)."""
+    if deployment is None:
+        deployment = stack_deployment(stack)
+    pending = []
+    for operation in deployment.get("pending_operations") or []:
+        resource = operation.get("resource") or {}
+        inputs = resource.get("inputs") or {}
+        metadata = inputs.get("metadata")
+        metadata = metadata if isinstance(metadata, dict) else {}
+        pending.append({
+            "name": str(resource.get("urn", "?")).rsplit("::", 1)[-1],
+            "type": str(resource.get("type", "?")),
+            "op": str(operation.get("type", "?")),
+            "object": str(inputs.get("name") or metadata.get("name") or ""),
+            "namespace": str(inputs.get("namespace") or metadata.get("namespace") or ""),
+        })
+    return pending
+
+
+def _kubectl_json(kubeconfig: Path, *args: str) -> tuple[Any, str]:
+    result = run(["kubectl", "--kubeconfig", str(kubeconfig), "--request-timeout=10s", *args, "-o", "json"])
+    if result is None:
+        return None, "kubectl not on PATH"
+    if result[0] != 0:
+        lines = [line for line in result[2].strip().splitlines() if line.strip()]
+        return None, (lines or ["no answer"])[-1]
+    try:
+        return json.loads(result[1]), ""
+    except ValueError:
+        return None, "kubectl printed no JSON"
+
+
+def read_cluster(name: str, kubeconfig_text: str, directory: Path, hint: str, registration: bool) -> ClusterFacts:
+    path = directory / f"{name}.kubeconfig"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(kubeconfig_text)
+    facts = ClusterFacts(name=name, kubeconfig_hint=hint, expects_registration=registration)
+    nodes, error = _kubectl_json(path, "get", "nodes")
+    if nodes is None:
+        facts.error = error
+        return facts
+    facts.nodes = nodes.get("items") or []
+    pods, _ = _kubectl_json(path, "get", "pods", "--all-namespaces")
+    facts.pods = (pods or {}).get("items") or []
+    secrets, _ = _kubectl_json(path, "get", "secrets", "--all-namespaces", "-l", "owner=helm")
+    facts.helm_secrets = (secrets or {}).get("items") or []
+    return facts
+
+
+def gather_lab(shape: LabShape, outputs: Mapping[str, Any], state_dir: Path, clusters_known: list[str]) -> LabFacts:
+    cluster_name = str(outputs.get("kindClusterName") or shape.cluster_name) if shape.simulated else None
+    tenants = stack_outputs.tenants(outputs, shape.stack) if "tenants" in outputs else {}
+    deployment = stack_deployment(shape.stack)
+    facts = LabFacts(
+        stack=shape.stack, mode=str(outputs.get("mode") or shape.mode), cluster_name=cluster_name,
+        kind_clusters=clusters_known, containers={}, clusters=[], locks=stack_locks(state_dir, shape.stack),
+        pending_operations=pending_operations(shape.stack, deployment), now=datetime.datetime.now(datetime.UTC),
+    )
+    if cluster_name is not None and cluster_name not in clusters_known:
+        return facts
+    if shape.simulated:
+        names = [f"{cluster_name}-control-plane", *(node for t in tenants.values() for node in t.nodes)]
+        for name in names:
+            state = run(["docker", "inspect", "--format", "{{.State.Status}}", name])
+            facts.containers[name] = state[1].strip() if state and state[0] == 0 else None
+    with tempfile.TemporaryDirectory(prefix="gpu-tenancy-doctor-") as directory:
+        os.chmod(directory, 0o700)
+        if "managementKubeconfig" in outputs:
+            facts.clusters.append(read_cluster(
+                "management", stack_outputs.management_kubeconfig(outputs, shape.stack), Path(directory),
+                f"`make -s kubeconfig-management STACK={shape.stack}`", registration=False))
+        for tenant in sorted(tenants):
+            facts.clusters.append(read_cluster(
+                tenant, stack_outputs.tenant_kubeconfig(outputs, shape.stack, tenant), Path(directory),
+                f"`make -s kubeconfig STACK={shape.stack} TENANT={tenant}`", registration=True))
+            facts.clusters[-1].image_loads = image_loads(deployment)
+    return facts
+
+
+# --------------------------------------------------------------------------- the command
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m gpu_tenancy.cli.doctor", description=__doc__.splitlines()[0])
+    p.add_argument("--stack", default="dev", help="Pulumi stack (default: dev): Pulumi.<stack>.yaml")
+    p.add_argument("--stack-file", type=Path, help="the stack file (default: Pulumi.<stack>.yaml)")
+    p.add_argument("--state-dir", type=Path, default=Path("state"),
+                   help="the file backend's directory (default: state)")
+    p.add_argument("--before-up", action="store_true",
+                   help="only what `make up` checks first: the host, the Pulumi state and a lost kind cluster")
+    p.add_argument("--lab-gone", action="store_true",
+                   help="exit 0 only when the stack's lab was deployed (sim, sim-nvml) and its kind cluster is gone")
+    return p
+
+
+def lab_gone(args: argparse.Namespace) -> bool:
+    """Deployed (the stack names its kind cluster in its outputs) and that cluster no longer exists. Any doubt
+    (outputs unreadable, `kind` missing or failing) is `False`: only a cluster seen gone lets `destroy` drop
+    objects from the state without deleting them."""
+    try:
+        outputs = stack_outputs.read_outputs(args.stack)
+    except stack_outputs.OutputsError:
+        return False
+    cluster = outputs.get("kindClusterName")
+    if not cluster or outputs.get("mode") not in ("sim", "sim-nvml"):
+        return False
+    listed = run(["kind", "get", "clusters"])
+    return listed is not None and listed[0] == 0 and str(cluster) not in listed[1].split()
+
+
+def diagnose(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[list[Problem], list[str]]:
+    shape = read_shape(args.stack, args.stack_file or Path(f"Pulumi.{args.stack}.yaml"))
+    notes: list[str] = []
+    host = gather_host(shape, environ)
+    problems: list[Problem] = []
+    try:
+        outputs = stack_outputs.read_outputs(args.stack)
+    except stack_outputs.OutputsError as error:
+        outputs = {}
+        if "no stack named" not in str(error):
+            fix = "set PULUMI_CONFIG_PASSPHRASE (and PULUMI_BACKEND_URL outside make) as for `make up`"
+            problems.append(Problem("pulumi", f"cannot read the stack's outputs ({error})", fix))
+    deployed = bool(outputs) or (shape.simulated and shape.cluster_name in host.kind_clusters)
+    problems = host_problems(host, shape, deployed) + problems
+    if not outputs:
+        notes.append(f"stack {args.stack}: nothing deployed")
+        lab = LabFacts(args.stack, shape.mode, None, host.kind_clusters, {}, [],
+                       stack_locks(args.state_dir, args.stack), pending_operations(args.stack),
+                       datetime.datetime.now(datetime.UTC))
+        return problems + lab_problems(lab), notes
+    known = host.kind_clusters if shape.simulated else []
+    if args.before_up:
+        lab = LabFacts(args.stack, shape.mode, str(outputs.get("kindClusterName") or shape.cluster_name)
+                       if shape.simulated else None, known, {}, [], stack_locks(args.state_dir, args.stack),
+                       pending_operations(args.stack), datetime.datetime.now(datetime.UTC))
+        return problems + lab_problems(lab), notes
+    return problems + lab_problems(gather_lab(shape, outputs, args.state_dir, known)), notes
+
+
+def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if args.lab_gone:
+        return 0 if lab_gone(args) else 1
+    try:
+        problems, notes = diagnose(args, os.environ if environ is None else environ)
+    except UsageError as error:
+        print(f"doctor: {error}", file=sys.stderr)
+        return 2
+    for note in notes:
+        print(f"note: {note}")
+    for problem in problems:
+        print(f"problem: {problem.line()}")
+    scope = "host and Pulumi state" if args.before_up else "host, Pulumi state and lab"
+    print(f"doctor: {len(problems)} problem(s) ({scope}, stack {args.stack})" if problems
+          else f"doctor: no problems ({scope}, stack {args.stack})")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

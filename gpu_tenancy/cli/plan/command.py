@@ -1,0 +1,225 @@
+"""Planner CLI: will the declared workloads fit the declared GPUs, as HAMi would place them?
+
+    python -m gpu_tenancy.cli.plan plan Pulumi.dev.yaml            # table; --json for machines
+    python -m gpu_tenancy.cli.plan report examples/plan-dev.json --png plan.png
+
+Input is a stack file (``Pulumi.<stack>.yaml``: only ``gpu-tenancy:tenants`` is read, so secure values and credentials
+are never needed) or the planner's JSON form (``nodes`` as HAMi registers them, ``workloads``, ``quota``; what ``python
+-m gpu_tenancy.builders.workloads.workloads`` writes). Both are validated with the stack config's own models
+(gpu_tenancy.contract.tenant_config), unknown keys included. Exit codes: 0 everything fits, 1 something does not
+fit, 2 the command line or the input is wrong (one line on stderr naming the file and the key).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import shutil
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from typing import Any, NoReturn
+
+from gpu_tenancy.cli.plan import plan_input
+from gpu_tenancy.cli.plan.plan_input import UNASSIGNED, InputError, load
+from gpu_tenancy.hami.allocation import AllocationView, GpuView, QuotaUse, Slice, TenantView, Unplaced
+from gpu_tenancy.hami.planner.model import QUOTA_GPU, QUOTA_GPUCORES, QUOTA_GPUMEM, Node, Quota, Workload
+from gpu_tenancy.hami.planner.report import PlanResult
+from gpu_tenancy.hami.planner.schedule import plan
+
+EXIT_FITS, EXIT_DOES_NOT_FIT, EXIT_USAGE = 0, 1, 2
+# HAMi's device plugin registers a node's cards in Go map order (register.go getAPIDevices): the order changes
+# between registrations on sim-nvml and real hosts, while the mock-GPU agent keeps index order (sim).
+CARD_CHOICE_NOTE = (
+    "Exact: what fits, HAMi's reasons and each node's totals. Not exact on sim-nvml and real hosts: which of "
+    "two equal cards a slice lands on (HAMi registers cards in a different order each time).\n"
+)
+
+
+def card_order_note(nodes: Sequence[Node], mode: str | None) -> str:
+    """What of the plan holds whatever order HAMi registers the cards in (nothing to say for sim)."""
+    if mode == "sim":
+        return ""
+    mixed = sorted(n.name for n in nodes if len({(d.type, d.devmem) for d in n.devices}) > 1)
+    if not mixed:
+        return CARD_CHOICE_NOTE
+    return (
+        f"Not exact: node(s) {', '.join(mixed)} mix card models; where HAMi's scores tie, which model a slice "
+        "lands on changes with the order HAMi registers the cards in, and with it totals and later fits. This "
+        "plan is one possible outcome.\n"
+    )
+
+
+# --------------------------------------------------------------------------- results
+
+
+def result_json(res: PlanResult) -> dict[str, Any]:
+    return {
+        "fits": res.fits,
+        "placements": [asdict(p) for p in res.placements],
+        "failures": [
+            {"workload": f.workload, "replica": f.replica, "reason": f.reason, "nodeReasons": dict(f.node_reasons)}
+            for f in res.failures
+        ],
+    }
+
+
+def _quota_uses(
+    quota: Quota | None, tenant_pods: Sequence[tuple[Workload, int]], res: PlanResult, tenant_nodes: set[str]
+) -> tuple[QuotaUse, ...]:
+    if quota is None:
+        return ()
+    placed = [p for p in res.placements if p.node in tenant_nodes]
+    refused = {(f.workload, f.replica) for f in res.failures if not f.admitted}
+    # The API server counts every admitted pod, placed or pending, against the GPU count.
+    gpus = sum(sum(c.gpus for c in w.containers) for w, r in tenant_pods if (w.name, r) not in refused)
+    used = {QUOTA_GPU: gpus, QUOTA_GPUMEM: sum(p.mem_mib for p in placed), QUOTA_GPUCORES: sum(p.cores for p in placed)}
+    return tuple(QuotaUse(key, used[key], limit) for key, limit in quota.to_dict().items())
+
+
+def planned_view(
+    nodes: Sequence[Node], workloads: Sequence[Workload], quota: Quota | Mapping[str, Quota] | None, res: PlanResult
+) -> AllocationView:
+    """The plan as the shared AllocationView: one TenantView per node tenant, in input order."""
+    tenants: list[str] = []
+    for n in nodes:
+        if (n.tenant or UNASSIGNED) not in tenants:
+            tenants.append(n.tenant or UNASSIGNED)
+    for w in workloads:
+        if (w.tenant or UNASSIGNED) not in tenants:
+            tenants.append(w.tenant or UNASSIGNED)
+    slices: dict[tuple[str, str], list[Slice]] = {}
+    for p in res.placements:
+        held = Slice(p.workload, f"{p.workload}-{p.replica}", p.mem_mib, p.cores)
+        slices.setdefault((p.node, p.device_id), []).append(held)
+    views = []
+    for tenant in tenants:
+        mine = [n for n in nodes if (n.tenant or UNASSIGNED) == tenant]
+        gpus = tuple(
+            GpuView(n.name, d.type, d.index, d.id, d.devmem, d.devcore, d.count, tuple(slices.get((n.name, d.id), ())))
+            for n in mine
+            for d in n.devices
+        )
+        tenant_workloads = [w for w in workloads if (w.tenant or UNASSIGNED) == tenant]
+        names = {w.name for w in tenant_workloads}
+        unplaced = tuple(
+            Unplaced(f.workload, f"{f.workload}-{f.replica}", f.reason) for f in res.failures if f.workload in names
+        )
+        tenant_quota = quota if isinstance(quota, Quota) or quota is None else quota.get(tenant)
+        pods = [(w, r) for w in tenant_workloads for r in range(w.replicas) if any(c.gpus for c in w.containers)]
+        views.append(TenantView(tenant, gpus, unplaced, _quota_uses(tenant_quota, pods, res, {n.name for n in mine})))
+    return AllocationView("planned", tuple(views))
+
+
+def _plan_table(view: AllocationView, res: PlanResult, width: int) -> str:
+    from rich.console import Console
+    from rich.table import Table
+
+    gpu_label = {(g.node, g.uuid): g.label for t in view.tenants for g in t.gpus}
+    table = Table(expand=True)
+    table.add_column("workload", overflow="fold")
+    for column in ("replica", "ctr"):
+        table.add_column(column, justify="right", no_wrap=True)
+    table.add_column("GPU (node / model #index)", overflow="fold")
+    for column in ("memory MiB", "cores"):
+        table.add_column(column, justify="right", no_wrap=True)
+    for p in res.placements:
+        table.add_row(p.workload, str(p.replica), str(p.container), gpu_label.get((p.node, p.device_id), p.device_id),
+                      str(p.mem_mib), f"{p.cores}%")
+    out = io.StringIO()
+    console = Console(file=out, width=width, no_color=True, highlight=False)
+    if res.placements:
+        console.print(table)
+    for f in res.failures:
+        console.print(f"does not fit: {f.workload} replica {f.replica}: {f.reason}")
+    what = "everything fits" if res.fits else f"{len(res.failures)} replica(s) do not fit"
+    console.print(f"{len(res.placements)} GPU slice(s) placed; {what}")
+    return out.getvalue()
+
+
+# --------------------------------------------------------------------------- command line
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see --help)\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = _Parser(add_help=False)
+    common.add_argument(
+        "file",
+        help="a stack file (Pulumi.<stack>.yaml; only gpu-tenancy:tenants is read, no secrets needed) "
+        "or the planner's JSON form (nodes, workloads, quota; see examples/plan-*.json)",
+    )
+    common.add_argument("--json", action="store_true", help="print machine-readable JSON instead of a table")
+    common.add_argument("--width", type=int, default=None, help="table width in columns (default: the terminal's)")
+    ap = _Parser(
+        prog="python -m gpu_tenancy.cli.plan",
+        description="Plan GPU workloads the way HAMi v2.10 places them. Exit 0: everything fits; "
+        "1: something does not fit; 2: bad command line or input.",
+    )
+    sub = ap.add_subparsers(dest="cmd", required=True, metavar="{plan,report}", parser_class=_Parser)
+    sub.add_parser(
+        "plan", parents=[common], help="place every replica; list placements and what does not fit",
+        description="Place every replica as HAMi would and list placements and, with HAMi's reason, what does "
+        "not fit. --json prints {fits, placements, failures}.",
+    )
+    report = sub.add_parser(
+        "report", parents=[common], help="per-tenant, per-GPU allocation table and an optional PNG",
+        description="Show what the plan allocates per tenant and per GPU (memory, cores, slots, who holds it, "
+        "quota used) and what does not fit. --json prints the allocation view; --png draws it.",
+    )
+    report.add_argument("--png", metavar="PATH", help="also draw the allocation to this PNG (1200 px wide)")
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.width is not None and args.width < 40:
+        print(f"{_parser().prog}: --width must be at least 40", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        nodes, workloads, quota = load(args.file)
+        res = plan(nodes, workloads, quota)
+    except InputError as error:
+        print(error, file=sys.stderr)
+        return EXIT_USAGE
+    except ValueError as error:  # the planner refusing what it does not model
+        print(f"{args.file}: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    code = EXIT_FITS if res.fits else EXIT_DOES_NOT_FIT
+    width = args.width or shutil.get_terminal_size().columns
+    note = card_order_note(nodes, plan_input.stack_mode(args.file))
+    view = planned_view(nodes, workloads, quota, res)
+    if args.cmd == "plan":
+        if args.json:
+            print(json.dumps(result_json(res), indent=2))
+        else:
+            print(_plan_table(view, res, width) + note, end="")
+        return code
+    from gpu_tenancy.cli.allocation_chart import render_json, render_png, render_table
+
+    if args.png:
+        try:
+            render_png(view, args.png)
+        except OSError as error:
+            print(f"{args.png}: cannot write it ({error.strerror or error})", file=sys.stderr)
+            return EXIT_USAGE
+    if args.json:
+        print(json.dumps(render_json(view), indent=2))
+    else:
+        print(render_table(view, width, color=sys.stdout.isatty()) + note, end="")
+    if args.png:
+        print(f"picture: {args.png}", file=sys.stderr)
+    return code
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except BrokenPipeError:  # `... | head`: stop quietly, as the Python docs' signal notes advise
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(128 + 13)  # what a shell reports for SIGPIPE

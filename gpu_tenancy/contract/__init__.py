@@ -1,0 +1,1 @@
+"""The stack contract: what a stack file declares, validated, and the versions it pins."""

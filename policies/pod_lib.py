@@ -1,0 +1,104 @@
+"""Pods and what they run: the pod spec of each workload kind and its containers, and whether the images,
+Helm charts (and the image tags in their values) and Kubernetes versions they name pin one release.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from resource_lib import Res
+from value_lib import as_dict, as_list, dig, is_unknown, known_str
+
+from gpu_tenancy.contract import image_pins
+
+# --------------------------------------------------------------------------- pods and images
+
+POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
+    "Pod": ("spec",),
+    "PodTemplate": ("template", "spec"),
+    "Deployment": ("spec", "template", "spec"),
+    "DaemonSet": ("spec", "template", "spec"),
+    "StatefulSet": ("spec", "template", "spec"),
+    "ReplicaSet": ("spec", "template", "spec"),
+    "ReplicationController": ("spec", "template", "spec"),
+    "Job": ("spec", "template", "spec"),
+    "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
+}
+
+
+def pod_spec(res: Res) -> dict[str, Any] | None:
+    if not res.is_kubernetes:
+        return None
+    path = POD_SPEC_PATHS.get(res.kind)
+    if path is None:
+        return None
+    spec = dig(res.props, *path)
+    return spec if isinstance(spec, dict) else None
+
+
+def pod_labels(res: Res) -> dict[str, Any]:
+    path = POD_SPEC_PATHS.get(res.kind)
+    if path is None:
+        return {}
+    template = dig(res.props, *path[:-1], "metadata", "labels") if len(path) > 1 else None
+    return as_dict(template)
+
+
+def containers(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for key in ("initContainers", "containers", "ephemeralContainers"):
+        out.extend(c for c in as_list(spec.get(key)) if isinstance(c, dict))
+    return out
+
+
+def image_problem(ref: Any) -> str | None:
+    """Why an image reference is not pinned (gpu_tenancy.contract.image_pins), or None. Image IDs count as pinned."""
+    if not isinstance(ref, str) or is_unknown(ref):
+        return None
+    if ref.startswith("sha256:"):
+        return None  # an image ID (docker.Container.image from RemoteImage.image_id)
+    return image_pins.image_problem(ref)
+
+
+# Charts whose own default image tag moves, so the values must set one (chart -> dotted values path).
+# Kamaji's chart has appVersion `latest` and `image.tag: ""` (charts/kamaji values.yaml, Chart.yaml).
+REQUIRED_CHART_TAGS: dict[str, str] = {"kamaji": "image.tag"}
+
+
+def helm_value_image_problems(values: Any, path: str = "values") -> Iterator[tuple[str, str]]:
+    """(path, problem) for image references and tags in Helm values that do not pin one release."""
+    if isinstance(values, dict):
+        for key, value in values.items():
+            here = f"{path}.{key}"
+            if key in ("tag", "imageTag") and isinstance(value, str) and not is_unknown(value):
+                problem = image_pins.tag_problem(value)
+                if problem:
+                    yield here, f"tag {problem}"
+            elif key == "image" and isinstance(value, str):
+                problem = image_problem(value)
+                if problem:
+                    yield here, f"image {value!r} {problem}"
+            else:
+                yield from helm_value_image_problems(value, here)
+    elif isinstance(values, list):
+        for index, value in enumerate(values):
+            yield from helm_value_image_problems(value, f"{path}[{index}]")
+
+
+def chart_name(chart: Any) -> str | None:
+    """A Helm chart's name from `chart` (`name`, `repo/name` or an oci:// / https:// reference)."""
+    text = known_str(chart)
+    if not text:
+        return None
+    return text.rstrip("/").rsplit("/", 1)[-1].removesuffix(".tgz")
+
+
+# --------------------------------------------------------------------------- Kubernetes versions
+
+_KUBERNETES_VERSION = re.compile(r"^v\d+\.\d+\.\d+$")
+
+
+def exact_kubernetes_version(value: Any) -> bool:
+    return isinstance(value, str) and bool(_KUBERNETES_VERSION.match(value))
