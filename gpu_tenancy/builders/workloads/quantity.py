@@ -19,8 +19,9 @@ def decimal_si(amount: int) -> str:
         raise TypeError(f"an integer quantity is expected, got {amount!r}")
     if amount == 0:
         return "0"
-    sign, mantissa, exponent = ("-" if amount < 0 else ""), abs(amount), 0
-    while mantissa % 1000 == 0 and exponent < len(_SI_SUFFIXES) - 1:
+    sign, mantissa = ("-" if amount < 0 else ""), abs(amount)
+    for suffix in _SI_SUFFIXES[:-1]:
+        if mantissa % 1000:
+            return f"{sign}{mantissa}{suffix}"
         mantissa //= 1000
-        exponent += 1
-    return f"{sign}{mantissa}{_SI_SUFFIXES[exponent]}"
+    return f"{sign}{mantissa}{_SI_SUFFIXES[-1]}"
