@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -205,7 +206,17 @@ def test_a_template_without_the_placeholder_is_refused(host: FakeHost) -> None:
 def test_join_configuration_template_holds_no_token() -> None:
     parsed = yaml.safe_load(TEMPLATE)
     assert parsed["discovery"]["bootstrapToken"]["token"] == worker_join.TOKEN_PLACEHOLDER
+    assert parsed["discovery"]["bootstrapToken"]["apiServerEndpoint"] == "10.0.0.5:6443"
+    assert parsed["discovery"]["bootstrapToken"]["caCertHashes"] == ["sha256:abc"]
+    assert parsed["nodeRegistration"]["name"] == "lab-tenant-a-worker"
     assert parsed["nodeRegistration"]["ignorePreflightErrors"] == list(kubeadm_join.KIND_NODE_PREFLIGHT_IGNORES)
+
+
+def test_a_template_where_the_placeholder_is_not_only_the_token_is_refused() -> None:
+    """The join script puts the token where the placeholder is: a second one (here in the node name) would
+    put the token there too."""
+    with pytest.raises(ValueError, match=r"^the join configuration must hold the token placeholder exactly once$"):
+        worker_join.join_configuration_template("10.0.0.5:6443", "sha256:abc", worker_join.TOKEN_PLACEHOLDER, {})
 
 
 # --------------------------------------------------------------------------- leave
@@ -219,6 +230,15 @@ def test_leave_removes_the_node_from_its_tenant(host: FakeHost) -> None:
     assert host.file(".kubelet-stopped").exists()
     assert_no_secret_on_a_command_line(host, "tenant-admin-secret")
     assert all(mode == "0o600" for _, mode in host.kubeconfigs())
+
+
+def test_leave_without_its_worker_stops_before_touching_anything(host: FakeHost) -> None:
+    """`set -eu`: an unset GPU_TENANCY_WORKER is an error, not `docker exec ""` and `kubectl delete node ""`."""
+    environment = {"PATH": f"{host.bin}:{os.environ['PATH']}", "FAKE_STATE": str(host.state)}
+    result = subprocess.run(["/bin/sh", "-c", worker_join.leave_script()], input=KUBECONFIG, env=environment,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0 and "GPU_TENANCY_WORKER" in result.stderr
+    assert host.calls() == []
 
 
 def test_leave_tolerates_a_node_and_a_container_that_are_gone(host: FakeHost) -> None:
