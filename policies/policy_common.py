@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from pulumi_policy import EnforcementLevel
@@ -13,8 +12,8 @@ ADVISORY = EnforcementLevel.ADVISORY
 
 
 def policy_config(args: Any, key: str, default: Any) -> Any:
-    config = args.get_config() or {}
-    value = config.get(key) if isinstance(config, Mapping) else None
+    # pulumi_policy (policy.py `get_config`) hands each policy its config as a Mapping.
+    value = (args.get_config() or {}).get(key)
     return default if value is None else value
 
 
