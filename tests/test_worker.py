@@ -204,7 +204,9 @@ def test_a_template_without_the_placeholder_is_refused(host: FakeHost) -> None:
 
 
 def test_join_configuration_template_holds_no_token() -> None:
-    parsed = yaml.safe_load(TEMPLATE)
+    parsed = yaml.safe_load(worker_join.join_configuration_template(
+        "10.0.0.5:6443", "sha256:abc", "lab-tenant-a-worker", kube_objects.gpu_node_labels("tenant-a")
+    ))
     assert parsed["discovery"]["bootstrapToken"]["token"] == worker_join.TOKEN_PLACEHOLDER
     assert parsed["discovery"]["bootstrapToken"]["apiServerEndpoint"] == "10.0.0.5:6443"
     assert parsed["discovery"]["bootstrapToken"]["caCertHashes"] == ["sha256:abc"]
