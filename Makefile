@@ -101,7 +101,9 @@ test: lint typecheck unit ## lint + typecheck + unit
 
 # Mutation testing (mutmut, configured under [tool.mutmut] in pyproject.toml): MODULES="gpu_tenancy/builders/metallb/netpool.py"
 # runs one module's mutants. The first run collects which tests reach which function (about a full suite's time);
-# later runs reuse that and rerun only the mutants of changed functions. Property tests run derandomised.
+# later runs reuse that and rerun only the mutants of changed functions. After adding or changing tests, remove
+# mutants/ first: mutmut 3.8.1's incremental stats for new tests replaced the older tests' coverage here, so
+# mutants then ran against the new tests only. Property tests run derandomised.
 MUTATION_MODULES = $(shell sed -n '/^only_mutate = \[/,/^\]/s/^ *"\([^"]*\)",*/\1/p' pyproject.toml 2>/dev/null)
 MODULES ?= $(MUTATION_MODULES)
 $(BIN)/mutmut: requirements-mutation.txt | venv
