@@ -110,6 +110,7 @@ def test_token_secret_is_a_kubeadm_bootstrap_token_that_expires(host: FakeHost) 
     assert secret["type"] == "bootstrap.kubernetes.io/token"
     assert data["usage-bootstrap-authentication"] == data["usage-bootstrap-signing"] == "true"
     assert data["auth-extra-groups"] == "system:bootstrappers:kubeadm:default-node-token"
+    assert data["description"] == "gpu-tenancy: joins one worker, deleted after the join"
     assert secret["metadata"]["labels"] == kube_objects.labels("tenant-a", "worker")
     expiration = datetime.datetime.strptime(data["expiration"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.UTC)
     ttl = (expiration - now).total_seconds()
