@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import yaml
 from harness import is_secret
 from policy_support import gpu_stack
 from worker_fakes import FakeHost
@@ -45,3 +46,21 @@ def test_the_program_wires_it_with_the_tenants_kubeconfig_as_a_secret_on_stdin()
         assert node.inputs["delete"] == hostprep.remove_node_script()
         assert is_secret(node.inputs["stdin"])
         assert "token: secret-token-" in node.inputs["stdin"]["value"]  # the tenant's admin kubeconfig
+
+
+def test_the_policy_pack_sees_where_each_host_joins() -> None:
+    """The HostWorker's inputs are what `worker-joins-own-tenant` reads: its tenant, its address, the node it
+    becomes and the API server it joins (the tenant provider's server), under the tenant's component."""
+    stack = gpu_stack()
+    servers = {
+        r.name.removesuffix("-kubernetes"): yaml.safe_load(r.state["kubeconfig"]["value"])["clusters"][0]["cluster"]["server"]
+        for r in stack if r.type == "pulumi:providers:kubernetes" and r.name.startswith("tenant-")
+    }
+    hosts = {r.name: r for r in stack if r.type == "gpu-tenancy:host_worker:HostWorker"}
+    assert set(hosts) == {"tenant-a-gpu-a100-01", "tenant-b-gpu-l4-01"}
+    for tenant, address, node in (("tenant-a", "10.20.0.11", "gpu-a100-01"), ("tenant-b", "10.20.0.12", "gpu-l4-01")):
+        host = hosts[f"{tenant}-{node}"]
+        expected = {"tenant": tenant, "address": address, "nodeName": node,
+                    "controlPlaneEndpoint": servers[tenant].removeprefix("https://")}
+        assert host.inputs == expected and host.registered_outputs == expected
+        assert host.parent == f"urn:pulumi:gpu::gpu-tenancy::gpu-tenancy:tenant:Tenant::{tenant}"
