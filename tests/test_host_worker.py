@@ -64,3 +64,26 @@ def test_the_policy_pack_sees_where_each_host_joins() -> None:
                     "controlPlaneEndpoint": servers[tenant].removeprefix("https://")}
         assert host.inputs == expected and host.registered_outputs == expected
         assert host.parent == f"urn:pulumi:gpu::gpu-tenancy::gpu-tenancy:tenant:Tenant::{tenant}"
+
+
+HOST_KEYS = {  # Pulumi.gpu.yaml
+    "10.20.0.11": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAID5QdOD5FBDEgKabD2Xr9LIIHRak8R5aaiE17E2/41AA",
+    "10.20.0.12": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIImAiJ07k41NSloCF89Tr9UDm2QEHVtAR8LBvBcVh0GS",
+}
+
+
+def test_prepare_and_join_reach_the_declared_host_with_its_pinned_key() -> None:
+    """Each host's SSH connection, secret as a whole (it holds the key): its address, port 22 and user from the
+    stack file, the host key pinned (pulumi-command otherwise accepts any), and pulumi-command's dial defaults."""
+    commands = {r.name: r for r in gpu_stack() if r.type == "command:remote:Command"
+                and r.name.endswith(("-prepare", "-join"))}
+    assert set(commands) == {f"tenant-{t}-{node}-{step}" for t, node in (("a", "gpu-a100-01"), ("b", "gpu-l4-01"))
+                             for step in ("prepare", "join")}
+    for name, command in commands.items():
+        address = "10.20.0.11" if "a100" in name else "10.20.0.12"
+        assert is_secret(command.inputs["connection"])
+        assert command.inputs["connection"]["value"] == {
+            "host": address, "port": 22, "user": "ubuntu", "hostKey": HOST_KEYS[address],
+            "privateKey": "-----BEGIN OPENSSH PRIVATE KEY-----\ntest-ssh-key\n-----END OPENSSH PRIVATE KEY-----\n",
+            "perDialTimeout": 15, "dialErrorLimit": 10,
+        }, name
