@@ -3,10 +3,14 @@ it, against tests/worker_fakes.py's `kubectl`, and its place in the HostWorker's
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 from pathlib import Path
 
 import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
 from harness import is_secret
 from policy_support import gpu_stack
 from worker_fakes import FakeHost
@@ -87,3 +91,29 @@ def test_prepare_and_join_reach_the_declared_host_with_its_pinned_key() -> None:
             "privateKey": "-----BEGIN OPENSSH PRIVATE KEY-----\ntest-ssh-key\n-----END OPENSSH PRIVATE KEY-----\n",
             "perDialTimeout": 15, "dialErrorLimit": 10,
         }, name
+
+
+def _kubeadm_ca_hash(kubeconfig: str) -> str:
+    """kubeadm's --discovery-token-ca-cert-hash: sha256 of the CA's DER SubjectPublicKeyInfo
+    (kubernetes cmd/kubeadm/app/util/pubkeypin `Hash`)."""
+    cluster = yaml.safe_load(kubeconfig)["clusters"][0]["cluster"]
+    ca = x509.load_pem_x509_certificate(base64.b64decode(cluster["certificate-authority-data"]))
+    spki = ca.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    return "sha256:" + hashlib.sha256(spki).hexdigest()
+
+
+def test_what_re_prepares_and_re_joins_a_host() -> None:
+    """prepare: a new address or Kubernetes version; the Node and the join: a re-prepared host, another control
+    plane (its CA) or a moved API endpoint."""
+    stack = gpu_stack()
+    kubeconfigs = {r.name.removesuffix("-kubernetes"): r.state["kubeconfig"]["value"]
+                   for r in stack if r.type == "pulumi:providers:kubernetes" and r.name.startswith("tenant-")}
+    by_name = {r.name: r for r in stack if r.type.startswith("command:")}
+    for tenant, node, address in (("tenant-a", "gpu-a100-01", "10.20.0.11"), ("tenant-b", "gpu-l4-01", "10.20.0.12")):
+        prefix = f"{tenant}-{node}"
+        server = yaml.safe_load(kubeconfigs[tenant])["clusters"][0]["cluster"]["server"]
+        assert by_name[f"{prefix}-prepare"].inputs["triggers"] == [address, "v1.35.5"]
+        assert by_name[f"{prefix}-node"].inputs["triggers"] == [
+            f"{prefix}-prepare-id", _kubeadm_ca_hash(kubeconfigs[tenant]), server.removeprefix("https://")]
+        assert by_name[f"{prefix}-node"].inputs["create"] == "true"
+        assert by_name[f"{prefix}-join"].inputs["triggers"] == [f"{prefix}-node-id"]
