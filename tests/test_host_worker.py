@@ -11,8 +11,8 @@ from pathlib import Path
 import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
-from harness import is_secret
-from policy_support import gpu_stack
+from harness import gpu_config, is_secret, registered_gpus
+from policy_support import gpu_stack, record_engine_view
 from worker_fakes import FakeHost
 
 from gpu_tenancy.builders.host_worker import hostprep
@@ -117,3 +117,13 @@ def test_what_re_prepares_and_re_joins_a_host() -> None:
             f"{prefix}-prepare-id", _kubeadm_ca_hash(kubeconfigs[tenant]), server.removeprefix("https://")]
         assert by_name[f"{prefix}-node"].inputs["create"] == "true"
         assert by_name[f"{prefix}-join"].inputs["triggers"] == [f"{prefix}-node-id"]
+
+
+def test_a_host_on_another_ssh_port_is_reached_there() -> None:
+    config = gpu_config()
+    config["tenants"][0]["workers"][0]["port"] = 2222
+    stack = record_engine_view(config, stack="gpu", node_register=registered_gpus(config))
+    ports = {r.name: r.inputs["connection"]["value"]["port"] for r in stack if r.type == "command:remote:Command"
+             and r.name.endswith(("-prepare", "-join"))}
+    assert ports == {"tenant-a-gpu-a100-01-prepare": 2222, "tenant-a-gpu-a100-01-join": 2222,
+                     "tenant-b-gpu-l4-01-prepare": 22, "tenant-b-gpu-l4-01-join": 22}
