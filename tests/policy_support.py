@@ -15,8 +15,9 @@ dependencies, property dependencies, provider reference and, for components, wha
 from __future__ import annotations
 
 import json
+import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -231,30 +232,41 @@ def record_engine_view(config: dict[str, Any] | None = None, **options: Any) -> 
 _CACHE: dict[tuple[str, bool], list[Recorded]] = {}
 
 
+def _once(key: tuple[str, bool], record: Callable[[], list[Recorded]]) -> list[Recorded]:
+    """`record()` once per session. Not while mutmut collects which test reaches which function (it sets
+    MUTANT_UNDER_TEST=stats, mutmut 3.8.1 `mutation/trampoline.py`): a recording cached by the first test would
+    count the program's code as reached by that test only, and a mutant there would never meet the others."""
+    if os.environ.get("MUTANT_UNDER_TEST") == "stats":
+        return record()
+    if key not in _CACHE:
+        _CACHE[key] = record()
+    return _CACHE[key]
+
+
+def recording_scope(fixture_name: str, config: Any) -> str:
+    """The scope of a fixture that records a stack: per module, or per test while mutmut collects which test
+    reaches which function (see `_once`)."""
+    return "function" if os.environ.get("MUTANT_UNDER_TEST") == "stats" else "module"
+
+
 def dev_stack(unknowns: bool = False) -> list[Recorded]:
     """The dev stack's registrations, recorded once per session (callers must not mutate them)."""
-    key = ("dev", unknowns)
-    if key not in _CACHE:
-        _CACHE[key] = record_engine_view(unknowns=unknowns)
-    return _CACHE[key]
+    return _once(("dev", unknowns), lambda: record_engine_view(unknowns=unknowns))
 
 
 def gpu_stack(unknowns: bool = False) -> list[Recorded]:
     """The real-GPU example stack (Pulumi.gpu.yaml, mode real), recorded once per session."""
-    key = ("gpu", unknowns)
-    if key not in _CACHE:
+    def record() -> list[Recorded]:
         config = gpu_config()
         register = None if unknowns else registered_gpus(config)
-        _CACHE[key] = record_engine_view(config, stack="gpu", unknowns=unknowns, node_register=register)
-    return _CACHE[key]
+        return record_engine_view(config, stack="gpu", unknowns=unknowns, node_register=register)
+
+    return _once(("gpu", unknowns), record)
 
 
 def nvml_stack(unknowns: bool = False) -> list[Recorded]:
     """The sim-nvml example stack (Pulumi.dev-nvml.yaml), recorded once per session."""
-    key = ("dev-nvml", unknowns)
-    if key not in _CACHE:
-        _CACHE[key] = record_engine_view(nvml_config(), stack="dev-nvml", unknowns=unknowns)
-    return _CACHE[key]
+    return _once(("dev-nvml", unknowns), lambda: record_engine_view(nvml_config(), stack="dev-nvml", unknowns=unknowns))
 
 
 # --------------------------------------------------------------------------- crafting variants

@@ -31,6 +31,7 @@ import pytest
 import yaml
 from admission_cel import Request, denials
 from harness import gpu_config, record_stack, registered_gpus, unwrap
+from policy_support import recording_scope
 
 from gpu_tenancy.builders.gpu_access import gpu_access
 from gpu_tenancy.builders.hami import hami_chart
@@ -102,7 +103,7 @@ def test_the_preparation_registers_the_runtime_without_making_it_the_default() -
 # --------------------------------------------------------------------------- HAMi
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope=recording_scope)
 def program_values() -> dict[str, Any]:
     config = gpu_config()
     resources = record_stack(config, stack="gpu", node_register=registered_gpus(config))

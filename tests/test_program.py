@@ -7,6 +7,7 @@ import re
 from collections import Counter
 
 import pytest
+from policy_support import recording_scope
 from pulumi.runtime import MockResourceArgs
 
 from gpu_tenancy.builders import kube_objects
@@ -16,7 +17,7 @@ TCP = "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane"
 TENANTS = ("tenant-a", "tenant-b")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope=recording_scope)
 def resources() -> list[MockResourceArgs]:
     return record_stack()
 

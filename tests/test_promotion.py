@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import pytest
+from policy_support import recording_scope
 
 from gpu_tenancy.cli.promotion.layers import DEVICE, PLATFORM, TENANT, Record, format_diff, layer_of, promotion_diff
 from tests.harness import dev_config, gpu_config, nvml_config, record_stack, registered_gpus, unwrap
@@ -18,12 +19,12 @@ def _records(config: dict[str, object], stack: str) -> list[Record]:
     return [Record(r.typ, r.name, unwrap(r.inputs)) for r in resources]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope=recording_scope)
 def records() -> dict[str, list[Record]]:
     return {stack: _records(config(), stack) for stack, config in STACKS.items()}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope=recording_scope)
 def diff_text(records: dict[str, list[Record]]) -> tuple[object, str]:
     diff = promotion_diff(records["dev"], records["gpu"])
     return diff, format_diff(diff)

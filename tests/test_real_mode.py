@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from policy_support import recording_scope
 from pulumi.runtime import MockResourceArgs
 
 from gpu_tenancy.builders.host_worker import hostprep
@@ -20,7 +21,7 @@ TENANTS = ("tenant-a", "tenant-b")
 REMOTE = "command:remote:Command"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope=recording_scope)
 def resources() -> list[MockResourceArgs]:
     config = gpu_config()
     return record_stack(config, stack="gpu", node_register=registered_gpus(config))
