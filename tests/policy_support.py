@@ -14,14 +14,14 @@ dependencies, property dependencies, provider reference and, for components, wha
 
 from __future__ import annotations
 
+import functools
 import json
-import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from harness import gpu_config, nvml_config, record_mocks, registered_gpus, wrapped_monitor
 from pulumi.output import Unknown
@@ -229,24 +229,41 @@ def record_engine_view(config: dict[str, Any] | None = None, **options: Any) -> 
     return _with_engine_urns(list(recorded.values()))
 
 
-_CACHE: dict[tuple[str, bool], list[Recorded]] = {}
+T = TypeVar("T")
+_CACHE: dict[Hashable, Any] = {}
 
 
-def _once(key: tuple[str, bool], record: Callable[[], list[Recorded]]) -> list[Recorded]:
-    """`record()` once per session. Not while mutmut collects which test reaches which function (it sets
-    MUTANT_UNDER_TEST=stats, mutmut 3.8.1 `mutation/trampoline.py`): a recording cached by the first test would
-    count the program's code as reached by that test only, and a mutant there would never meet the others."""
-    if os.environ.get("MUTANT_UNDER_TEST") == "stats":
+def collecting_mutation_stats() -> bool:
+    """Whether mutmut is learning which test reaches which function: its trampolines read the process-local
+    mutant name (mutmut 3.8.1 `mutation/trampoline.py` `get_mutant_under_test`), which is "stats" then; the
+    environment variable does not reach the processes its forkserver starts."""
+    trampoline = sys.modules.get("mutmut.mutation.trampoline")
+    return trampoline is not None and trampoline.get_mutant_under_test() == "stats"
+
+
+def _once(key: Hashable, record: Callable[[], T]) -> T:
+    """`record()` once per session, but every time while mutmut collects its stats: a recording cached by the
+    first test would count the program's code as reached by that test only, and no mutant there would meet
+    the other tests."""
+    if collecting_mutation_stats():
         return record()
     if key not in _CACHE:
         _CACHE[key] = record()
-    return _CACHE[key]
+    return cast(T, _CACHE[key])
 
 
-def recording_scope(fixture_name: str, config: Any) -> str:
-    """The scope of a fixture that records a stack: per module, or per test while mutmut collects which test
-    reaches which function (see `_once`)."""
-    return "function" if os.environ.get("MUTANT_UNDER_TEST") == "stats" else "module"
+def shared_recording(fixture: Callable[..., T]) -> Callable[..., T]:
+    """For a fixture that records a stack: its value is made once per session and shared (see `_once`). The key
+    is the fixture, its `request.param` and the identity of the fixtures it takes (themselves shared)."""
+
+    @functools.wraps(fixture)
+    def shared(*args: Any, **kwargs: Any) -> T:
+        request = kwargs.get("request")
+        others = tuple(sorted((k, id(v)) for k, v in kwargs.items() if k != "request"))
+        key = (fixture.__module__, fixture.__qualname__, getattr(request, "param", None), others)
+        return _once(key, lambda: fixture(*args, **kwargs))
+
+    return shared
 
 
 def dev_stack(unknowns: bool = False) -> list[Recorded]:

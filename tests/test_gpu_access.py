@@ -31,7 +31,7 @@ import pytest
 import yaml
 from admission_cel import Request, denials
 from harness import gpu_config, record_stack, registered_gpus, unwrap
-from policy_support import recording_scope
+from policy_support import shared_recording
 
 from gpu_tenancy.builders.gpu_access import gpu_access
 from gpu_tenancy.builders.hami import hami_chart
@@ -103,7 +103,8 @@ def test_the_preparation_registers_the_runtime_without_making_it_the_default() -
 # --------------------------------------------------------------------------- HAMi
 
 
-@pytest.fixture(scope=recording_scope)
+@pytest.fixture
+@shared_recording
 def program_values() -> dict[str, Any]:
     config = gpu_config()
     resources = record_stack(config, stack="gpu", node_register=registered_gpus(config))

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 import yaml
-from policy_support import recording_scope
+from policy_support import shared_recording
 
 from gpu_tenancy.builders.mock_nvml import nvml_mock
 from tests.harness import nvml_config, record_stack, unwrap
@@ -40,7 +40,8 @@ sys.stdout.write(next(m for k, m in out.items() if k.endswith("device-plugin/dae
 """
 
 
-@pytest.fixture(scope=recording_scope)
+@pytest.fixture
+@shared_recording
 def program_values() -> dict[str, Any]:
     resources = record_stack(nvml_config(), stack="dev-nvml")
     (release,) = [r for r in resources if r.name == "tenant-a-hami-chart"]

@@ -17,7 +17,7 @@ import grpc
 import pytest
 from google.protobuf import empty_pb2, json_format, struct_pb2
 from harness import dev_config
-from policy_support import POLICIES, Recorded, copy_stack, dev_stack, find, recording_scope, set_both
+from policy_support import POLICIES, Recorded, copy_stack, dev_stack, find, set_both
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
 import tenant_policies as tp  # isort: skip  (policies/ is put on sys.path by policy_support)
@@ -42,7 +42,7 @@ def _read_port(process: subprocess.Popen[bytes]) -> int:
     return int(line)
 
 
-@pytest.fixture(scope=recording_scope)
+@pytest.fixture(scope="module")
 def analyzer() -> Iterator[analyzer_pb2_grpc.AnalyzerStub]:
     env = dict(os.environ)
     # As the engine does: the stack's config reaches the pack in PULUMI_CONFIG.

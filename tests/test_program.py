@@ -7,7 +7,7 @@ import re
 from collections import Counter
 
 import pytest
-from policy_support import recording_scope
+from policy_support import shared_recording
 from pulumi.runtime import MockResourceArgs
 
 from gpu_tenancy.builders import kube_objects
@@ -17,7 +17,8 @@ TCP = "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane"
 TENANTS = ("tenant-a", "tenant-b")
 
 
-@pytest.fixture(scope=recording_scope)
+@pytest.fixture
+@shared_recording
 def resources() -> list[MockResourceArgs]:
     return record_stack()
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import pytest
-from policy_support import recording_scope
+from policy_support import shared_recording
 
 from gpu_tenancy.cli.promotion.layers import DEVICE, PLATFORM, TENANT, Record, format_diff, layer_of, promotion_diff
 from tests.harness import dev_config, gpu_config, nvml_config, record_stack, registered_gpus, unwrap
@@ -19,12 +19,14 @@ def _records(config: dict[str, object], stack: str) -> list[Record]:
     return [Record(r.typ, r.name, unwrap(r.inputs)) for r in resources]
 
 
-@pytest.fixture(scope=recording_scope)
+@pytest.fixture
+@shared_recording
 def records() -> dict[str, list[Record]]:
     return {stack: _records(config(), stack) for stack, config in STACKS.items()}
 
 
-@pytest.fixture(scope=recording_scope)
+@pytest.fixture
+@shared_recording
 def diff_text(records: dict[str, list[Record]]) -> tuple[object, str]:
     diff = promotion_diff(records["dev"], records["gpu"])
     return diff, format_diff(diff)

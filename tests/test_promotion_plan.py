@@ -24,7 +24,7 @@ import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from policy_support import recording_scope
+from policy_support import shared_recording
 
 from gpu_tenancy.cli.plan import command as plan_cli
 from gpu_tenancy.cli.plan import plan_input
@@ -145,13 +145,15 @@ def _stacks() -> dict[str, dict[str, Any]]:
     }
 
 
-@pytest.fixture(scope=recording_scope)
+@pytest.fixture
+@shared_recording
 def registers() -> dict[str, dict[str, list[dict[str, Any]]]]:
     """Per mode, node -> register (the workloads do not change what a node registers)."""
     return {mode: REGISTERS[mode](config) for mode, config in _stacks().items()}
 
 
-@pytest.fixture(scope=recording_scope)
+@pytest.fixture
+@shared_recording
 def outcomes(registers: dict[str, dict[str, list[dict[str, Any]]]]) -> dict[str, tuple[Any, Any]]:
     return {mode: _outcome(config, registers[mode]) for mode, config in _stacks().items()}
 

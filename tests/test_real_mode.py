@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from policy_support import recording_scope
+from policy_support import shared_recording
 from pulumi.runtime import MockResourceArgs
 
 from gpu_tenancy.builders.host_worker import hostprep
@@ -21,7 +21,8 @@ TENANTS = ("tenant-a", "tenant-b")
 REMOTE = "command:remote:Command"
 
 
-@pytest.fixture(scope=recording_scope)
+@pytest.fixture
+@shared_recording
 def resources() -> list[MockResourceArgs]:
     config = gpu_config()
     return record_stack(config, stack="gpu", node_register=registered_gpus(config))

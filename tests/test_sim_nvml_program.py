@@ -6,7 +6,7 @@ import copy
 
 import pytest
 import yaml
-from policy_support import Recorded, nvml_stack, record_engine_view, recording_scope
+from policy_support import Recorded, nvml_stack, record_engine_view, shared_recording
 
 from gpu_tenancy.builders.mock_nvml import nvml_mock
 from gpu_tenancy.contract.config import load_config
@@ -30,7 +30,8 @@ def _depends(resources: list[Recorded], name: str, on: str) -> bool:
     return target in edges
 
 
-@pytest.fixture(scope=recording_scope)
+@pytest.fixture
+@shared_recording
 def stack() -> list[Recorded]:
     return nvml_stack()
 

@@ -12,7 +12,7 @@ from typing import Any
 import pulumi
 import pytest
 from harness import TEST_SECRETS, dev_config, gpu_config, is_secret, registered_gpus
-from policy_support import record_engine_view, recording_scope
+from policy_support import record_engine_view, shared_recording
 from pulumi.runtime.stack import Stack, massage
 
 
@@ -54,7 +54,8 @@ def contains_secret(value: Any) -> bool:
     return False
 
 
-@pytest.fixture(scope=recording_scope, params=["dev", "gpu"])
+@pytest.fixture(params=["dev", "gpu"])
+@shared_recording
 def outputs(request: pytest.FixtureRequest) -> dict[str, Any]:
     if request.param == "dev":
         return stack_outputs(dev_config(), "dev")

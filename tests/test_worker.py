@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 from harness import gpu_config, is_secret, record_mocks, record_stack, registered_gpus, unwrap, wrapped_monitor
-from policy_support import Recorded, record_engine_view, recording_scope
+from policy_support import Recorded, record_engine_view, shared_recording
 from pulumi.runtime import rpc
 from replacement_model import replacements
 
@@ -312,7 +312,8 @@ def _closure(recorded: list[Recorded], urn: str) -> set[str]:
     return seen
 
 
-@pytest.fixture(scope=recording_scope)
+@pytest.fixture
+@shared_recording
 def engine_view() -> list[Recorded]:
     return record_engine_view()
 
@@ -379,7 +380,8 @@ def _registrations(*args: Any, **kwargs: Any) -> dict[str, Any]:
     return seen
 
 
-@pytest.fixture(scope=recording_scope)
+@pytest.fixture
+@shared_recording
 def registrations() -> dict[str, Any]:
     return _registrations()
 
@@ -452,7 +454,8 @@ def test_an_update_keeps_the_minted_token_and_mints_none(host: FakeHost) -> None
     assert host.run(join_token.keep_script(), KUBECONFIG).returncode == 1
 
 
-@pytest.fixture(scope=recording_scope)
+@pytest.fixture
+@shared_recording
 def gpu_registrations() -> dict[str, Any]:
     return _registrations(gpu_config(), stack="gpu", node_register=registered_gpus(gpu_config()))
 

@@ -1,0 +1,27 @@
+"""Stack recordings shared between tests (tests/policy_support.py): made once, except while mutmut learns which
+test reaches which function."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+from policy_support import shared_recording
+
+
+def test_a_recording_is_made_once_and_per_test_while_mutmut_collects_its_stats(monkeypatch: pytest.MonkeyPatch) -> None:
+    made: list[object] = []
+
+    @shared_recording
+    def recording() -> object:
+        made.append(object())
+        return made[-1]
+
+    assert recording() is recording() and len(made) == 1
+    trampoline = types.ModuleType("mutmut.mutation.trampoline")
+    trampoline.get_mutant_under_test = lambda: "stats"  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "mutmut.mutation.trampoline", trampoline)
+    assert recording() is not recording() and len(made) == 3
+    trampoline.get_mutant_under_test = lambda: "gpu_tenancy.x_f__mutmut_1"  # type: ignore[attr-defined]
+    assert recording() is made[0]
