@@ -127,3 +127,25 @@ def test_a_host_on_another_ssh_port_is_reached_there() -> None:
              and r.name.endswith(("-prepare", "-join"))}
     assert ports == {"tenant-a-gpu-a100-01-prepare": 2222, "tenant-a-gpu-a100-01-join": 2222,
                      "tenant-b-gpu-l4-01-prepare": 22, "tenant-b-gpu-l4-01-join": 22}
+
+
+def test_each_host_is_prepared_by_the_script_on_stdin_and_joins_its_own_tenant() -> None:
+    """prepare runs the preparation script from stdin as root; the join's configuration (secret: it holds the
+    token) names the tenant's API server and CA, the host's own name and labels, and ignores no preflight check
+    (a real host passes them all, unlike a kind node)."""
+    stack = gpu_stack()
+    kubeconfigs = {r.name.removesuffix("-kubernetes"): r.state["kubeconfig"]["value"]
+                   for r in stack if r.type == "pulumi:providers:kubernetes" and r.name.startswith("tenant-")}
+    by_name = {r.name: r for r in stack if r.type == "command:remote:Command"}
+    for tenant, node in (("tenant-a", "gpu-a100-01"), ("tenant-b", "gpu-l4-01")):
+        assert by_name[f"{tenant}-{node}-prepare"].inputs["create"] == "sudo -n bash -s"
+        stdin = by_name[f"{tenant}-{node}-join"].inputs["stdin"]
+        assert is_secret(stdin)
+        join = yaml.safe_load(stdin["value"])
+        server = yaml.safe_load(kubeconfigs[tenant])["clusters"][0]["cluster"]["server"]
+        assert join["discovery"]["bootstrapToken"]["apiServerEndpoint"] == server.removeprefix("https://")
+        assert join["discovery"]["bootstrapToken"]["caCertHashes"] == [_kubeadm_ca_hash(kubeconfigs[tenant])]
+        assert join["nodeRegistration"]["name"] == node
+        assert join["nodeRegistration"]["ignorePreflightErrors"] == []
+        assert {"name": "node-labels", "value": f"gpu=on,gpu-tenancy.io/gpu-node=true,gpu-tenancy.io/tenant={tenant}"} \
+            in join["nodeRegistration"]["kubeletExtraArgs"]
