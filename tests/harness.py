@@ -174,6 +174,10 @@ def _join_configuration(stdin: Any) -> dict[str, Any] | None:
     return document if isinstance(document, dict) and document.get("kind") == "JoinConfiguration" else None
 
 
+# The last line of a bootstrap-token mint script: it prints the token it created.
+_PRINTS_A_TOKEN = 'printf \'%s.%s\\n\' "$token_id" "$token_secret"'
+
+
 class ReadFailed(Exception):
     """A read step the engine fails (pulumi/pulumi pkg/resource/deploy/step.go, ReadStep.Apply)."""
 
@@ -271,11 +275,16 @@ class LabMocks(Mocks):
         return (None if resource_id is UNKNOWN else resource_id), outputs
 
     def _stdout(self, args: MockResourceArgs) -> str:
-        """What a command prints: a host's /etc/machine-id (32 hex, systemd machine-id(5)), by default one per
-        address (`machine_ids` overrides it), else a kubeconfig-shaped text."""
+        """What a command prints (pulumi-command keeps the script's stdout): a host's /etc/machine-id (32 hex,
+        systemd machine-id(5)), by default one per address (`machine_ids` overrides it); a bootstrap-token mint
+        prints `<id>.<secret>` (kubeadm's token format `[a-z0-9]{6}.[a-z0-9]{16}`), here one per resource name;
+        anything else a kubeconfig-shaped text."""
         if args.inputs.get("create") == hostprep.MACHINE_ID_COMMAND:
             host = str(unwrap(args.inputs.get("connection") or {}).get("host"))
             return self.machine_ids.get(host, hashlib.md5(host.encode()).hexdigest()) + "\n"
+        if _PRINTS_A_TOKEN in str(unwrap(args.inputs.get("create") or "")):
+            digest = hashlib.sha256(args.name.encode()).hexdigest()
+            return f"{digest[:6]}.{digest[6:22]}\n"
         return "apiVersion: v1\nkind: Config\n"
 
     def _exists(self, args: MockResourceArgs, outputs: dict[str, Any]) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import yaml
@@ -147,5 +148,7 @@ def test_each_host_is_prepared_by_the_script_on_stdin_and_joins_its_own_tenant()
         assert join["discovery"]["bootstrapToken"]["caCertHashes"] == [_kubeadm_ca_hash(kubeconfigs[tenant])]
         assert join["nodeRegistration"]["name"] == node
         assert join["nodeRegistration"]["ignorePreflightErrors"] == []
+        # the token its mint Command printed (kubeadm's format)
+        assert re.fullmatch(r"[a-z0-9]{6}\.[a-z0-9]{16}", join["discovery"]["bootstrapToken"]["token"])
         assert {"name": "node-labels", "value": f"gpu=on,gpu-tenancy.io/gpu-node=true,gpu-tenancy.io/tenant={tenant}"} \
             in join["nodeRegistration"]["kubeletExtraArgs"]
