@@ -18,13 +18,14 @@ from gpu_tenancy.builders import image_load, kube_objects
 from gpu_tenancy.builders.mock_gpu_agent import agent_admission
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+AGENT_DIR = REPO_ROOT / "gpu_tenancy" / "hami" / "agent"
 AGENT_SOURCES = [
     REPO_ROOT / "gpu_tenancy" / "__init__.py",
     REPO_ROOT / "gpu_tenancy" / "hami" / "__init__.py",
     REPO_ROOT / "gpu_tenancy" / "hami" / "protocol.py",
-    *sorted((REPO_ROOT / "gpu_tenancy" / "hami" / "agent").glob("*.py")),
-    REPO_ROOT / "gpu_tenancy" / "hami" / "agent" / "Dockerfile",
-    REPO_ROOT / "gpu_tenancy" / "hami" / "agent" / "requirements.txt",
+    *sorted(AGENT_DIR.glob("*.py")),
+    AGENT_DIR / "Dockerfile",
+    AGENT_DIR / "requirements.txt",
 ]
 IMAGE_REPOSITORY = "gpu-tenancy/mock-gpu-agent"
 NAMESPACE = "kube-system"
@@ -81,7 +82,7 @@ class MockGpuAgent(pulumi.ComponentResource):
             image_name=image_name,
             build=docker.DockerBuildArgs(
                 context=str(REPO_ROOT),
-                dockerfile=str(REPO_ROOT / "gpu_tenancy" / "hami" / "agent" / "Dockerfile"),
+                dockerfile=str(AGENT_DIR / "Dockerfile"),
             ),
             skip_push=True,
             opts=local_opts,
