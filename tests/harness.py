@@ -275,7 +275,8 @@ class LabMocks(Mocks):
         return (None if resource_id is UNKNOWN else resource_id), outputs
 
     def _stdout(self, args: MockResourceArgs) -> str:
-        """What a command prints (pulumi-command keeps the script's stdout): a host's /etc/machine-id (32 hex,
+        """What a command prints (pulumi-command v1.2.1 stores it as `stdout`, `BaseState.Stdout`: "the standard
+        output of the command's process"): a host's /etc/machine-id (32 hex,
         systemd machine-id(5)), by default one per address (`machine_ids` overrides it); a bootstrap-token mint
         prints `<id>.<secret>` (kubeadm's token format `[a-z0-9]{6}.[a-z0-9]{16}`), here one per resource name;
         anything else a kubeconfig-shaped text."""

@@ -13,7 +13,7 @@ import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from harness import gpu_config, is_secret, registered_gpus
-from policy_support import gpu_stack, record_engine_view
+from policy_support import Recorded, gpu_stack, record_engine_view
 from worker_fakes import FakeHost
 
 from gpu_tenancy.builders.host_worker import hostprep
@@ -53,45 +53,13 @@ def test_the_program_wires_it_with_the_tenants_kubeconfig_as_a_secret_on_stdin()
         assert "token: secret-token-" in node.inputs["stdin"]["value"]  # the tenant's admin kubeconfig
 
 
-def test_the_policy_pack_sees_where_each_host_joins() -> None:
-    """The HostWorker's inputs are what `worker-joins-own-tenant` reads: its tenant, its address, the node it
-    becomes and the API server it joins (the tenant provider's server), under the tenant's component."""
-    stack = gpu_stack()
-    servers = {
-        r.name.removesuffix("-kubernetes"): yaml.safe_load(r.state["kubeconfig"]["value"])["clusters"][0]["cluster"]["server"]
-        for r in stack if r.type == "pulumi:providers:kubernetes" and r.name.startswith("tenant-")
-    }
-    hosts = {r.name: r for r in stack if r.type == "gpu-tenancy:host_worker:HostWorker"}
-    assert set(hosts) == {"tenant-a-gpu-a100-01", "tenant-b-gpu-l4-01"}
-    for tenant, address, node in (("tenant-a", "10.20.0.11", "gpu-a100-01"), ("tenant-b", "10.20.0.12", "gpu-l4-01")):
-        host = hosts[f"{tenant}-{node}"]
-        expected = {"tenant": tenant, "address": address, "nodeName": node,
-                    "controlPlaneEndpoint": servers[tenant].removeprefix("https://")}
-        assert host.inputs == expected and host.registered_outputs == expected
-        assert host.parent == f"urn:pulumi:gpu::gpu-tenancy::gpu-tenancy:tenant:Tenant::{tenant}"
-
-
-HOST_KEYS = {  # Pulumi.gpu.yaml
-    "10.20.0.11": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAID5QdOD5FBDEgKabD2Xr9LIIHRak8R5aaiE17E2/41AA",
-    "10.20.0.12": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIImAiJ07k41NSloCF89Tr9UDm2QEHVtAR8LBvBcVh0GS",
-}
-
-
-def test_prepare_and_join_reach_the_declared_host_with_its_pinned_key() -> None:
-    """Each host's SSH connection, secret as a whole (it holds the key): its address, port 22 and user from the
-    stack file, the host key pinned (pulumi-command otherwise accepts any), and pulumi-command's dial defaults."""
-    commands = {r.name: r for r in gpu_stack() if r.type == "command:remote:Command"
-                and r.name.endswith(("-prepare", "-join"))}
-    assert set(commands) == {f"tenant-{t}-{node}-{step}" for t, node in (("a", "gpu-a100-01"), ("b", "gpu-l4-01"))
-                             for step in ("prepare", "join")}
-    for name, command in commands.items():
-        address = "10.20.0.11" if "a100" in name else "10.20.0.12"
-        assert is_secret(command.inputs["connection"])
-        assert command.inputs["connection"]["value"] == {
-            "host": address, "port": 22, "user": "ubuntu", "hostKey": HOST_KEYS[address],
-            "privateKey": "-----BEGIN OPENSSH PRIVATE KEY-----\ntest-ssh-key\n-----END OPENSSH PRIVATE KEY-----\n",
-            "perDialTimeout": 15, "dialErrorLimit": 10,
-        }, name
+# Pulumi.gpu.yaml: (tenant, worker name, address, host key)
+HOSTS = (
+    ("tenant-a", "gpu-a100-01", "10.20.0.11",
+     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAID5QdOD5FBDEgKabD2Xr9LIIHRak8R5aaiE17E2/41AA"),
+    ("tenant-b", "gpu-l4-01", "10.20.0.12",
+     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIImAiJ07k41NSloCF89Tr9UDm2QEHVtAR8LBvBcVh0GS"),
+)
 
 
 def _kubeadm_ca_hash(kubeconfig: str) -> str:
@@ -103,19 +71,61 @@ def _kubeadm_ca_hash(kubeconfig: str) -> str:
     return "sha256:" + hashlib.sha256(spki).hexdigest()
 
 
+def _tenant_api_servers(stack: list[Recorded]) -> dict[str, tuple[str, str]]:
+    """Per tenant, the API endpoint (host:port) and CA hash a worker must join, read from the kubeconfig its
+    Kubernetes provider was given, not from the code under test."""
+    servers = {}
+    for provider in stack:
+        if provider.type == "pulumi:providers:kubernetes" and provider.name.startswith("tenant-"):
+            kubeconfig = provider.state["kubeconfig"]["value"]
+            server = yaml.safe_load(kubeconfig)["clusters"][0]["cluster"]["server"]
+            servers[provider.name.removesuffix("-kubernetes")] = (server.removeprefix("https://"),
+                                                                   _kubeadm_ca_hash(kubeconfig))
+    return servers
+
+
+def test_the_policy_pack_sees_where_each_host_joins() -> None:
+    """The HostWorker's inputs are what `worker-joins-own-tenant` reads: its tenant, its address, the node it
+    becomes and the API server it joins (the tenant provider's server), under the tenant's component."""
+    stack = gpu_stack()
+    servers = _tenant_api_servers(stack)
+    hosts = {r.name: r for r in stack if r.type == "gpu-tenancy:host_worker:HostWorker"}
+    assert set(hosts) == {"tenant-a-gpu-a100-01", "tenant-b-gpu-l4-01"}
+    for tenant, node, address, _ in HOSTS:
+        host = hosts[f"{tenant}-{node}"]
+        expected = {"tenant": tenant, "address": address, "nodeName": node, "controlPlaneEndpoint": servers[tenant][0]}
+        assert host.inputs == expected and host.registered_outputs == expected
+        assert host.parent == f"urn:pulumi:gpu::gpu-tenancy::gpu-tenancy:tenant:Tenant::{tenant}"
+
+
+def test_prepare_and_join_reach_the_declared_host_with_its_pinned_key() -> None:
+    """Each host's SSH connection, secret as a whole (it holds the key): its address, port 22 and user from the
+    stack file, the host key pinned (pulumi-command otherwise accepts any), and pulumi-command's dial defaults."""
+    commands = {r.name: r for r in gpu_stack() if r.type == "command:remote:Command"
+                and r.name.endswith(("-prepare", "-join"))}
+    assert set(commands) == {f"{tenant}-{node}-{step}" for tenant, node, _, _ in HOSTS for step in ("prepare", "join")}
+    for tenant, node, address, host_key in HOSTS:
+        for step in ("prepare", "join"):
+            command = commands[f"{tenant}-{node}-{step}"]
+            assert is_secret(command.inputs["connection"])
+            assert command.inputs["connection"]["value"] == {
+                "host": address, "port": 22, "user": "ubuntu", "hostKey": host_key,
+                "privateKey": "-----BEGIN OPENSSH PRIVATE KEY-----\ntest-ssh-key\n-----END OPENSSH PRIVATE KEY-----\n",
+                "perDialTimeout": 15, "dialErrorLimit": 10,
+            }, command.name
+
+
 def test_what_re_prepares_and_re_joins_a_host() -> None:
     """prepare: a new address or Kubernetes version; the Node and the join: a re-prepared host, another control
     plane (its CA) or a moved API endpoint."""
     stack = gpu_stack()
-    kubeconfigs = {r.name.removesuffix("-kubernetes"): r.state["kubeconfig"]["value"]
-                   for r in stack if r.type == "pulumi:providers:kubernetes" and r.name.startswith("tenant-")}
+    servers = _tenant_api_servers(stack)
     by_name = {r.name: r for r in stack if r.type.startswith("command:")}
-    for tenant, node, address in (("tenant-a", "gpu-a100-01", "10.20.0.11"), ("tenant-b", "gpu-l4-01", "10.20.0.12")):
+    for tenant, node, address, _ in HOSTS:
         prefix = f"{tenant}-{node}"
-        server = yaml.safe_load(kubeconfigs[tenant])["clusters"][0]["cluster"]["server"]
+        endpoint, ca_hash = servers[tenant]
         assert by_name[f"{prefix}-prepare"].inputs["triggers"] == [address, "v1.35.5"]
-        assert by_name[f"{prefix}-node"].inputs["triggers"] == [
-            f"{prefix}-prepare-id", _kubeadm_ca_hash(kubeconfigs[tenant]), server.removeprefix("https://")]
+        assert by_name[f"{prefix}-node"].inputs["triggers"] == [f"{prefix}-prepare-id", ca_hash, endpoint]
         assert by_name[f"{prefix}-node"].inputs["create"] == "true"
         assert by_name[f"{prefix}-join"].inputs["triggers"] == [f"{prefix}-node-id"]
 
@@ -135,17 +145,16 @@ def test_each_host_is_prepared_by_the_script_on_stdin_and_joins_its_own_tenant()
     token) names the tenant's API server and CA, the host's own name and labels, and ignores no preflight check
     (a real host passes them all, unlike a kind node)."""
     stack = gpu_stack()
-    kubeconfigs = {r.name.removesuffix("-kubernetes"): r.state["kubeconfig"]["value"]
-                   for r in stack if r.type == "pulumi:providers:kubernetes" and r.name.startswith("tenant-")}
+    servers = _tenant_api_servers(stack)
     by_name = {r.name: r for r in stack if r.type == "command:remote:Command"}
-    for tenant, node in (("tenant-a", "gpu-a100-01"), ("tenant-b", "gpu-l4-01")):
+    for tenant, node, _, _ in HOSTS:
         assert by_name[f"{tenant}-{node}-prepare"].inputs["create"] == "sudo -n bash -s"
         stdin = by_name[f"{tenant}-{node}-join"].inputs["stdin"]
         assert is_secret(stdin)
         join = yaml.safe_load(stdin["value"])
-        server = yaml.safe_load(kubeconfigs[tenant])["clusters"][0]["cluster"]["server"]
-        assert join["discovery"]["bootstrapToken"]["apiServerEndpoint"] == server.removeprefix("https://")
-        assert join["discovery"]["bootstrapToken"]["caCertHashes"] == [_kubeadm_ca_hash(kubeconfigs[tenant])]
+        endpoint, ca_hash = servers[tenant]
+        assert join["discovery"]["bootstrapToken"]["apiServerEndpoint"] == endpoint
+        assert join["discovery"]["bootstrapToken"]["caCertHashes"] == [ca_hash]
         assert join["nodeRegistration"]["name"] == node
         assert join["nodeRegistration"]["ignorePreflightErrors"] == []
         # the token its mint Command printed (kubeadm's format)
