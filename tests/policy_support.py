@@ -15,7 +15,10 @@ dependencies, property dependencies, provider reference and, for components, wha
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
+import os
+import pickle
 import sys
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
@@ -241,14 +244,47 @@ def collecting_mutation_stats() -> bool:
     return trampoline is not None and trampoline.get_mutant_under_test() == "stats"
 
 
+def mutant_outside_the_program() -> bool:
+    """Whether mutmut runs a mutant of the policy pack: the program never imports `policies/` (tests/test_layout.py
+    holds the import direction), so its recordings are the same for every such mutant."""
+    trampoline = sys.modules.get("mutmut.mutation.trampoline")
+    return trampoline is not None and trampoline.get_mutant_under_test().startswith("policies.")
+
+
+def _program_digest() -> str:
+    """What a stack recording depends on: the program, its stacks and the test doubles that record it."""
+    digest = hashlib.sha256()
+    files = [REPO / "__main__.py", *sorted(REPO.glob("Pulumi*.yaml")), *sorted((REPO / "tests").glob("*.py"))]
+    for folder in ("components", "gpu_tenancy"):
+        files += sorted((REPO / folder).rglob("*.py"))
+    for path in files:
+        digest.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def _recorded_on_disk(key: Hashable, record: Callable[[], T]) -> T:
+    """`record()` kept in a file for the other mutants of the same run: mutmut starts each mutant in a fresh
+    process, where recording the three stacks again costs more than the pack's tests themselves."""
+    name = hashlib.sha256(repr(key).encode()).hexdigest()[:16]
+    path = REPO / ".mutation-recordings" / _program_digest() / f"{name}.pickle"
+    if path.is_file():
+        return cast(T, pickle.loads(path.read_bytes()))
+    value = record()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(f".{os.getpid()}")
+    partial.write_bytes(pickle.dumps(value))
+    os.replace(partial, path)  # another mutant's process may write the same recording at the same time
+    return value
+
+
 def _once(key: Hashable, record: Callable[[], T]) -> T:
     """`record()` once per session, but every time while mutmut collects its stats: a recording cached by the
     first test would count the program's code as reached by that test only, and no mutant there would meet
-    the other tests."""
+    the other tests. A mutant of the policy pack reads the recording from disk (`_recorded_on_disk`)."""
     if collecting_mutation_stats():
         return record()
     if key not in _CACHE:
-        _CACHE[key] = record()
+        _CACHE[key] = _recorded_on_disk(key, record) if mutant_outside_the_program() else record()
     return cast(T, _CACHE[key])
 
 
