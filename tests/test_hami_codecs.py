@@ -83,3 +83,30 @@ def test_lock_parts_of_the_wrong_count_name_no_owner_but_keep_the_value() -> Non
     assert hami.parse_lock("a,b") == ("a,b", None, None)
     assert hami.parse_lock("a,b,c,d") == ("a,b,c,d", None, None)
     assert hami.lock_owner("t,ns,") is None
+
+
+def test_legacy_register_entries_of_eight_and_nine_fields_keep_what_they_carry() -> None:
+    # Eight fields: an index, no mode. Nine with an empty index: the mode alone.
+    assert hami.parse_register_annotation("GPU-a,10,100,100,NVIDIA,0,true,3:GPU-b,10,100,100,NVIDIA,1,true,,hami-core:") == [
+        {"id": "GPU-a", "count": 10, "devmem": 100, "devcore": 100, "type": "NVIDIA", "numa": 0, "health": True,
+         "index": 3},
+        {"id": "GPU-b", "count": 10, "devmem": 100, "devcore": 100, "type": "NVIDIA", "numa": 1, "health": True,
+         "mode": "hami-core"},
+    ]
+
+
+def test_an_empty_entry_between_devices_is_skipped_not_the_end() -> None:
+    assert [d["id"] for d in hami.parse_register_annotation("GPU-a,1,1,1,NVIDIA,0,true::GPU-b,1,1,1,NVIDIA,0,true:")] == [
+        "GPU-a", "GPU-b"]
+    assert hami.parse_devices_allocated("GPU-a,NVIDIA,1,2::GPU-b,NVIDIA,3,4:;") == [[
+        {"uuid": "GPU-a", "type": "NVIDIA", "usedmem": 1, "usedcores": 2},
+        {"uuid": "GPU-b", "type": "NVIDIA", "usedmem": 3, "usedcores": 4},
+    ]]
+
+
+def test_only_the_last_empty_container_chunk_is_dropped() -> None:
+    # Two containers: `a:;b:;` splits into a, b and a trailing empty chunk, which alone is no container.
+    assert hami.parse_devices_allocated("GPU-a,NVIDIA,1,2:;GPU-b,NVIDIA,3,4:;") == [
+        [{"uuid": "GPU-a", "type": "NVIDIA", "usedmem": 1, "usedcores": 2}],
+        [{"uuid": "GPU-b", "type": "NVIDIA", "usedmem": 3, "usedcores": 4}],
+    ]
