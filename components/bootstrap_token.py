@@ -31,7 +31,6 @@ class BootstrapTokenArgs:
     kubeconfig: pulumi.Input[str]  # the tenant's admin kubeconfig
     # What replaces the join this token is for: a replaced join gets a new token.
     triggers: list[Any] = field(default_factory=list)
-    ttl_seconds: int = join_token.KUBEADM_DEFAULT_TTL_SECONDS
 
 
 class BootstrapToken(pulumi.ComponentResource):
@@ -44,7 +43,7 @@ class BootstrapToken(pulumi.ComponentResource):
         super().__init__("gpu-tenancy:bootstrap_token:BootstrapToken", name, None, opts)
         self.mint = command.local.Command(
             f"{name}-mint",
-            create=join_token.mint_script(args.tenant, args.ttl_seconds),
+            create=join_token.mint_script(args.tenant),
             update=join_token.keep_script(),
             delete=join_token.revoke_script(),
             interpreter=["/bin/sh", "-c"],

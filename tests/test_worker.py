@@ -469,7 +469,12 @@ def test_each_real_host_joins_with_its_own_minted_token(
     assert inputs["create"] == join_token.mint_script(tenant) and inputs["delete"] == join_token.revoke_script()
     assert inputs["update"] == join_token.keep_script()
     assert inputs["logging"] == "stderr" and list(mint.additionalSecretOutputs) == ["stdout"]
+    assert inputs["interpreter"] == ["/bin/sh", "-c"]  # the scripts are POSIX sh (`set -eu`, `$(( ))`)
     assert mint.deleteBeforeReplace
+    # Under the host's tenant: the token component is the tenant's child, the mint the token's.
+    token = gpu_registrations[f"{tenant}-{host_name}-bootstrap-token"]
+    assert token.parent.endswith(f"gpu-tenancy:tenant:Tenant::{tenant}")
+    assert mint.parent.endswith(f"bootstrap_token:BootstrapToken::{tenant}-{host_name}-bootstrap-token")
     assert yaml.safe_load(inputs["stdin"])["users"][0]["user"]["token"] == f"secret-token-{tenant}"
     join = gpu_registrations[f"{tenant}-{host_name}-join"]
     stdin_from = join.propertyDependencies["stdin"].urns
