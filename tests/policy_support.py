@@ -14,6 +14,7 @@ dependencies, property dependencies, provider reference and, for components, wha
 
 from __future__ import annotations
 
+import ast
 import functools
 import hashlib
 import json
@@ -244,11 +245,56 @@ def collecting_mutation_stats() -> bool:
     return trampoline is not None and trampoline.get_mutant_under_test() == "stats"
 
 
+# Where a stack recording starts: the program and the doubles that record it.
+_RECORDING_ENTRY_POINTS = ("__main__.py", "tests/harness.py", "tests/policy_support.py")
+_OWN_PACKAGES = ("gpu_tenancy", "components", "tests")
+
+
+def _module_file(module: str) -> Path | None:
+    path = REPO.joinpath(*module.split("."))
+    for candidate in (path.with_suffix(".py"), path / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def program_modules() -> set[str]:
+    """The modules a stack recording can run: what the entry points import, followed through this repository
+    (static imports; the program imports nothing by name at run time), with every package on the way."""
+    found: set[str] = set()
+    pending = [REPO / entry for entry in _RECORDING_ENTRY_POINTS]
+    while pending:
+        tree = ast.parse(pending.pop().read_text())
+        names: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names.add(node.module)
+                names.update(f"{node.module}.{alias.name}" for alias in node.names)
+        for name in names:
+            parts = name.split(".")
+            helper = REPO / "tests" / f"{parts[0]}.py"  # the tests' helpers import each other as top-level names
+            if helper.is_file() and f"tests.{parts[0]}" not in found:
+                found.add(f"tests.{parts[0]}")
+                pending.append(helper)
+            for depth in range(1, len(parts) + 1):
+                module = ".".join(parts[:depth])
+                path = _module_file(module) if parts[0] in _OWN_PACKAGES else None
+                if path is not None and module not in found:
+                    found.add(module)
+                    pending.append(path)
+    return found
+
+
 def mutant_outside_the_program() -> bool:
-    """Whether mutmut runs a mutant of the policy pack: the program never imports `policies/` (tests/test_layout.py
-    holds the import direction), so its recordings are the same for every such mutant."""
+    """Whether mutmut runs a mutant in a module no stack recording can reach (`program_modules`): the policy
+    pack, the planner, the day-two commands. Every such mutant's process would record the same stacks."""
     trampoline = sys.modules.get("mutmut.mutation.trampoline")
-    return trampoline is not None and trampoline.get_mutant_under_test().startswith("policies.")
+    mutant = trampoline.get_mutant_under_test() if trampoline is not None else ""
+    if not mutant:
+        return False
+    return mutant.rpartition(".")[0] not in program_modules()
 
 
 def _program_digest() -> str:
@@ -264,7 +310,7 @@ def _program_digest() -> str:
 
 def _recorded_on_disk(key: Hashable, record: Callable[[], T]) -> T:
     """`record()` kept in a file for the other mutants of the same run: mutmut starts each mutant in a fresh
-    process, where recording the three stacks again costs more than the pack's tests themselves."""
+    process, where recording the three stacks again costs more than the tests of the mutated module."""
     name = hashlib.sha256(repr(key).encode()).hexdigest()[:16]
     path = REPO / ".mutation-recordings" / _program_digest() / f"{name}.pickle"
     if path.is_file():
@@ -280,7 +326,7 @@ def _recorded_on_disk(key: Hashable, record: Callable[[], T]) -> T:
 def _once(key: Hashable, record: Callable[[], T]) -> T:
     """`record()` once per session, but every time while mutmut collects its stats: a recording cached by the
     first test would count the program's code as reached by that test only, and no mutant there would meet
-    the other tests. A mutant of the policy pack reads the recording from disk (`_recorded_on_disk`)."""
+    the other tests. A mutant the program cannot reach reads the recording from disk (`_recorded_on_disk`)."""
     if collecting_mutation_stats():
         return record()
     if key not in _CACHE:
