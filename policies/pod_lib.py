@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from resource_lib import Res
-from value_lib import as_dict, as_list, dig, is_unknown, known_str
+from value_lib import as_list, dig, is_unknown, known_str
 
 from gpu_tenancy.contract import image_pins
 
@@ -36,14 +36,6 @@ def pod_spec(res: Res) -> dict[str, Any] | None:
         return None
     spec = dig(res.props, *path)
     return spec if isinstance(spec, dict) else None
-
-
-def pod_labels(res: Res) -> dict[str, Any]:
-    path = POD_SPEC_PATHS.get(res.kind)
-    if path is None:
-        return {}
-    template = dig(res.props, *path[:-1], "metadata", "labels") if len(path) > 1 else None
-    return as_dict(template)
 
 
 def containers(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
