@@ -216,6 +216,20 @@ def test_init_container_slices_count_until_every_init_container_succeeded() -> N
     assert "a-infer-6c9f7d8b5-x7k2p" in [s.pod for s in done.slices] and done.memory_allocated == 40960
 
 
+@pytest.mark.parametrize(("statuses", "done"), [
+    (None, False),  # no status yet: the init containers have not run
+    ([], False),
+    ([{"name": "a", "state": {"terminated": {"exitCode": 0}}}, {"name": "b", "state": {"terminated": {"exitCode": 0}}}], True),
+    ([{"name": "a", "state": {"terminated": {"exitCode": 0}}}, {"name": "b", "state": {"running": {}}}], False),
+    ([{"name": "a", "state": {"terminated": {"exitCode": 0}}}, {"name": "b", "state": {"terminated": {"exitCode": 2}}}], False),
+    ([{"name": "a", "state": {}}], False),
+    ([{"name": "a", "state": {"terminated": {"reason": "Completed"}}}], True),  # Go reads a missing exitCode as 0
+])
+def test_init_containers_are_done_as_hami_decides(statuses: list[dict[str, Any]] | None, done: bool) -> None:
+    pod: dict[str, Any] = {"status": {} if statuses is None else {"initContainerStatuses": statuses}}
+    assert status.init_containers_done(pod) is done
+
+
 def test_a_pod_with_two_gpu_containers_names_each() -> None:
     data = objects("sim", "tenant-b")
     pod = data["pods"][0]

@@ -93,11 +93,16 @@ def _containers(pod: Mapping[str, Any]) -> tuple[list[Mapping[str, Any]], list[M
 
 
 def init_containers_done(pod: Mapping[str, Any]) -> bool:
-    """HAMi util.AllInitContainersSucceeded: every init container terminated with exit code 0."""
+    """HAMi util.AllInitContainersSucceeded (v2.10.0 pkg/util/util.go): some init container status, and every one
+    terminated with exit code 0 (Go's zero value when the field is absent)."""
     statuses = (pod.get("status") or {}).get("initContainerStatuses") or ()
     if not statuses:
         return False
-    return all(((s.get("state") or {}).get("terminated") or {}).get("exitCode", 1) == 0 for s in statuses)
+    for status in statuses:
+        terminated = (status.get("state") or {}).get("terminated")
+        if terminated is None or terminated.get("exitCode", 0) != 0:
+            return False
+    return True
 
 
 def asks_for_gpu(pod: Mapping[str, Any]) -> bool:
