@@ -456,12 +456,20 @@ def test_real_device_plugin_in_sim_mode_is_flagged(stack: list[Recorded], pack_e
     assert_violation(run(tp.no_mock_gpus_in_real, stack), "mode is 'sim' but tenant 'tenant-b' installs a real GPU")
 
 
-def test_mock_agent_next_to_a_real_plugin_is_flagged_without_a_known_mode(
+def test_without_a_known_mode_the_agent_next_to_a_real_plugin_or_a_mock_nvml_is_flagged(
     stack: list[Recorded], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("PULUMI_CONFIG", raising=False)
     set_both(owned(stack, RELEASE, "tenant-a", "hami"), ["values", "devicePlugin", "enabled"], True)
-    assert_violation(run(tp.no_mock_gpus_in_real, undeclare(stack)), "both the mock-GPU agent and a real device plugin")
+    add_mock_nvml(stack, "tenant-b")
+    agent = "urn:pulumi:dev::gpu-tenancy::gpu-tenancy:tenant:Tenant$gpu-tenancy:mock_gpu_agent:MockGpuAgent::"
+    assert run_stack_policy(tp.no_mock_gpus_in_real, undeclare(stack)) == [
+        ("tenant 'tenant-a' runs both the mock-GPU agent and a real device plugin; pick one "
+         "(gpu-tenancy:mode sim or real).", agent + "tenant-a-mock-gpu-agent"),
+        ("tenant 'tenant-b' runs both the mock-GPU agent and the mock NVML (gpu-tenancy:mock_nvml:MockNvml "
+         "'tenant-b-mock-nvml'), which would register its GPUs twice; pick one (gpu-tenancy:mode sim or sim-nvml).",
+         agent + "tenant-b-mock-gpu-agent"),
+    ]
 
 
 # --------------------------------------------------------------------------- 10 no-mock-gpus-in-real: mode sim-nvml
