@@ -55,7 +55,7 @@ class BootstrapToken(pulumi.ComponentResource):
                 parent=self, delete_before_replace=True, additional_secret_outputs=["stdout"]
             ),
         )
-        self.token = pulumi.Output.secret(self.mint.stdout.apply(lambda out: (out or "").strip()))
+        self.token = pulumi.Output.secret(self.mint.stdout.apply(str.strip))
         self.tenant = args.tenant
         self.register_outputs({})
 

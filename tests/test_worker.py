@@ -434,6 +434,8 @@ def test_mint_prints_a_day_long_token_and_revoke_deletes_it(host: FakeHost) -> N
     data = secret["stringData"]
     assert name == f"bootstrap-token-{token_id}" and (data["token-id"], data["token-secret"]) == (token_id, token_secret)
     assert data["auth-extra-groups"] == join_token.AUTH_EXTRA_GROUPS and secret["type"] == "bootstrap.kubernetes.io/token"
+    assert data["description"] == "gpu-tenancy: joins a GPU host of this tenant"
+    assert secret["metadata"]["labels"] == {"gpu-tenancy.io/tenant": "tenant-a", "gpu-tenancy.io/component": "worker"}
     expiration = datetime.datetime.strptime(data["expiration"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.UTC)
     assert abs((expiration - now).total_seconds() - 24 * 3600) < 60
     assert_no_secret_on_a_command_line(host, token_secret, "tenant-admin-secret")
@@ -444,6 +446,17 @@ def test_mint_prints_a_day_long_token_and_revoke_deletes_it(host: FakeHost) -> N
     assert_no_secret_on_a_command_line(host, token_secret, "tenant-admin-secret")
     assert host.run(join_token.revoke_script(), KUBECONFIG, {"PULUMI_COMMAND_STDOUT": token}).returncode == 0
     assert host.run(join_token.revoke_script(), KUBECONFIG).returncode == 0
+
+
+def test_a_mint_whose_expiry_cannot_be_computed_creates_no_token(host: FakeHost) -> None:
+    # A token Secret whose `expiration` is empty never expires (k8s.io/cluster-bootstrap secret/util.go
+    # `GetExpiration`: no timestamp, not expired), so the script must stop rather than create it.
+    date = host.bin / "date"
+    date.write_text("#!/bin/sh\nexit 1\n")
+    date.chmod(0o755)
+    minted = host.run(join_token.mint_script("tenant-a"), KUBECONFIG)
+    assert minted.returncode != 0 and minted.stdout == ""
+    assert host.objects("secrets") == {}
 
 
 def test_an_update_keeps_the_minted_token_and_mints_none(host: FakeHost) -> None:
