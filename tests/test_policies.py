@@ -14,6 +14,7 @@ from policy_support import (
     dev_stack,
     find,
     gpu_stack,
+    nvml_stack,
     record_engine_view,
     run_resource_policy,
     run_stack_policy,
@@ -469,6 +470,70 @@ def test_without_a_known_mode_the_agent_next_to_a_real_plugin_or_a_mock_nvml_is_
         ("tenant 'tenant-b' runs both the mock-GPU agent and the mock NVML (gpu-tenancy:mock_nvml:MockNvml "
          "'tenant-b-mock-nvml'), which would register its GPUs twice; pick one (gpu-tenancy:mode sim or sim-nvml).",
          agent + "tenant-b-mock-gpu-agent"),
+    ]
+
+
+def _tenant_child(stack: str, path: str) -> str:
+    return f"urn:pulumi:{stack}::gpu-tenancy::gpu-tenancy:tenant:Tenant${path}"
+
+
+def test_each_fake_gpu_in_mode_real_is_named_where_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every violation in full, on the resource to remove or change: the agent and its DaemonSet, HAMi without
+    its plugin (the dev stack); the mock NVML, its DaemonSet and HAMi pointed at it (the sim-nvml stack)."""
+    monkeypatch.delenv("PULUMI_CONFIG", raising=False)
+    agent, release = "gpu-tenancy:mock_gpu_agent:MockGpuAgent", "gpu-tenancy:hami:Hami$kubernetes:helm.sh/v3:Release"
+    expected = []
+    for tenant in ("tenant-a", "tenant-b"):
+        expected += [
+            (f"mode is 'real' but tenant '{tenant}' still runs the mock-GPU agent ({agent} '{tenant}-mock-gpu-agent'); "
+             "remove it, real GPUs are registered by HAMi's device plugin.",
+             _tenant_child("dev", f"{agent}::{tenant}-mock-gpu-agent")),
+            (f"mode is 'real' but tenant '{tenant}' still runs the mock-GPU agent (kubernetes:apps/v1:DaemonSet "
+             f"'{tenant}-mock-gpu-agent-daemonset'); remove it, real GPUs are registered by HAMi's device plugin.",
+             _tenant_child("dev", f"{agent}$kubernetes:apps/v1:DaemonSet::{tenant}-mock-gpu-agent-daemonset")),
+        ]
+    expected += [
+        (f"mode is 'real' but tenant '{tenant}' installs HAMi with devicePlugin.enabled=false "
+         f"(kubernetes:helm.sh/v3:Release '{tenant}-hami-chart'); enable it so real GPUs are registered.",
+         _tenant_child("dev", f"{release}::{tenant}-hami-chart"))
+        for tenant in ("tenant-a", "tenant-b")
+    ]
+    assert run_stack_policy(tp.no_mock_gpus_in_real, copy_stack(dev_stack()), {"mode": "real"}) == expected
+
+    nvml, expected = "gpu-tenancy:mock_nvml:MockNvml", []
+    for tenant in ("tenant-a", "tenant-b"):
+        for what, path in ((f"{nvml} '{tenant}-mock-nvml'", f"{nvml}::{tenant}-mock-nvml"),
+                           (f"kubernetes:apps/v1:DaemonSet '{tenant}-mock-nvml-daemonset'",
+                            f"{nvml}$kubernetes:apps/v1:DaemonSet::{tenant}-mock-nvml-daemonset")):
+            expected.append((f"mode is 'real' but tenant '{tenant}' runs NVIDIA's mock NVML ({what}); remove it, real "
+                             "GPUs must not be faked: HAMi's device plugin reads the host's own driver.",
+                             _tenant_child("dev-nvml", path)))
+    expected += [
+        (f"mode is 'real' but tenant '{tenant}' points HAMi's device plugin at the mock NVML "
+         f"(devicePlugin.nvidiaDriverRoot='/var/lib/nvml-mock/driver', kubernetes:helm.sh/v3:Release "
+         f"'{tenant}-hami-chart'); unset it (or name the real driver's root) so the plugin reads the host's real GPUs.",
+         _tenant_child("dev-nvml", f"{release}::{tenant}-hami-chart"))
+        for tenant in ("tenant-a", "tenant-b")
+    ]
+    assert run_stack_policy(tp.no_mock_gpus_in_real, copy_stack(nvml_stack()), {"mode": "real"}) == expected
+
+
+def test_a_real_plugin_or_a_mock_nvml_in_mode_sim_is_named_where_it_is(stack: list[Recorded]) -> None:
+    add_mock_nvml(stack, "tenant-b")
+    set_both(owned(stack, RELEASE, "tenant-a", "hami"), ["values", "devicePlugin", "enabled"], True)
+    twice = ("remove it, the mock-GPU agent registers sim's GPUs and the two would register them twice (HAMi's device "
+             "plugin on the mock NVML is mode 'sim-nvml').")
+    assert run_stack_policy(tp.no_mock_gpus_in_real, stack, {"mode": "sim"}) == [
+        ("mode is 'sim' but tenant 'tenant-a' installs a real GPU device plugin (kubernetes:helm.sh/v3:Release "
+         "'tenant-a-hami-chart'); set HAMi devicePlugin.enabled=false, the mock-GPU agent simulates the devices.",
+         _tenant_child("dev", "gpu-tenancy:hami:Hami$kubernetes:helm.sh/v3:Release::tenant-a-hami-chart")),
+        ("mode is 'sim' but tenant 'tenant-b' runs NVIDIA's mock NVML (gpu-tenancy:mock_nvml:MockNvml "
+         f"'tenant-b-mock-nvml'); {twice}", _tenant_child("dev", "gpu-tenancy:mock_nvml:MockNvml::tenant-b-mock-nvml")),
+        # (added by the test under its MockNvml, whose own URN it names without the Tenant)
+        ("mode is 'sim' but tenant 'tenant-b' runs NVIDIA's mock NVML (kubernetes:apps/v1:DaemonSet "
+         f"'tenant-b-mock-nvml-daemonset'); {twice}",
+         "urn:pulumi:dev::gpu-tenancy::gpu-tenancy:mock_nvml:MockNvml$kubernetes:apps/v1:DaemonSet::"
+         "tenant-b-mock-nvml-daemonset"),
     ]
 
 
