@@ -68,6 +68,9 @@ def validate_tenant_cidrs_disjoint(args: StackValidationArgs, report: ReportViol
                 net = network(cidr)
                 if net:
                     ranges.append((tenant, f"{label} CIDR {cidr}", net, res))
+    # The engine lists resources in the order they registered, which varies between runs: sorted, a preview
+    # names an overlap the same way every time.
+    ranges.sort(key=lambda entry: (entry[0], entry[1]))
     for index, (tenant, what, net, res) in enumerate(ranges):
         for other_tenant, other_what, other_net, _ in ranges[index + 1 :]:
             if overlaps(net, other_net) and (tenant != other_tenant or what != other_what):

@@ -158,33 +158,58 @@ def undeclare(resources: list[Recorded]) -> list[Recorded]:
 def test_isolation_flags_a_resource_on_another_tenants_provider(stack: list[Recorded]) -> None:
     kindnet = owned(stack, DAEMONSET, "tenant-a", "kindnet")
     kindnet.provider = provider_ref(stack, "tenant-b-kubernetes")
-    assert_violation(run(tp.tenant_provider_isolation, stack), "tenant 'tenant-a'", "tenant 'tenant-b''s provider")
+    assert_violation(
+        run(tp.tenant_provider_isolation, stack),
+        "kubernetes:apps/v1:DaemonSet 'tenant-a-network-kindnet' belongs to tenant 'tenant-a' but goes through tenant"
+        " 'tenant-b''s provider; only tenant 'tenant-b''s own components (under its Tenant) create objects on its "
+        "cluster.",
+    )
 
 
 def test_isolation_flags_a_tenant_workload_on_the_management_provider(stack: list[Recorded]) -> None:
     config_map = owned(stack, "kubernetes:core/v1:ConfigMap", "tenant-a", "kube-proxy")
     config_map.provider = provider_ref(stack, "management")
-    assert_violation(run(tp.tenant_provider_isolation, stack), "lands on the management cluster",
-                     "made by gpu-tenancy:tenant_network:TenantNetwork")
+    assert_violation(
+        run(tp.tenant_provider_isolation, stack),
+        "kubernetes:core/v1:ConfigMap 'tenant-a-network-kube-proxy' lands on the management cluster, made by "
+        "gpu-tenancy:tenant_network:TenantNetwork; only the platform's own components create objects there, and only "
+        "the kinds they need (gpu-tenancy:tenant_network:TenantNetwork: none). Deploy it through a tenant's own "
+        "provider instead.",
+    )
 
 
 def test_isolation_flags_a_tenant_resource_on_the_default_provider(stack: list[Recorded]) -> None:
     owned(stack, DAEMONSET, "tenant-b", "kube-proxy").provider = ""
-    assert_violation(run(tp.tenant_provider_isolation, stack), "the default provider")
+    assert_violation(
+        run(tp.tenant_provider_isolation, stack),
+        "kubernetes:apps/v1:DaemonSet 'tenant-b-network-kube-proxy' goes through the default provider (no provider= "
+        "given), which the pack cannot attribute to a tenant or to the platform; pass provider=<the tenant's "
+        "TenantControlPlane>.provider (or the management provider for platform components).",
+    )
 
 
 def test_isolation_flags_mixing_two_tenants_outputs(stack: list[Recorded]) -> None:
     join_a = owned(stack, resource_lib.COMMAND_TYPE, "tenant-a", "join")
     secret_b = owned(stack, "kubernetes:core/v1:Secret", "tenant-b", "admin-kubeconfig")
     join_a.property_dependencies.setdefault("stdin", []).append(secret_b.urn)
-    assert_violation(run(tp.tenant_provider_isolation, stack), "of tenant 'tenant-a' depends on", "of tenant 'tenant-b'")
+    assert_violation(
+        run(tp.tenant_provider_isolation, stack),
+        "command:local:Command 'tenant-a-worker-join' of tenant 'tenant-a' depends on kubernetes:core/v1:Secret "
+        "'tenant-b-control-plane-admin-kubeconfig' of tenant 'tenant-b'; a tenant's resources may only use its own "
+        "tenant's outputs.",
+    )
 
 
 def test_isolation_flags_reading_another_tenants_credentials(stack: list[Recorded]) -> None:
     admin_a = owned(stack, "kubernetes:core/v1:Secret", "tenant-a", "admin-kubeconfig")
     assert admin_a.read and admin_a.inputs == {}  # a read: the stack view is the live object only
     admin_a.state["metadata"]["namespace"] = "tenant-b"
-    assert_violation(run(tp.tenant_provider_isolation, stack), "of tenant 'tenant-a' reaches into tenant 'tenant-b'")
+    assert_violation(
+        run(tp.tenant_provider_isolation, stack),
+        "kubernetes:core/v1:Secret 'tenant-a-control-plane-admin-kubeconfig' of tenant 'tenant-a' reaches into tenant"
+        " 'tenant-b''s management namespace, where control-plane credentials live; use only the tenant's own "
+        "namespace.",
+    )
 
 
 def test_isolation_treats_an_empty_read_as_not_known_yet(stack: list[Recorded]) -> None:
@@ -194,15 +219,24 @@ def test_isolation_treats_an_empty_read_as_not_known_yet(stack: list[Recorded]) 
     assert run(tp.tenant_provider_isolation, stack) == []
     # Still checked where it goes: the empty read does not hide a tenant provider that is not its own.
     admin_a.provider = provider_ref(stack, "tenant-b-kubernetes")
-    assert_violation(run(tp.tenant_provider_isolation, stack), "belongs to tenant 'tenant-a' but goes through")
+    assert_violation(
+        run(tp.tenant_provider_isolation, stack),
+        "kubernetes:core/v1:Secret 'tenant-a-control-plane-admin-kubeconfig' belongs to tenant 'tenant-a' but goes "
+        "through tenant 'tenant-b''s provider; only tenant 'tenant-b''s own components (under its Tenant) create "
+        "objects on its cluster.",
+    )
 
 
 def test_isolation_flags_a_provider_built_from_another_tenants_kubeconfig(stack: list[Recorded]) -> None:
     provider_a = find(stack, PROVIDER, "tenant-a-kubernetes")
     admin_b = owned(stack, "kubernetes:core/v1:Secret", "tenant-b", "admin-kubeconfig")
     provider_a.property_dependencies["kubeconfig"] = [admin_b.urn]
-    assert_violation(run(tp.tenant_provider_isolation, stack), "'tenant-a-kubernetes' of tenant 'tenant-a' depends on",
-                     "of tenant 'tenant-b'")
+    assert_violation(
+        run(tp.tenant_provider_isolation, stack),
+        "pulumi:providers:kubernetes 'tenant-a-kubernetes' of tenant 'tenant-a' depends on kubernetes:core/v1:Secret "
+        "'tenant-b-control-plane-admin-kubeconfig' of tenant 'tenant-b'; a tenant's resources may only use its own "
+        "tenant's outputs.",
+    )
 
 
 def test_isolation_allows_plain_ordering_across_tenants(stack: list[Recorded]) -> None:
@@ -215,7 +249,11 @@ def test_isolation_allows_plain_ordering_across_tenants(stack: list[Recorded]) -
 def test_isolation_flags_a_label_that_contradicts_the_parent_chain(stack: list[Recorded]) -> None:
     service_account = owned(stack, "kubernetes:core/v1:ServiceAccount", "tenant-a", "kindnet")
     set_both(service_account, ["metadata", "labels", tenancy_lib.TENANT_LABEL], "tenant-b")
-    assert_violation(run(tp.tenant_provider_isolation, stack), "claimed by more than one tenant")
+    assert_violation(
+        run(tp.tenant_provider_isolation, stack),
+        "kubernetes:core/v1:ServiceAccount 'tenant-a-network-kindnet' is claimed by more than one tenant: URN parent "
+        "chain says 'tenant-a', label gpu-tenancy.io/tenant says 'tenant-b'.",
+    )
 
 
 def test_isolation_flags_providers_sharing_a_cluster(stack: list[Recorded]) -> None:
@@ -242,7 +280,11 @@ def test_konnectivity_missing_is_flagged(stack: list[Recorded]) -> None:
     tcp = owned(stack, TCP, "tenant-b")
     for props in (tcp.inputs, tcp.state):
         del props["spec"]["addons"]["konnectivity"]
-    assert_violation(run(tp.tcp_konnectivity_enabled, stack), "'tenant-b'", "spec.addons.konnectivity")
+    assert_violation(
+        run(tp.tcp_konnectivity_enabled, stack),
+        "TenantControlPlane 'tenant-b' has no spec.addons.konnectivity; add `konnectivity: {}` (the CRD fills in port"
+        " 8132 and a DaemonSet agent) or HAMi's webhook cannot be reached.",
+    )
 
 
 # --------------------------------------------------------------------------- 3 tcp-dedicated-namespace
@@ -252,7 +294,11 @@ def test_two_control_planes_in_one_namespace_are_flagged(stack: list[Recorded]) 
     set_both(owned(stack, TCP, "tenant-b"), ["metadata", "namespace"], "tenant-a")
     messages = run(tp.tcp_dedicated_namespace, stack)
     assert_violation(messages, "namespace 'tenant-a' holds 2 TenantControlPlanes")
-    assert_violation(messages, "of tenant 'tenant-b' is in namespace 'tenant-a'")
+    assert_violation(
+        messages,
+        "TenantControlPlane 'tenant-b' of tenant 'tenant-b' is in namespace 'tenant-a'; use the dedicated namespace "
+        "'tenant-b'.",
+    )
 
 
 def test_control_plane_named_after_another_tenant_or_in_a_shared_namespace_is_flagged(stack: list[Recorded]) -> None:
@@ -260,8 +306,15 @@ def test_control_plane_named_after_another_tenant_or_in_a_shared_namespace_is_fl
     set_both(tcp, ["metadata", "name"], "shared")
     set_both(tcp, ["metadata", "namespace"], "kube-system")
     messages = run(tp.tcp_dedicated_namespace, stack)
-    assert_violation(messages, "belongs to tenant 'tenant-a'; name it 'tenant-a'")
-    assert_violation(messages, "shared namespace 'kube-system'")
+    assert_violation(
+        messages,
+        "TenantControlPlane 'shared' belongs to tenant 'tenant-a'; name it 'tenant-a'.",
+    )
+    assert_violation(
+        messages,
+        "TenantControlPlane 'shared' is in shared namespace 'kube-system'; give it its own namespace named after the "
+        "tenant ('tenant-a').",
+    )
 
 
 # --------------------------------------------------------------------------- 4 tcp-version-pinned
@@ -269,20 +322,34 @@ def test_control_plane_named_after_another_tenant_or_in_a_shared_namespace_is_fl
 
 def test_floating_control_plane_version_is_flagged(stack: list[Recorded]) -> None:
     set_both(owned(stack, TCP, "tenant-a"), ["spec", "kubernetes", "version"], "v1.35")
-    assert_violation(run(tp.tcp_version_pinned, stack), "'tenant-a'", "pin an exact version")
+    assert_violation(
+        run(tp.tcp_version_pinned, stack),
+        "TenantControlPlane 'tenant-a' has spec.kubernetes.version 'v1.35'; pin an exact version like 'v1.35.5' "
+        "(gpu-tenancy:versions.kubernetes).",
+    )
 
 
 def test_worker_image_not_matching_its_control_plane_is_flagged(stack: list[Recorded]) -> None:
     image = owned(stack, resource_lib.REMOTE_IMAGE_TYPE, "tenant-b")
     set_both(image, ["name"], "kindest/node:v1.30.13")
-    assert_violation(run(tp.tcp_version_pinned, stack), "tenant 'tenant-b'", "kindest/node:v1.30.13", "does not match")
+    assert_violation(
+        run(tp.tcp_version_pinned, stack),
+        "tenant 'tenant-b': worker image 'kindest/node:v1.30.13' ('tenant-b-worker-image'), which does not match its "
+        "control plane version 'v1.35.5'; the worker kubelet must run the control plane's version (workerImage / "
+        "versions.kubernetes).",
+    )
 
 
 def test_gpu_host_prepared_for_another_version_is_flagged(real: list[Recorded]) -> None:
     prepare = owned(real, resource_lib.REMOTE_COMMAND_TYPE, "tenant-a", "prepare")
     triggers = prepare.state["triggers"]
     set_both(prepare, ["triggers"], [t if not pod_lib.exact_kubernetes_version(t) else "v1.33.9" for t in triggers])
-    assert_violation(run(tp.tcp_version_pinned, real), "tenant 'tenant-a'", "prepared for v1.33.9", "does not match")
+    assert_violation(
+        run(tp.tcp_version_pinned, real),
+        "tenant 'tenant-a': host 'tenant-a-gpu-a100-01-prepare' is prepared for v1.33.9, which does not match its "
+        "control plane version 'v1.35.5'; the worker kubelet must run the control plane's version (workerImage / "
+        "versions.kubernetes).",
+    )
 
 
 # --------------------------------------------------------------------------- 5 images-pinned
@@ -301,8 +368,16 @@ def test_latest_tag_in_helm_values_and_untagged_worker_image_are_flagged(stack: 
     set_both(owned(stack, RELEASE, "tenant-a", "hami"), ["values", "global", "imageTag"], "latest")
     set_both(owned(stack, resource_lib.REMOTE_IMAGE_TYPE, "tenant-b"), ["name"], "kindest/node")
     messages = run(tp.images_pinned, stack)
-    assert_violation(messages, "values.global.imageTag tag 'latest' is a moving tag")
-    assert_violation(messages, "'kindest/node' has no tag")
+    assert_violation(
+        messages,
+        "kubernetes:helm.sh/v3:Release 'tenant-a-hami-chart': values.global.imageTag tag 'latest' is a moving tag; "
+        "pin an exact release tag or a digest.",
+    )
+    assert_violation(
+        messages,
+        "docker:index/remoteImage:RemoteImage 'tenant-b-worker-image': name image 'kindest/node' has no tag; pin an "
+        "exact release tag or a digest.",
+    )
 
 
 def test_locally_built_images_are_pinned_by_their_tag(nvml: list[Recorded]) -> None:
@@ -313,8 +388,16 @@ def test_locally_built_images_are_pinned_by_their_tag(nvml: list[Recorded]) -> N
     set_both(owned(nvml, DAEMONSET, "tenant-b", "mock-nvml"), ["spec", "template", "spec", "containers", 0, "image"],
              "gpu-tenancy/nvml-mock:latest")
     messages = run(tp.images_pinned, nvml)
-    assert_violation(messages, "'tenant-a-mock-nvml-daemonset'", "'gpu-tenancy/nvml-mock' has no tag")
-    assert_violation(messages, "'tenant-b-mock-nvml-daemonset'", "tag 'latest' is a moving tag")
+    assert_violation(
+        messages,
+        "kubernetes:apps/v1:DaemonSet 'tenant-a-mock-nvml-daemonset': container 'nvml-mock' image "
+        "'gpu-tenancy/nvml-mock' has no tag; pin an exact release tag or a digest.",
+    )
+    assert_violation(
+        messages,
+        "kubernetes:apps/v1:DaemonSet 'tenant-b-mock-nvml-daemonset': container 'nvml-mock' image "
+        "'gpu-tenancy/nvml-mock:latest' tag 'latest' is a moving tag; pin an exact release tag or a digest.",
+    )
 
 
 # --------------------------------------------------------------------------- 6 charts-pinned
@@ -328,9 +411,21 @@ def test_unpinned_or_repositoryless_chart_is_flagged(stack: list[Recorded]) -> N
         del props["version"]
         del props["repositoryOpts"]
     messages = run(tp.charts_pinned, stack)
-    assert_violation(messages, "'hami' version '^2.10' is a range")
-    assert_violation(messages, "'kamaji' has no version")
-    assert_violation(messages, "'kamaji' has no repository")
+    assert_violation(
+        messages,
+        "kubernetes:helm.sh/v3:Release 'tenant-a-hami-chart': chart 'hami' version '^2.10' is a range; pin an exact "
+        "version.",
+    )
+    assert_violation(
+        messages,
+        "kubernetes:helm.sh/v3:Release 'kamaji-chart': chart 'kamaji' has no version; set version= to an exact chart "
+        "version.",
+    )
+    assert_violation(
+        messages,
+        "kubernetes:helm.sh/v3:Release 'kamaji-chart': chart 'kamaji' has no repository; set "
+        "repository_opts=RepositoryOptsArgs(repo=...) or use an oci:// chart reference.",
+    )
 
 
 # --------------------------------------------------------------------------- 7 gpu-requests-fractional
@@ -341,8 +436,16 @@ def test_whole_card_and_over_100_cores_requests_are_flagged(stack: list[Recorded
     set_both(kindnet, ["spec", "template", "spec", "containers", 0, "resources", "limits"],
              {"nvidia.com/gpu": "1", "nvidia.com/gpucores": "150"})
     messages = run(tp.gpu_requests_fractional, stack)
-    assert_violation(messages, "without nvidia.com/gpumem or nvidia.com/gpumem-percentage")
-    assert_violation(messages, "nvidia.com/gpucores=150")
+    assert_violation(
+        messages,
+        "kubernetes:apps/v1:DaemonSet 'tenant-a-network-kindnet': container 'kindnet-cni' asks for nvidia.com/gpu=1 "
+        "without nvidia.com/gpumem or nvidia.com/gpumem-percentage, i.e. whole cards; state the memory share.",
+    )
+    assert_violation(
+        messages,
+        "kubernetes:apps/v1:DaemonSet 'tenant-a-network-kindnet': container 'kindnet-cni' asks for "
+        "nvidia.com/gpucores=150; HAMi's gpucores is a percentage of one card (<= 100).",
+    )
 
 
 def test_a_memory_share_makes_a_gpu_request_fractional(stack: list[Recorded]) -> None:
@@ -360,8 +463,14 @@ def test_declared_workload_without_memory_is_flagged_on_the_tenant(stack: list[R
         {"name": "hot", "containers": [{"gpus": 1.0, "gpumemPercentage": 10.0, "gpucores": 150.0}]},
     ]
     messages = run(tp.gpu_requests_fractional, stack)
-    assert_violation(messages, "tenant 'tenant-a', workload 'greedy'", "gpumemMiB")
-    assert_violation(messages, "tenant 'tenant-a', workload 'hot'", "gpucores=150")
+    assert_violation(
+        messages,
+        "tenant 'tenant-a', workload 'greedy': container #0 asks for GPUs without gpumemMiB or gpumemPercentage.",
+    )
+    assert_violation(
+        messages,
+        "tenant 'tenant-a', workload 'hot': container #0 asks for gpucores=150 (> 100).",
+    )
 
 
 # --------------------------------------------------------------------------- 8 tenant-cidrs-disjoint
@@ -370,7 +479,13 @@ def test_declared_workload_without_memory_is_flagged_on_the_tenant(stack: list[R
 def test_overlapping_tenant_cidrs_are_flagged(stack: list[Recorded]) -> None:
     tcp_a, tcp_b = owned(stack, TCP, "tenant-a"), owned(stack, TCP, "tenant-b")
     set_both(tcp_b, ["spec", "networkProfile", "podCidrs"], [tcp_a.state["spec"]["networkProfile"]["podCidrs"][0]])
-    assert_violation(run(tp.tenant_cidrs_disjoint, stack), "'tenant-a' pod CIDR", "'tenant-b' pod CIDR", "overlaps")
+    assert_violation(
+        run(tp.tenant_cidrs_disjoint, stack),
+        "tenant 'tenant-a' pod CIDR 10.174.16.0/20 overlaps tenant 'tenant-b' pod CIDR 10.174.16.0/20; give every "
+        "tenant disjoint podCidr/serviceCidr.",
+    )
+    # The same words whatever order the resources registered in (it varies between runs).
+    assert run(tp.tenant_cidrs_disjoint, stack[::-1]) == run(tp.tenant_cidrs_disjoint, stack)
 
 
 def test_cidr_overlapping_the_docker_network_or_kind_ranges_is_flagged(stack: list[Recorded]) -> None:
@@ -378,16 +493,27 @@ def test_cidr_overlapping_the_docker_network_or_kind_ranges_is_flagged(stack: li
     set_both(tcp, ["spec", "networkProfile", "podCidrs"], ["172.18.128.0/17"])
     set_both(tcp, ["spec", "networkProfile", "serviceCidrs"], ["10.96.0.0/20"])
     messages = run(tp.tenant_cidrs_disjoint, stack)
-    assert_violation(messages, "172.18.128.0/17", "Docker network 172.18.0.0/16")
+    assert_violation(
+        messages,
+        "tenant 'tenant-a' pod CIDR 172.18.128.0/17 overlaps the Docker network 172.18.0.0/16 that MetalLB's pool "
+        "comes from; pick another podCidr/serviceCidr.",
+    )
     assert_violation(messages, "172.18.128.0/17", "MetalLB pool")
-    assert_violation(messages, "10.96.0.0/20", "reserved range 10.96.0.0/16")
+    assert_violation(
+        messages,
+        "tenant 'tenant-a' service CIDR 10.96.0.0/20 overlaps reserved range 10.96.0.0/16; pick another "
+        "podCidr/serviceCidr.",
+    )
     assert not any("10.96.0.0/20" in m for m in run(tp.tenant_cidrs_disjoint, stack, {"reservedCidrs": []}))
 
 
 def test_cidr_covering_a_gpu_host_is_flagged(real: list[Recorded]) -> None:
-    host = owned(real, resource_lib.HOST_WORKER_TYPE, "tenant-b")
     set_both(owned(real, TCP, "tenant-a"), ["spec", "networkProfile", "podCidrs"], ["10.20.0.0/16"])
-    assert_violation(run(tp.tenant_cidrs_disjoint, real), "10.20.0.0/16", f"GPU host {host.name!r}")
+    assert_violation(
+        run(tp.tenant_cidrs_disjoint, real),
+        "tenant 'tenant-a' pod CIDR 10.20.0.0/16 overlaps GPU host 'tenant-b-gpu-l4-01' at 10.20.0.12; pick another "
+        "podCidr/serviceCidr.",
+    )
 
 
 # --------------------------------------------------------------------------- 9 worker-joins-own-tenant
@@ -399,15 +525,27 @@ def test_worker_joining_another_tenant_is_flagged(stack: list[Recorded]) -> None
     set_both(join_b, ["environment", "CONTROL_PLANE_TENANT"], "tenant-a")
     set_both(join_b, ["environment", "CONTROL_PLANE_ENDPOINT"], endpoint_a)
     messages = run(tp.worker_joins_own_tenant, stack)
-    assert_violation(messages, "of tenant 'tenant-b' has CONTROL_PLANE_TENANT='tenant-a'")
-    assert_violation(messages, f"targets {endpoint_a}, the control plane of 'tenant-a'")
+    assert_violation(
+        messages,
+        "worker join 'tenant-b-worker-join' of tenant 'tenant-b' has CONTROL_PLANE_TENANT='tenant-a'; a worker joins "
+        "only its own tenant's control plane.",
+    )
+    assert_violation(
+        messages,
+        "worker join 'tenant-b-worker-join' of tenant 'tenant-b' targets 10.98.165.86:6443, the control plane of "
+        "'tenant-a'; use 'tenant-b''s TenantControlPlane endpoint.",
+    )
 
 
 def test_worker_joining_another_tenants_container_is_flagged(stack: list[Recorded]) -> None:
     join_a = owned(stack, resource_lib.COMMAND_TYPE, "tenant-a", "join")
     container_b = owned(stack, resource_lib.CONTAINER_TYPE, "tenant-b")
     set_both(join_a, ["environment", "GPU_TENANCY_WORKER"], container_b.state["name"])
-    assert_violation(run(tp.worker_joins_own_tenant, stack), "joins container", "of tenant 'tenant-b'")
+    assert_violation(
+        run(tp.worker_joins_own_tenant, stack),
+        "worker join 'tenant-a-worker-join' of tenant 'tenant-a' joins container 'gpu-tenancy-dev-tenant-b-worker' of"
+        " tenant 'tenant-b'.",
+    )
 
 
 def test_gpu_host_shared_by_two_tenants_is_flagged(real: list[Recorded]) -> None:
@@ -416,7 +554,11 @@ def test_gpu_host_shared_by_two_tenants_is_flagged(real: list[Recorded]) -> None
     address_a = host_a.inputs["address"]
     host_b.inputs["address"] = address_a
     host_b.registered_outputs = {**(host_b.registered_outputs or {}), "address": address_a}
-    assert_violation(run(tp.worker_joins_own_tenant, real), f"host {address_a} is a worker of several tenants")
+    assert_violation(
+        run(tp.worker_joins_own_tenant, real),
+        "host 10.20.0.11 is a worker of several tenants ('tenant-a', 'tenant-b'); a GPU machine joins one tenant "
+        "only.",
+    )
 
 
 def test_gpu_host_joining_another_tenants_control_plane_is_flagged(real: list[Recorded]) -> None:
@@ -424,7 +566,11 @@ def test_gpu_host_joining_another_tenants_control_plane_is_flagged(real: list[Re
     endpoint_a = find(real, TENANT, "tenant-a").outputs["endpoint"]
     # As HostWorker registers its inputs today; the engine's stack view needs them in register_outputs.
     host_b.registered_outputs = {**host_b.inputs, "controlPlaneEndpoint": endpoint_a}
-    assert_violation(run(tp.worker_joins_own_tenant, real), "'tenant-b'", "the control plane of 'tenant-a'")
+    assert_violation(
+        run(tp.worker_joins_own_tenant, real),
+        "worker join 'tenant-b-gpu-l4-01' of tenant 'tenant-b' targets 10.98.165.86:6443, the control plane of "
+        "'tenant-a'; use 'tenant-b''s TenantControlPlane endpoint.",
+    )
 
 
 # --------------------------------------------------------------------------- 10 no-mock-gpus-in-real
@@ -433,7 +579,11 @@ def test_gpu_host_joining_another_tenants_control_plane_is_flagged(real: list[Re
 @pytest.mark.usefixtures("gpu_env")
 def test_real_mode_without_the_device_plugin_is_flagged(real: list[Recorded]) -> None:
     set_both(owned(real, RELEASE, "tenant-a", "hami"), ["values", "devicePlugin", "enabled"], False)
-    assert_violation(run(tp.no_mock_gpus_in_real, real), "mode is 'real' but tenant 'tenant-a'", "devicePlugin")
+    assert_violation(
+        run(tp.no_mock_gpus_in_real, real),
+        "mode is 'real' but tenant 'tenant-a' installs HAMi with devicePlugin.enabled=false "
+        "(kubernetes:helm.sh/v3:Release 'tenant-a-hami-chart'); enable it so real GPUs are registered.",
+    )
 
 
 def test_real_stack_checked_as_sim_is_flagged(real: list[Recorded]) -> None:
@@ -454,7 +604,11 @@ def test_mode_real_from_the_stack_config_is_honoured(stack: list[Recorded], monk
 
 def test_real_device_plugin_in_sim_mode_is_flagged(stack: list[Recorded], pack_env: None) -> None:
     set_both(owned(stack, RELEASE, "tenant-b", "hami"), ["values", "devicePlugin", "enabled"], True)
-    assert_violation(run(tp.no_mock_gpus_in_real, stack), "mode is 'sim' but tenant 'tenant-b' installs a real GPU")
+    assert_violation(
+        run(tp.no_mock_gpus_in_real, stack),
+        "mode is 'sim' but tenant 'tenant-b' installs a real GPU device plugin (kubernetes:helm.sh/v3:Release "
+        "'tenant-b-hami-chart'); set HAMi devicePlugin.enabled=false, the mock-GPU agent simulates the devices.",
+    )
 
 
 def test_without_a_known_mode_the_agent_next_to_a_real_plugin_or_a_mock_nvml_is_flagged(
@@ -750,11 +904,22 @@ def test_sim_nvml_is_read_from_the_tenants_or_the_policy_config(nvml: list[Recor
     monkeypatch.delenv("PULUMI_CONFIG", raising=False)
     assert find(nvml, TENANT, "tenant-a").outputs["mode"] == "sim-nvml"
     remove_subtree(nvml, owned(nvml, MOCK_NVML, "tenant-a"))
-    assert_violation(run(tp.no_mock_gpus_in_real, nvml), "mode is 'sim-nvml'", "tenant 'tenant-a'")
+    assert_violation(
+        run(tp.no_mock_gpus_in_real, nvml),
+        "mode is 'sim-nvml' but tenant 'tenant-a' runs HAMi's device plugin (kubernetes:helm.sh/v3:Release "
+        "'tenant-a-hami-chart') with no mock NVML (gpu-tenancy:mock_nvml:MockNvml, or a DaemonSet labelled "
+        "gpu-tenancy.io/component=nvml-mock); add one, else the plugin finds no NVML library under "
+        "'/var/lib/nvml-mock/driver' and registers no GPUs.",
+    )
     # The dev stack (sim) checked as sim-nvml: its agent and its disabled plugin are both wrong there.
     messages = run(tp.no_mock_gpus_in_real, copy_stack(dev_stack()), {"mode": "sim-nvml"})
     assert_violation(messages, "mode is 'sim-nvml' but tenant 'tenant-a' runs the mock-GPU agent")
-    assert_violation(messages, "mode is 'sim-nvml' but tenant 'tenant-b' installs HAMi with devicePlugin.enabled=false")
+    assert_violation(
+        messages,
+        "mode is 'sim-nvml' but tenant 'tenant-b' installs HAMi with devicePlugin.enabled=false "
+        "(kubernetes:helm.sh/v3:Release 'tenant-b-hami-chart'); enable it, in this mode HAMi's own device plugin "
+        "registers the mock NVML's GPUs.",
+    )
     assert tp.no_mock_gpus_in_real.config_schema.properties["mode"]["enum"] == ["sim", "sim-nvml", "real"]
 
 
@@ -763,30 +928,51 @@ def test_sim_nvml_from_the_stack_config_is_honoured(nvml: list[Recorded], monkey
     undeclare(nvml)
     assert run(tp.no_mock_gpus_in_real, nvml) == []
     set_both(hami(nvml, "tenant-b"), ["values", "devicePlugin", "enabled"], False)
-    assert_violation(run(tp.no_mock_gpus_in_real, nvml), "mode is 'sim-nvml' but tenant 'tenant-b'")
+    assert_violation(
+        run(tp.no_mock_gpus_in_real, nvml),
+        "mode is 'sim-nvml' but tenant 'tenant-b' installs HAMi with devicePlugin.enabled=false "
+        "(kubernetes:helm.sh/v3:Release 'tenant-b-hami-chart'); enable it, in this mode HAMi's own device plugin "
+        "registers the mock NVML's GPUs.",
+    )
 
 
 def test_a_stack_mixing_sim_and_sim_nvml_is_flagged(nvml: list[Recorded], nvml_env: None) -> None:
     outputs = find(nvml, TENANT, "tenant-b").registered_outputs
     assert outputs is not None
     outputs["mode"] = "sim"
-    assert_violation(run(tp.no_mock_gpus_in_real, nvml), "the stack mixes modes", "sim: tenant-b", "sim-nvml: tenant-a")
+    assert_violation(
+        run(tp.no_mock_gpus_in_real, nvml),
+        "the stack mixes modes: sim: tenant-b; sim-nvml: tenant-a",
+    )
 
 
 @pytest.mark.usefixtures("nvml_env")
 def test_mock_agent_in_sim_nvml_mode_is_flagged() -> None:
     stack = to_sim_nvml(copy_stack(dev_stack()), keep_agent=True)
     messages = run(tp.no_mock_gpus_in_real, stack)
-    assert_violation(messages, "mode is 'sim-nvml' but tenant 'tenant-a' runs the mock-GPU agent",
-                     "gpu-tenancy:mock_gpu_agent:MockGpuAgent 'tenant-a-mock-gpu-agent'", "hami.io/node-nvidia-register")
-    assert_violation(messages, "tenant 'tenant-b'", "DaemonSet 'tenant-b-mock-gpu-agent-daemonset'", "remove it")
+    assert_violation(
+        messages,
+        "mode is 'sim-nvml' but tenant 'tenant-a' runs the mock-GPU agent (gpu-tenancy:mock_gpu_agent:MockGpuAgent "
+        "'tenant-a-mock-gpu-agent'); remove it, HAMi's device plugin registers the mock NVML's GPUs and both would "
+        "write hami.io/node-nvidia-register.",
+    )
+    assert_violation(
+        messages,
+        "mode is 'sim-nvml' but tenant 'tenant-b' runs the mock-GPU agent (kubernetes:apps/v1:DaemonSet "
+        "'tenant-b-mock-gpu-agent-daemonset'); remove it, HAMi's device plugin registers the mock NVML's GPUs and "
+        "both would write hami.io/node-nvidia-register.",
+    )
 
 
 def test_sim_nvml_with_hamis_device_plugin_disabled_is_flagged(nvml: list[Recorded], nvml_env: None) -> None:
     set_both(hami(nvml, "tenant-a"), ["values", "devicePlugin", "enabled"], False)
     messages = run(tp.no_mock_gpus_in_real, nvml)
-    assert_violation(messages, "mode is 'sim-nvml' but tenant 'tenant-a' installs HAMi with devicePlugin.enabled=false",
-                     "'tenant-a-hami-chart'", "enable it")
+    assert_violation(
+        messages,
+        "mode is 'sim-nvml' but tenant 'tenant-a' installs HAMi with devicePlugin.enabled=false "
+        "(kubernetes:helm.sh/v3:Release 'tenant-a-hami-chart'); enable it, in this mode HAMi's own device plugin "
+        "registers the mock NVML's GPUs.",
+    )
     assert len(messages) == 1
 
 
@@ -808,7 +994,13 @@ def test_sim_nvml_without_the_mock_driver_root_is_flagged(nvml: list[Recorded], 
 def test_sim_nvml_tenant_without_a_mock_nvml_is_flagged(nvml: list[Recorded], nvml_env: None) -> None:
     remove_subtree(nvml, owned(nvml, MOCK_NVML, "tenant-b"))
     messages = run(tp.no_mock_gpus_in_real, nvml)
-    assert_violation(messages, "mode is 'sim-nvml' but tenant 'tenant-b'", "'tenant-b-hami-chart'", "no mock NVML")
+    assert_violation(
+        messages,
+        "mode is 'sim-nvml' but tenant 'tenant-b' runs HAMi's device plugin (kubernetes:helm.sh/v3:Release "
+        "'tenant-b-hami-chart') with no mock NVML (gpu-tenancy:mock_nvml:MockNvml, or a DaemonSet labelled "
+        "gpu-tenancy.io/component=nvml-mock); add one, else the plugin finds no NVML library under "
+        "'/var/lib/nvml-mock/driver' and registers no GPUs.",
+    )
     assert not any("tenant-a" in m for m in messages)
 
 
@@ -823,11 +1015,14 @@ def test_sim_nvml_accepts_the_component_or_the_daemonset(nvml: list[Recorded], n
 def test_real_device_plugin_chart_in_sim_nvml_mode_is_flagged(nvml: list[Recorded], nvml_env: None, chart: str) -> None:
     release = hami(nvml, "tenant-a")
     tenant_hami = find(nvml, "gpu-tenancy:hami:Hami", "tenant-a-hami")
-    plugin = _add(nvml, tenant_hami, RELEASE, "tenant-a-nvidia", {**release.inputs, "chart": chart, "values": {}},
+    _add(nvml, tenant_hami, RELEASE, "tenant-a-nvidia", {**release.inputs, "chart": chart, "values": {}},
                   release.provider)
     messages = run(tp.no_mock_gpus_in_real, nvml)
-    assert_violation(messages, "mode is 'sim-nvml' but tenant 'tenant-a' installs a real GPU device plugin",
-                     f"{plugin.name!r}")
+    assert_violation(
+        messages,
+        "mode is 'sim-nvml' but tenant 'tenant-a' installs a real GPU device plugin (kubernetes:helm.sh/v3:Release "
+        "'tenant-a-nvidia'); remove it, there are no real GPUs: HAMi's own device plugin registers the mock NVML's.",
+    )
     assert len(messages) == 1
 
 
@@ -845,8 +1040,12 @@ def test_mock_nvml_in_real_mode_is_flagged(real: list[Recorded], component: bool
 def test_real_mode_on_the_mock_driver_root_is_flagged(real: list[Recorded]) -> None:
     set_both(hami(real, "tenant-b"), ["values", "devicePlugin", "nvidiaDriverRoot"], NVML_DRIVER_ROOT)
     messages = run(tp.no_mock_gpus_in_real, real)
-    assert_violation(messages, "mode is 'real' but tenant 'tenant-b'", f"nvidiaDriverRoot={NVML_DRIVER_ROOT!r}",
-                     "'tenant-b-hami-chart'")
+    assert_violation(
+        messages,
+        "mode is 'real' but tenant 'tenant-b' points HAMi's device plugin at the mock NVML "
+        "(devicePlugin.nvidiaDriverRoot='/var/lib/nvml-mock/driver', kubernetes:helm.sh/v3:Release "
+        "'tenant-b-hami-chart'); unset it (or name the real driver's root) so the plugin reads the host's real GPUs.",
+    )
     assert len(messages) == 1
     set_both(hami(real, "tenant-b"), ["values", "devicePlugin", "nvidiaDriverRoot"], "/run/nvidia/driver")
     assert run(tp.no_mock_gpus_in_real, real) == []  # a real driver container's root is fine
@@ -855,9 +1054,18 @@ def test_real_mode_on_the_mock_driver_root_is_flagged(real: list[Recorded]) -> N
 def test_mock_nvml_in_sim_mode_is_flagged(stack: list[Recorded], pack_env: None) -> None:
     add_mock_nvml(stack, "tenant-b")
     messages = run(tp.no_mock_gpus_in_real, stack)
-    assert_violation(messages, "mode is 'sim' but tenant 'tenant-b' runs NVIDIA's mock NVML",
-                     f"{MOCK_NVML} 'tenant-b-mock-nvml'", "sim-nvml")
-    assert_violation(messages, "tenant 'tenant-b'", f"{DAEMONSET} 'tenant-b-mock-nvml-daemonset'")
+    assert_violation(
+        messages,
+        "mode is 'sim' but tenant 'tenant-b' runs NVIDIA's mock NVML (gpu-tenancy:mock_nvml:MockNvml "
+        "'tenant-b-mock-nvml'); remove it, the mock-GPU agent registers sim's GPUs and the two would register them "
+        "twice (HAMi's device plugin on the mock NVML is mode 'sim-nvml').",
+    )
+    assert_violation(
+        messages,
+        "mode is 'sim' but tenant 'tenant-b' runs NVIDIA's mock NVML (kubernetes:apps/v1:DaemonSet "
+        "'tenant-b-mock-nvml-daemonset'); remove it, the mock-GPU agent registers sim's GPUs and the two would "
+        "register them twice (HAMi's device plugin on the mock NVML is mode 'sim-nvml').",
+    )
     assert not any("tenant-a" in m for m in messages)
 
 
@@ -869,7 +1077,11 @@ def test_mock_agent_next_to_a_mock_nvml_is_flagged_without_a_known_mode(
     assert run(tp.no_mock_gpus_in_real, stack) == []
     add_mock_nvml(stack, "tenant-a")
     messages = run(tp.no_mock_gpus_in_real, stack)
-    assert_violation(messages, "tenant 'tenant-a' runs both the mock-GPU agent and the mock NVML")
+    assert_violation(
+        messages,
+        "tenant 'tenant-a' runs both the mock-GPU agent and the mock NVML (gpu-tenancy:mock_nvml:MockNvml "
+        "'tenant-a-mock-nvml'), which would register its GPUs twice; pick one (gpu-tenancy:mode sim or sim-nvml).",
+    )
     assert len(messages) == 1
 
 
@@ -924,7 +1136,12 @@ def test_a_label_no_longer_exempts_a_privileged_workload_but_its_component_does(
     for path in (["metadata", "labels"], ["spec", "template", "metadata", "labels"]):
         set_both(workload, [*path, tenancy_lib.COMPONENT_LABEL], "kube-proxy")
     set_both(workload, ["spec", "template", "spec", "hostNetwork"], True)
-    assert_violation(run(tp.workload_safety, stack), "'tenant-a-workloads-a-infer'", "sets hostNetwork: true")
+    assert_violation(
+        run(tp.workload_safety, stack),
+        "kubernetes:apps/v1:Deployment 'tenant-a-workloads-a-infer' (made by gpu-tenancy:workloads:Workloads) sets "
+        "hostNetwork: true [hostNetwork]; only the program's own components that need this may (policy config "
+        "`exemptions`).",
+    )
 
 
 def test_the_mock_nvml_is_exempt_by_its_component_type_only(nvml: list[Recorded]) -> None:
@@ -933,8 +1150,18 @@ def test_the_mock_nvml_is_exempt_by_its_component_type_only(nvml: list[Recorded]
     daemon_set = owned(nvml, DAEMONSET, "tenant-a", "mock-nvml")
     daemon_set.urn = daemon_set.urn.replace("gpu-tenancy:mock_nvml:MockNvml$", "gpu-tenancy:workloads:Workloads$")
     messages = run(tp.workload_safety, nvml)
-    assert_violation(messages, "container 'nvml-mock' is privileged")
-    assert_violation(messages, "mounts hostPath /run/nvidia")
+    assert_violation(
+        messages,
+        "kubernetes:apps/v1:DaemonSet 'tenant-a-mock-nvml-daemonset' (made by gpu-tenancy:workloads:Workloads) "
+        "container 'nvml-mock' is privileged [privileged]; only the program's own components that need this may "
+        "(policy config `exemptions`).",
+    )
+    assert_violation(
+        messages,
+        "kubernetes:apps/v1:DaemonSet 'tenant-a-mock-nvml-daemonset' (made by gpu-tenancy:workloads:Workloads) mounts"
+        " hostPath /run/nvidia (volume 'host-run-nvidia') [hostPath:/run/nvidia]; only the program's own components "
+        "that need this may (policy config `exemptions`).",
+    )
     assert not any("tenant-b" in m for m in messages)
 
 
@@ -968,14 +1195,21 @@ def test_overcommitted_workload_is_flagged_in_hamis_words(stack: list[Recorded],
         {"name": "a-infer", "replicas": 9, "containers": [{"gpus": 1, "gpumemMiB": 10240, "gpucores": 20}]}
     ], quota={})
     messages = run(tp.gpu_plan_fits, stack)
-    assert_violation(messages, "tenant 'tenant-a': workload 'a-infer' replica 5", "1/1 CardInsufficientCore")
+    assert_violation(
+        messages,
+        "tenant 'tenant-a': workload 'a-infer' replica 5 cannot be placed on its declared GPUs: 1/1 "
+        "CardInsufficientCore.",
+    )
     assert len(messages) == 4  # replicas 5..8; 5 x 20 cores fill the one A100
 
 
 def test_quota_exceeded_is_flagged(stack: list[Recorded], pack_env: None) -> None:
     declare(stack, "tenant-b", quota={"limits.nvidia.com/gpu": 1})
-    assert_violation(run(tp.gpu_plan_fits, stack), "tenant 'tenant-b': workload 'b-notebook' replica 1",
-                     "ResourceQuotaNotFit: limits.nvidia.com/gpu 1+1 > 1")
+    assert_violation(
+        run(tp.gpu_plan_fits, stack),
+        "tenant 'tenant-b': workload 'b-notebook' replica 1 cannot be placed on its declared GPUs: "
+        "ResourceQuotaNotFit: limits.nvidia.com/gpu 1+1 > 1.",
+    )
 
 
 def test_unset_gpucores_stay_unset_for_the_planner() -> None:
@@ -999,7 +1233,12 @@ def test_a_sixteen_gpu_tenant_is_planned(stack: list[Recorded], pack_env: None) 
     declare(stack, "tenant-b", gpus=[{"model": "NVIDIA L4", "count": 16}], workloads=[
         {"name": "b-infer", "replicas": 17, "containers": [{"gpus": 1, "gpumemMiB": 23034, "gpucores": 100}]}
     ])
-    assert_violation(run(tp.gpu_plan_fits, stack), "workload 'b-infer' replica 16")
+    assert_violation(
+        run(tp.gpu_plan_fits, stack),
+        "tenant 'tenant-b': workload 'b-infer' replica 16 cannot be placed on its declared GPUs: ResourceQuotaNotFit "
+        "at admission: admission webhook \"vgpu.hami.io\" denied the request: exceeding resource quota "
+        "(limits.nvidia.com/gpumem 23034+23034 > 36864, limits.nvidia.com/gpucores 100+100 > 150).",
+    )
 
 
 def test_plan_falls_back_to_the_stack_config(stack: list[Recorded], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -1038,7 +1277,11 @@ def test_plan_from_the_stack_config_keeps_real_hosts_apart(real: list[Recorded],
 
 def test_plan_without_any_declaration_fails_closed(stack: list[Recorded], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PULUMI_CONFIG", raising=False)
-    assert_violation(run(tp.gpu_plan_fits, undeclare(stack)), "tenant 'tenant-a': cannot check its GPU plan")
+    assert_violation(
+        run(tp.gpu_plan_fits, undeclare(stack)),
+        "tenant 'tenant-a': cannot check its GPU plan, the Tenant component exposes no gpus/workloads/quota and the "
+        "stack config has none for it; register them as Tenant outputs.",
+    )
 
 
 # --------------------------------------------------------------------------- pure helpers
