@@ -131,3 +131,27 @@ def test_a_node_without_a_register_has_no_gpus_and_a_device_without_fields_reads
     view = status.tenant_view("t", status.TenantObjects(nodes=[bare, sparse]))
     # HAMi's DeviceInfo fields are `omitempty`: an absent number is 0; an absent id or type shows as "?".
     assert view.gpus == (GpuView(node="n1", model="?", index=0, uuid="?", memory_mib=0, cores=0, split_count=0),)
+
+
+def test_several_containers_hold_their_slices_under_their_names_or_positions() -> None:
+    # Three container chunks for two containers (the second unnamed): the third is named by its position.
+    pod = _running("p", "GPU-a,NVIDIA,1,1:;GPU-b,NVIDIA,2,2:;GPU-b,NVIDIA,3,3:;",
+                   spec={"containers": [{"name": "a"}, {}]})
+    assert _slices(pod) == {"GPU-a": [Slice("p", "p/a", 1, 1)], "GPU-b": [Slice("p", "p/1", 2, 2), Slice("p", "p/#2", 3, 3)]}
+
+
+def test_an_unnamed_running_init_container_is_named_by_its_position() -> None:
+    pod = _running("p", "GPU-a,NVIDIA,1,1:;GPU-b,NVIDIA,2,2:;", spec={"initContainers": [{}]},
+                   status={"initContainerStatuses": [{"state": {"running": {}}}]})
+    assert _slices(pod) == {"GPU-a": [Slice("p", "p/init:0", 1, 1)], "GPU-b": [Slice("p", "p/main", 2, 2)]}
+
+
+def test_quotas_outside_the_workloads_namespace_are_named_and_suffixed_limits_read() -> None:
+    quotas = [
+        {"metadata": {"name": "gpu", "namespace": "workloads"}, "spec": {"hard": {"limits.nvidia.com/gpu": "1k"}},
+         "status": {"used": {"limits.nvidia.com/gpu": "2"}}},
+        {"metadata": {"name": "team-gpu", "namespace": "team"}, "spec": {"hard": {"limits.nvidia.com/gpumem": "4096"}}},
+    ]
+    view = status.tenant_view("t", status.TenantObjects(nodes=[NODE], quotas=quotas))
+    assert {(q.key, q.used, q.limit) for q in view.quota} == {
+        ("limits.nvidia.com/gpu", 2, 1000), ("team/team-gpu: limits.nvidia.com/gpumem", 0, 4096)}
