@@ -23,7 +23,7 @@ from resource_lib import (
     from_policy_resources,
 )
 from tenancy_lib import ancestor_tenant, component_label, owner, tenant_component_name
-from value_lib import Network, as_list, dig, known_str, network, overlaps, range_networks
+from value_lib import Network, as_list, dig, is_unknown, known_str, network, overlaps, range_networks
 
 # kind's own pod and service CIDRs of the management cluster (kind defaults).
 DEFAULT_RESERVED_CIDRS = ["10.244.0.0/16", "10.96.0.0/16"]
@@ -173,9 +173,16 @@ def _check_host_worker(res: Res, endpoints: dict[str, str], report: ReportViolat
     claimed = known_str(res.props.get("tenant"))
     if claimed and claimed != tenant:
         report(f"GPU host {res.name!r} under tenant {tenant!r} says tenant={claimed!r}.", res.urn)
-    endpoint = known_str(res.props.get("controlPlaneEndpoint"))
+    stated = res.props.get("controlPlaneEndpoint")
+    endpoint = known_str(stated)
     if endpoint:
         _check_endpoint(res, tenant, endpoint, endpoints, report)
+    elif not is_unknown(stated):  # not known yet in a preview: checked when it is
+        report(
+            f"GPU host {res.name!r} of tenant {tenant!r} states no controlPlaneEndpoint, so which control plane it "
+            "joins cannot be checked; a HostWorker registers the endpoint it joins as an output.",
+            res.urn,
+        )
 
 
 def _host_keys(res: Res) -> list[str]:

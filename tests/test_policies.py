@@ -573,6 +573,18 @@ def test_gpu_host_joining_another_tenants_control_plane_is_flagged(real: list[Re
     )
 
 
+def test_gpu_host_that_states_no_endpoint_fails_closed(real: list[Recorded]) -> None:
+    host_b = owned(real, resource_lib.HOST_WORKER_TYPE, "tenant-b")
+    outputs = host_b.registered_outputs
+    assert outputs is not None
+    outputs["controlPlaneEndpoint"] = lib_unknown_string()  # a first preview: checked once it is known
+    assert run(tp.worker_joins_own_tenant, real) == []
+    del outputs["controlPlaneEndpoint"]
+    assert run_stack_policy(tp.worker_joins_own_tenant, real) == [(
+        "GPU host 'tenant-b-gpu-l4-01' of tenant 'tenant-b' states no controlPlaneEndpoint, so which control plane it "
+        "joins cannot be checked; a HostWorker registers the endpoint it joins as an output.", host_b.urn)]
+
+
 # --------------------------------------------------------------------------- 10 no-mock-gpus-in-real
 
 
