@@ -155,3 +155,37 @@ def test_quotas_outside_the_workloads_namespace_are_named_and_suffixed_limits_re
     view = status.tenant_view("t", status.TenantObjects(nodes=[NODE], quotas=quotas))
     assert {(q.key, q.used, q.limit) for q in view.quota} == {
         ("limits.nvidia.com/gpu", 2, 1000), ("team/team-gpu: limits.nvidia.com/gpumem", 0, 4096)}
+
+
+def _quota(name: str, hard: dict[str, str], used: dict[str, str] | None = None) -> dict[str, Any]:
+    quota: dict[str, Any] = {"metadata": {"name": name, "namespace": "workloads"}, "spec": {"hard": hard}}
+    if used is not None:
+        quota["status"] = {"used": used}
+    return quota
+
+
+@pytest.mark.parametrize("order", [1, -1])
+def test_a_pending_pod_is_told_the_tightest_of_its_namespaces_quotas(order: int) -> None:
+    pending = _pod("w", spec={"containers": [{"name": "m", "resources": {
+        "limits": {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "5000"}}}]})
+    quotas = [_quota("wide", {"limits.nvidia.com/gpumem": "8192"}), _quota("tight", {"limits.nvidia.com/gpumem": "4096"})]
+    view = status.tenant_view("t", status.TenantObjects(nodes=[NODE], pods=[pending], quotas=quotas[::order]))
+    assert [u.explanation for u in view.unplaced] == [
+        "never fits: asks 5000 MiB, 0 % cores; quota: gpumem 0 used + 5000 > 4096 MiB"]
+
+
+def test_a_quotas_other_keys_are_skipped_and_an_unreported_use_is_zero() -> None:
+    quotas = [_quota("q", {"cpu": "4", "limits.nvidia.com/gpu": "2", "requests.nvidia.com/gpu": "3"},
+                     {"requests.nvidia.com/gpu": "1"})]
+    view = status.tenant_view("t", status.TenantObjects(nodes=[NODE], quotas=quotas))
+    assert {(q.key, q.used, q.limit) for q in view.quota} == {
+        ("limits.nvidia.com/gpu", 0, 2), ("requests.nvidia.com/gpu", 1, 3)}
+
+
+def test_slices_and_waiting_pods_come_in_name_order_whatever_order_they_were_listed_in() -> None:
+    team = _running("c", "GPU-a,NVIDIA,3,3:;")
+    team["metadata"]["namespace"] = "team"
+    pods = [_running("b", "GPU-a,NVIDIA,2,2:;"), _pod("z"), _running("a", "GPU-a,NVIDIA,1,1:;"), _pod("y"), team]
+    view = status.tenant_view("t", status.TenantObjects(nodes=[NODE], pods=pods))
+    assert [s.pod for s in view.gpus[0].slices] == ["team/c", "a", "b"]  # by namespace, then name
+    assert [u.pod for u in view.unplaced] == ["y", "z"]
