@@ -33,7 +33,6 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 from resource_lib import (
-    CONTAINER_TYPE,
     HELM_RELEASE_TYPE,
     HELM_TYPES,
     MOCK_AGENT_TYPE,
@@ -211,6 +210,11 @@ def _gpu_providers(resources: list[Res]) -> _GpuProviders:
     return found
 
 
+def _whose(tenant: str | None) -> str:
+    """Who runs a resource, in a message: its tenant, or the stack itself for what no tenant owns."""
+    return "the stack, outside any tenant," if tenant is None else f"tenant {tenant!r}"
+
+
 def _each(found: dict[str | None, list[Res]]) -> list[tuple[str | None, Res]]:
     return [(tenant, res) for tenant, group in sorted(found.items(), key=lambda kv: str(kv[0])) for res in group]
 
@@ -218,13 +222,13 @@ def _each(found: dict[str | None, list[Res]]) -> list[tuple[str | None, Res]]:
 def _check_real(found: _GpuProviders, report: ReportViolation) -> None:
     for tenant, res in _each(found.agent):
         report(
-            f"mode is 'real' but tenant {tenant!r} still runs the mock-GPU agent ({describe(res)}); remove it, "
+            f"mode is 'real' but {_whose(tenant)} still runs the mock-GPU agent ({describe(res)}); remove it, "
             "real GPUs are registered by HAMi's device plugin.",
             res.urn,
         )
     for tenant, res in _each(found.nvml):
         report(
-            f"mode is 'real' but tenant {tenant!r} runs NVIDIA's mock NVML ({describe(res)}); remove it, real GPUs "
+            f"mode is 'real' but {_whose(tenant)} runs NVIDIA's mock NVML ({describe(res)}); remove it, real GPUs "
             "must not be faked: HAMi's device plugin reads the host's own driver.",
             res.urn,
         )
@@ -232,13 +236,13 @@ def _check_real(found: _GpuProviders, report: ReportViolation) -> None:
         enabled = _device_plugin_enabled(res)
         if enabled is False:
             report(
-                f"mode is 'real' but tenant {tenant!r} installs HAMi with devicePlugin.enabled=false "
+                f"mode is 'real' but {_whose(tenant)} installs HAMi with devicePlugin.enabled=false "
                 f"({describe(res)}); enable it so real GPUs are registered.",
                 res.urn,
             )
         elif _is_mock_driver_root(_driver_root(res)):
             report(
-                f"mode is 'real' but tenant {tenant!r} points HAMi's device plugin at the mock NVML "
+                f"mode is 'real' but {_whose(tenant)} points HAMi's device plugin at the mock NVML "
                 f"(devicePlugin.nvidiaDriverRoot={_driver_root(res)!r}, {describe(res)}); unset it (or name the "
                 "real driver's root) so the plugin reads the host's real GPUs.",
                 res.urn,
@@ -248,13 +252,13 @@ def _check_real(found: _GpuProviders, report: ReportViolation) -> None:
 def _check_sim(found: _GpuProviders, report: ReportViolation) -> None:
     for tenant, res in _each(found.plugin_on()):
         report(
-            f"mode is 'sim' but tenant {tenant!r} installs a real GPU device plugin ({describe(res)}); "
+            f"mode is 'sim' but {_whose(tenant)} installs a real GPU device plugin ({describe(res)}); "
             "set HAMi devicePlugin.enabled=false, the mock-GPU agent simulates the devices.",
             res.urn,
         )
     for tenant, res in _each(found.nvml):
         report(
-            f"mode is 'sim' but tenant {tenant!r} runs NVIDIA's mock NVML ({describe(res)}); remove it, the "
+            f"mode is 'sim' but {_whose(tenant)} runs NVIDIA's mock NVML ({describe(res)}); remove it, the "
             "mock-GPU agent registers sim's GPUs and the two would register them twice (HAMi's device plugin on "
             "the mock NVML is mode 'sim-nvml').",
             res.urn,
@@ -265,13 +269,13 @@ def _check_sim_nvml(found: _GpuProviders, report: ReportViolation) -> None:
     root = MOCK_NVML_DRIVER_ROOT
     for tenant, res in _each(found.agent):
         report(
-            f"mode is 'sim-nvml' but tenant {tenant!r} runs the mock-GPU agent ({describe(res)}); remove it, "
+            f"mode is 'sim-nvml' but {_whose(tenant)} runs the mock-GPU agent ({describe(res)}); remove it, "
             "HAMi's device plugin registers the mock NVML's GPUs and both would write hami.io/node-nvidia-register.",
             res.urn,
         )
     for tenant, res in _each(found.real_chart):
         report(
-            f"mode is 'sim-nvml' but tenant {tenant!r} installs a real GPU device plugin ({describe(res)}); remove "
+            f"mode is 'sim-nvml' but {_whose(tenant)} installs a real GPU device plugin ({describe(res)}); remove "
             "it, there are no real GPUs: HAMi's own device plugin registers the mock NVML's.",
             res.urn,
         )
@@ -281,7 +285,7 @@ def _check_sim_nvml(found: _GpuProviders, report: ReportViolation) -> None:
             continue  # not known yet (preview)
         if enabled is False:
             report(
-                f"mode is 'sim-nvml' but tenant {tenant!r} installs HAMi with devicePlugin.enabled=false "
+                f"mode is 'sim-nvml' but {_whose(tenant)} installs HAMi with devicePlugin.enabled=false "
                 f"({describe(res)}); enable it, in this mode HAMi's own device plugin registers the mock NVML's GPUs.",
                 res.urn,
             )
@@ -293,14 +297,14 @@ def _check_sim_nvml(found: _GpuProviders, report: ReportViolation) -> None:
             else:
                 setting, where = f"with devicePlugin.nvidiaDriverRoot={driver_root!r}", "there"
             report(
-                f"mode is 'sim-nvml' but tenant {tenant!r} runs HAMi's device plugin {setting} ({describe(res)}); "
+                f"mode is 'sim-nvml' but {_whose(tenant)} runs HAMi's device plugin {setting} ({describe(res)}); "
                 f"set it to {root!r}, the mock NVML's driver root, else the plugin looks for a real driver {where} "
                 "and panics.",
                 res.urn,
             )
         if tenant not in found.nvml and tenant not in found.maybe_nvml:
             report(
-                f"mode is 'sim-nvml' but tenant {tenant!r} runs HAMi's device plugin ({describe(res)}) with no mock "
+                f"mode is 'sim-nvml' but {_whose(tenant)} runs HAMi's device plugin ({describe(res)}) with no mock "
                 f"NVML ({MOCK_NVML_TYPE}, or a DaemonSet labelled {COMPONENT_LABEL}={MOCK_NVML_COMPONENT}); add one, "
                 f"else the plugin finds no NVML library under {root!r} and registers no GPUs.",
                 res.urn,
@@ -311,13 +315,13 @@ def _check_unknown_mode(found: _GpuProviders, report: ReportViolation) -> None:
     plugin_on = found.plugin_on()
     for tenant in sorted(set(found.agent) & set(plugin_on), key=str):
         report(
-            f"tenant {tenant!r} runs both the mock-GPU agent and a real device plugin; pick one "
+            f"{_whose(tenant)} runs both the mock-GPU agent and a real device plugin; pick one "
             "(gpu-tenancy:mode sim or real).",
             found.agent[tenant][0].urn,
         )
     for tenant in sorted(set(found.agent) & set(found.nvml), key=str):
         report(
-            f"tenant {tenant!r} runs both the mock-GPU agent and the mock NVML ({describe(found.nvml[tenant][0])}), "
+            f"{_whose(tenant)} runs both the mock-GPU agent and the mock NVML ({describe(found.nvml[tenant][0])}), "
             "which would register its GPUs twice; pick one (gpu-tenancy:mode sim or sim-nvml).",
             found.agent[tenant][0].urn,
         )
@@ -383,22 +387,23 @@ def _declaration(tenant_res: Res, resources: list[Res]) -> tuple[dict[str, Any] 
     for tenant in as_list(stack_config("tenants")):
         if isinstance(tenant, dict) and tenant.get("name") == name and isinstance(tenant.get("gpus"), list):
             return {
-                "nodes": _stack_config_nodes(tenant, resources),
+                "nodes": _stack_config_nodes(tenant),
                 "workloads": as_list(tenant.get("workloads")),
                 "quota": as_dict(tenant.get("quota")),
             }, "stack config"
     return None, ""
 
 
-def _stack_config_nodes(tenant: dict[str, Any], resources: list[Res]) -> list[tuple[str, list[Any]]]:
+def _stack_config_nodes(tenant: dict[str, Any]) -> list[tuple[str, list[Any]]]:
     """A tenant's GPU nodes from its stack config: a host each (real; a tenant's only host has its gpus), or
-    its one worker container (sim, sim-nvml)."""
+    its one worker container (sim, sim-nvml). A tenant's only node is named in no verdict (`planner_inputs`
+    keys its cards by the tenant), so the worker container's name is left out of the fallback."""
     workers = [w for w in as_list(tenant.get("workers")) if isinstance(w, dict)]
     if len(workers) == 1:
         return [(str(workers[0].get("name")), as_list(workers[0].get("gpus") or tenant["gpus"]))]
     if workers:
         return [(str(w.get("name")), as_list(w.get("gpus"))) for w in workers]
-    return [(_node_name(resources, str(tenant["name"])), tenant["gpus"])]
+    return [(f"{tenant['name']}-worker", tenant["gpus"])]
 
 
 def _split_count(resources: list[Res], tenant: str) -> int:
@@ -415,15 +420,6 @@ def _split_count(resources: list[Res], tenant: str) -> int:
             if count:
                 return count
     return DEFAULT_SPLIT_COUNT
-
-
-def _node_name(resources: list[Res], tenant: str) -> str:
-    for res in resources:
-        if res.type == CONTAINER_TYPE and ancestor_tenant(res) == tenant:
-            name = known_str(res.props.get("name"))
-            if name:
-                return name
-    return f"{tenant}-worker"
 
 
 def validate_gpu_plan_fits(args: StackValidationArgs, report: ReportViolation) -> None:

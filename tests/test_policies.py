@@ -629,10 +629,22 @@ def test_without_a_known_mode_the_agent_next_to_a_real_plugin_or_a_mock_nvml_is_
     monkeypatch.delenv("PULUMI_CONFIG", raising=False)
     set_both(owned(stack, RELEASE, "tenant-a", "hami"), ["values", "devicePlugin", "enabled"], True)
     add_mock_nvml(stack, "tenant-b")
+    # And an agent and a plugin no tenant owns (straight under the stack).
+    tenant_a = find(stack, TENANT, "tenant-a")
+    root = Recorded(tenant_a.parent, resource_lib.STACK_TYPE, "gpu-tenancy-dev", False, "", "", {}, {})
+    _add(stack, root, resource_lib.MOCK_AGENT_TYPE, "stray-agent", {})
+    _add(stack, root, RELEASE, "stray-hami", {"chart": "hami", "values": {"devicePlugin": {"enabled": True}}})
+    _add(stack, root, MOCK_NVML, "stray-nvml", {})
     agent = "urn:pulumi:dev::gpu-tenancy::gpu-tenancy:tenant:Tenant$gpu-tenancy:mock_gpu_agent:MockGpuAgent::"
     assert run_stack_policy(tp.no_mock_gpus_in_real, undeclare(stack)) == [
+        ("the stack, outside any tenant, runs both the mock-GPU agent and a real device plugin; pick one "
+         "(gpu-tenancy:mode sim or real).",
+         "urn:pulumi:dev::gpu-tenancy::pulumi:pulumi:Stack$gpu-tenancy:mock_gpu_agent:MockGpuAgent::stray-agent"),
         ("tenant 'tenant-a' runs both the mock-GPU agent and a real device plugin; pick one "
          "(gpu-tenancy:mode sim or real).", agent + "tenant-a-mock-gpu-agent"),
+        ("the stack, outside any tenant, runs both the mock-GPU agent and the mock NVML (gpu-tenancy:mock_nvml:MockNvml "
+         "'stray-nvml'), which would register its GPUs twice; pick one (gpu-tenancy:mode sim or sim-nvml).",
+         "urn:pulumi:dev::gpu-tenancy::pulumi:pulumi:Stack$gpu-tenancy:mock_gpu_agent:MockGpuAgent::stray-agent"),
         ("tenant 'tenant-b' runs both the mock-GPU agent and the mock NVML (gpu-tenancy:mock_nvml:MockNvml "
          "'tenant-b-mock-nvml'), which would register its GPUs twice; pick one (gpu-tenancy:mode sim or sim-nvml).",
          agent + "tenant-b-mock-gpu-agent"),
