@@ -250,3 +250,11 @@ def test_node_reasons_follow_the_node_order_when_the_pod_fails() -> None:
     assert list(failure.node_reasons.items()) == [
         ("n1", "1/1 CardTimeSlicingExhausted"), ("n0", "1/1 CardTimeSlicingExhausted")]
     assert failure.reason == "n0: 1/1 CardTimeSlicingExhausted; n1: 1/1 CardTimeSlicingExhausted"
+
+
+def test_a_quota_is_read_from_hamis_keys_and_refuses_any_other() -> None:
+    quota = Quota.from_dict({"limits.nvidia.com/gpu": "2", "limits.nvidia.com/gpumem": 4096})
+    assert quota == Quota(gpu=2, gpumem=4096, gpucores=None)
+    assert quota.to_dict() == {"limits.nvidia.com/gpu": 2, "limits.nvidia.com/gpumem": 4096}
+    with pytest.raises(ValueError, match=r"^unknown quota keys: \['limits\.cpu', 'requests\.nvidia\.com/gpu'\]$"):
+        Quota.from_dict({"requests.nvidia.com/gpu": 1, "limits.cpu": 2, "limits.nvidia.com/gpu": 1})
