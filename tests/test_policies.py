@@ -1280,20 +1280,20 @@ def test_plan_from_the_stack_config_keeps_real_hosts_apart(real: list[Recorded],
     tenant_a, tenant_b = config["tenants"]
     monkeypatch.setenv("PULUMI_CONFIG", engine_config(config))
     assert run(tp.gpu_plan_fits, undeclare(real)) == []  # each host with its tenant's cards
-    # Two hosts of one A100 each: a container asking for two cards fits neither.
+    # Two hosts of one A100 each: two whole-card replicas fit, one on each, a third on neither.
     host = tenant_a["workers"][0]
     tenant_a.update(gpus=[{"model": A100, "count": 2}], quota={}, workers=[
         {**host, "name": "gpu-a100-01", "gpus": [{"model": A100, "count": 1}]},
         {**host, "name": "gpu-a100-02", "address": "10.20.0.13", "gpus": [{"model": A100, "count": 1}]},
-    ], workloads=[{"name": "a-train", "replicas": 1, "containers": [{"gpus": 2, "gpumemMiB": 1024, "gpucores": 10}]}])
+    ], workloads=[{"name": "a-train", "replicas": 3, "containers": [{"gpus": 1, "gpumemMiB": 81920, "gpucores": 100}]}])
     # A tenant's only host with cards of its own: one L4 of the tenant's two.
     tenant_b["workers"][0]["gpus"] = [{"model": "NVIDIA L4", "count": 1}]
     tenant_b.update(quota={}, workloads=[
         {"name": "b-whole", "replicas": 2, "containers": [{"gpus": 1, "gpumemMiB": 23034, "gpucores": 100}]}])
     monkeypatch.setenv("PULUMI_CONFIG", engine_config(config))
     assert sorted(run(tp.gpu_plan_fits, real)) == [
-        "tenant 'tenant-a': workload 'a-train' replica 0 cannot be placed on its declared GPUs: "
-        "gpu-a100-01: NodeInsufficientDevice; gpu-a100-02: NodeInsufficientDevice.",
+        "tenant 'tenant-a': workload 'a-train' replica 2 cannot be placed on its declared GPUs: "
+        "gpu-a100-01: 1/1 CardInsufficientMemory; gpu-a100-02: 1/1 CardInsufficientMemory.",
         "tenant 'tenant-b': workload 'b-whole' replica 1 cannot be placed on its declared GPUs: "
         "1/1 CardInsufficientMemory.",
     ]
