@@ -68,9 +68,17 @@ def stack() -> list[Recorded]:
     return copy_stack(dev_stack())
 
 
+# A stack policy's finding that is about no one resource (the engine shows it without a URN).
+STACK_WIDE = ("the stack mixes modes: ",)
+
+
 def run(policy: Any, resources: list[Recorded], config: dict[str, Any] | None = None) -> list[str]:
     if isinstance(policy, StackValidationPolicy):
-        return [message for message, _ in run_stack_policy(policy, resources, config)]
+        violations = run_stack_policy(policy, resources, config)
+        # Every other finding points at a resource of the stack: the one the preview shows it on.
+        urns = {r.urn for r in resources}
+        assert [(m, u) for m, u in violations if u not in urns and not m.startswith(STACK_WIDE)] == []
+        return [message for message, _ in violations]
     return [message for _, message, _ in run_resource_policy(policy, resources, config)]
 
 
@@ -571,6 +579,22 @@ def test_gpu_host_joining_another_tenants_control_plane_is_flagged(real: list[Re
         "worker join 'tenant-b-gpu-l4-01' of tenant 'tenant-b' targets 10.98.165.86:6443, the control plane of "
         "'tenant-a'; use 'tenant-b''s TenantControlPlane endpoint.",
     )
+
+
+def test_gpu_host_claiming_another_tenant_or_under_none_is_checked_by_its_claim(real: list[Recorded]) -> None:
+    host_b = owned(real, resource_lib.HOST_WORKER_TYPE, "tenant-b")
+    assert host_b.registered_outputs is not None
+    host_b.registered_outputs["tenant"] = "tenant-a"
+    assert run_stack_policy(tp.worker_joins_own_tenant, real) == [
+        ("GPU host 'tenant-b-gpu-l4-01' under tenant 'tenant-b' says tenant='tenant-a'.", host_b.urn)]
+    # A HostWorker under no Tenant is held to the tenant it names: here it targets tenant-a's control plane.
+    tenant_b = find(real, TENANT, "tenant-b")
+    root = Recorded(tenant_b.parent, resource_lib.STACK_TYPE, "gpu-tenancy-gpu", False, "", "", {}, {})
+    endpoint_a = find(real, TENANT, "tenant-a").outputs["endpoint"]
+    stray = _add(real, root, resource_lib.HOST_WORKER_TYPE, "stray-host", {}, outputs={
+        "tenant": "tenant-b", "controlPlaneEndpoint": endpoint_a, "address": "10.20.0.99"})
+    assert (f"worker join 'stray-host' of tenant 'tenant-b' targets {endpoint_a}, the control plane of 'tenant-a'; "
+            "use 'tenant-b''s TenantControlPlane endpoint.", stray.urn) in run_stack_policy(tp.worker_joins_own_tenant, real)
 
 
 def test_gpu_host_that_states_no_endpoint_fails_closed(real: list[Recorded]) -> None:

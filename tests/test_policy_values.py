@@ -1,8 +1,11 @@
-"""The policy pack's value helpers (policies/value_lib.py) on their own: the unknown sentinel."""
+"""The policy pack's value helpers on their own: the unknown sentinel (policies/value_lib.py) and the stack config
+as the engine hands it to the pack (policies/gpu_lib.py)."""
 
 from __future__ import annotations
 
 import policy_support  # noqa: F401  (puts policies/ on the import path, as the engine runs the pack from there)
+import pytest
+from gpu_lib import stack_config
 from value_lib import UNKNOWN, is_unknown, plain
 
 
@@ -12,3 +15,22 @@ def test_an_unknown_is_falsy_one_object_and_says_so() -> None:
     assert type(UNKNOWN)() is UNKNOWN
     assert repr(UNKNOWN) == "<unknown>" and f"{[UNKNOWN]}" == "[<unknown>]"
     assert is_unknown(plain("04da6b54-80e4-46f7-96ec-b56ff0331ba9")) and not is_unknown("")
+
+
+@pytest.mark.parametrize(("raw", "value"), [
+    (None, None),  # no PULUMI_CONFIG: the pack runs outside a stack
+    ("{not json", None),
+    ('["gpu-tenancy:mode"]', None),  # not the engine's object of keys
+    ('{"gpu-tenancy:mode": "real"}', "real"),  # a plain string, not JSON
+    ('{"gpu-tenancy:tenants": "[{\\"name\\": \\"tenant-a\\"}]"}', [{"name": "tenant-a"}]),  # structured: JSON in a string
+    ('{"other:mode": "real"}', None),
+])
+def test_the_stack_config_is_read_as_the_engine_hands_it_over(
+    monkeypatch: pytest.MonkeyPatch, raw: str | None, value: object
+) -> None:
+    key = "tenants" if "tenants" in (raw or "") else "mode"
+    if raw is None:
+        monkeypatch.delenv("PULUMI_CONFIG", raising=False)
+    else:
+        monkeypatch.setenv("PULUMI_CONFIG", raw)
+    assert stack_config(key) == value
