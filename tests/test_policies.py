@@ -1032,11 +1032,21 @@ def test_sim_nvml_without_the_mock_driver_root_is_flagged(nvml: list[Recorded], 
         set_both(release, ["values", "devicePlugin"], unset)
     else:
         set_both(release, ["values", "devicePlugin", "nvidiaDriverRoot"], root)
-    messages = run(tp.no_mock_gpus_in_real, nvml)
-    found = "without devicePlugin.nvidiaDriverRoot" if root is None else f"with devicePlugin.nvidiaDriverRoot={root!r}"
-    assert_violation(messages, "mode is 'sim-nvml' but tenant 'tenant-b'", found, "'tenant-b-hami-chart'",
-                     f"set it to {NVML_DRIVER_ROOT!r}")
-    assert len(messages) == 1
+    found, where = ("without devicePlugin.nvidiaDriverRoot", "at '/'") if root is None else (
+        f"with devicePlugin.nvidiaDriverRoot={root!r}", "there")
+    assert run_stack_policy(tp.no_mock_gpus_in_real, nvml) == [(
+        f"mode is 'sim-nvml' but tenant 'tenant-b' runs HAMi's device plugin {found} (kubernetes:helm.sh/v3:Release "
+        f"'tenant-b-hami-chart'); set it to '/var/lib/nvml-mock/driver', the mock NVML's driver root, else the plugin "
+        f"looks for a real driver {where} and panics.", release.urn)]
+
+
+def test_sim_nvml_checks_every_tenant_past_one_whose_plugin_is_not_known_yet(nvml: list[Recorded], nvml_env: None) -> None:
+    set_both(hami(nvml, "tenant-a"), ["values", "devicePlugin", "enabled"], lib_unknown_string())
+    set_both(hami(nvml, "tenant-b"), ["values", "devicePlugin", "enabled"], False)
+    assert run(tp.no_mock_gpus_in_real, nvml) == [
+        "mode is 'sim-nvml' but tenant 'tenant-b' installs HAMi with devicePlugin.enabled=false "
+        "(kubernetes:helm.sh/v3:Release 'tenant-b-hami-chart'); enable it, in this mode HAMi's own device plugin "
+        "registers the mock NVML's GPUs."]
 
 
 def test_sim_nvml_tenant_without_a_mock_nvml_is_flagged(nvml: list[Recorded], nvml_env: None) -> None:
