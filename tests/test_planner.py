@@ -258,3 +258,23 @@ def test_a_quota_is_read_from_hamis_keys_and_refuses_any_other() -> None:
     assert quota.to_dict() == {"limits.nvidia.com/gpu": 2, "limits.nvidia.com/gpumem": 4096}
     with pytest.raises(ValueError, match=r"^unknown quota keys: \['limits\.cpu', 'requests\.nvidia\.com/gpu'\]$"):
         Quota.from_dict({"requests.nvidia.com/gpu": 1, "limits.cpu": 2, "limits.nvidia.com/gpu": 1})
+
+
+def test_a_register_entry_reads_as_go_decodes_hamis_omitempty_fields() -> None:
+    (device,) = node_from_register("n", [{"id": "GPU-a", "devmem": 1024}]).devices
+    # Every field but id and devmem absent: Go's zero values, so an unhealthy card with no slots and no cores.
+    assert device == Device(id="GPU-a", type="", devmem=1024, devcore=0, count=0, numa=0, health=False, index=0, mode="")
+    (device,) = node_from_register("n", [{"id": "GPU-b", "devmem": 1, "numa": 1, "index": 3, "health": True}]).devices
+    assert (device.numa, device.index, device.health) == (1, 3, True)
+
+
+@pytest.mark.parametrize(("health", "healthy"), [(" True ", True), ("yes", True), ("1", True), ("false", False), ("", False)])
+def test_a_register_entrys_health_written_as_text(health: str, healthy: bool) -> None:
+    (device,) = node_from_register("n", [{"id": "GPU-a", "devmem": 1, "health": health}]).devices
+    assert device.health is healthy
+
+
+@pytest.mark.parametrize("entry", [{"id": "GPU-a"}, {"devmem": 1024}])
+def test_a_register_entry_without_its_id_or_memory_is_refused(entry: dict[str, object]) -> None:
+    with pytest.raises(ValueError, match=r"^node 'n': device #1 needs 'id' and 'devmem'$"):
+        node_from_register("n", [{"id": "GPU-0", "devmem": 1}, entry])
