@@ -527,6 +527,15 @@ def test_cidr_covering_a_gpu_host_is_flagged(real: list[Recorded]) -> None:
 # --------------------------------------------------------------------------- 9 worker-joins-own-tenant
 
 
+def test_worker_joining_an_endpoint_of_no_tenant_is_flagged(stack: list[Recorded]) -> None:
+    join_b = owned(stack, resource_lib.COMMAND_TYPE, "tenant-b", "join")
+    own = find(stack, TENANT, "tenant-b").outputs["endpoint"]
+    set_both(join_b, ["environment", "CONTROL_PLANE_ENDPOINT"], "10.9.9.9:6443")
+    assert run_stack_policy(tp.worker_joins_own_tenant, stack) == [(
+        f"worker join 'tenant-b-worker-join' of tenant 'tenant-b' targets 10.9.9.9:6443, not its own {own}.",
+        join_b.urn)]
+
+
 def test_worker_joining_another_tenant_is_flagged(stack: list[Recorded]) -> None:
     join_b = owned(stack, resource_lib.COMMAND_TYPE, "tenant-b", "join")
     endpoint_a = find(stack, TENANT, "tenant-a").outputs["endpoint"]
