@@ -123,6 +123,13 @@ def test_kind_creates_the_cluster_on_the_configured_network() -> None:
     assert worker == "kind-lab"
 
 
+def test_the_cluster_runs_the_pinned_node_image_and_a_new_one_is_a_new_cluster() -> None:
+    create = _create()
+    image = "kindest/node:v1.35.5@sha256:ce977ae6d65918d0b58a5f8b5e940429c2ce42fa3a5619ec2bbc60b949c0ac95"
+    assert f"kind create cluster --name gpu-tenancy-dev --image {image} --config - " in create.inputs["create"]
+    assert create.inputs["triggers"] == ["gpu-tenancy-dev", image]
+
+
 def test_kind_s_own_network_leaves_existing_stacks_unchanged() -> None:
     """No new input for stacks on kind's default network: a new trigger would replace their cluster."""
     create = find(dev_stack(), "command:local:Command", "management-create")
