@@ -656,6 +656,17 @@ def test_real_device_plugin_in_sim_mode_is_flagged(stack: list[Recorded], pack_e
     )
 
 
+def test_a_real_device_plugin_chart_in_mode_sim_is_flagged(stack: list[Recorded]) -> None:
+    release = hami(stack, "tenant-a")
+    tenant_hami = find(stack, "gpu-tenancy:hami:Hami", "tenant-a-hami")
+    plugin = _add(stack, tenant_hami, RELEASE, "tenant-a-nvidia",
+                  {**release.inputs, "chart": "nvidia-device-plugin", "values": {}}, release.provider)
+    assert run_stack_policy(tp.no_mock_gpus_in_real, stack, {"mode": "sim"}) == [(
+        "mode is 'sim' but tenant 'tenant-a' installs a real GPU device plugin (kubernetes:helm.sh/v3:Release "
+        "'tenant-a-nvidia'); set HAMi devicePlugin.enabled=false, the mock-GPU agent simulates the devices.",
+        plugin.urn)]
+
+
 def test_without_a_known_mode_the_agent_next_to_a_real_plugin_or_a_mock_nvml_is_flagged(
     stack: list[Recorded], monkeypatch: pytest.MonkeyPatch
 ) -> None:

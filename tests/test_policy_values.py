@@ -6,7 +6,7 @@ from __future__ import annotations
 import policy_support  # noqa: F401  (puts policies/ on the import path, as the engine runs the pack from there)
 import pytest
 from gpu_lib import stack_config
-from value_lib import UNKNOWN, is_unknown, plain
+from value_lib import UNKNOWN, is_unknown, plain, range_networks
 
 
 def test_an_unknown_is_falsy_one_object_and_says_so() -> None:
@@ -34,3 +34,17 @@ def test_the_stack_config_is_read_as_the_engine_hands_it_over(
     else:
         monkeypatch.setenv("PULUMI_CONFIG", raw)
     assert stack_config(key) == value
+
+
+@pytest.mark.parametrize(("entry", "networks"), [
+    ("10.20.0.0/30", ["10.20.0.0/30"]),
+    (" 10.20.0.5 ", ["10.20.0.5/32"]),
+    ("10.20.0.240-10.20.0.250", ["10.20.0.240/29", "10.20.0.248/31", "10.20.0.250/32"]),
+    ("10.20.0.250-10.20.0.240", []),  # a backwards range covers nothing
+    ("not-an-address", []),
+    ("not an address", []),
+    (UNKNOWN, []),
+    (5, []),
+])
+def test_a_metallb_address_entry_covers_its_cidr_or_range(entry: object, networks: list[str]) -> None:
+    assert [str(n) for n in range_networks(entry)] == networks
