@@ -189,3 +189,21 @@ def test_slices_and_waiting_pods_come_in_name_order_whatever_order_they_were_lis
     view = status.tenant_view("t", status.TenantObjects(nodes=[NODE], pods=pods))
     assert [s.pod for s in view.gpus[0].slices] == ["team/c", "a", "b"]  # by namespace, then name
     assert [u.pod for u in view.unplaced] == ["y", "z"]
+
+
+def test_an_unreadable_allocation_names_its_pod_and_annotation() -> None:
+    with pytest.raises(ValueError, match=r"^pod team/p: unreadable hami.io/vgpu-devices-allocated: "
+                                         r"allocated device entry needs 4 fields: 'GPU-a,NVIDIA'$"):
+        status.tenant_view("t", status.TenantObjects(nodes=[NODE], pods=[_running("p", "GPU-a,NVIDIA:;", metadata={
+            "namespace": "team"})]))
+
+
+def test_a_slice_on_a_card_the_node_no_longer_registers_keeps_its_uuid() -> None:
+    view = status.tenant_view("t", status.TenantObjects(nodes=[NODE], pods=[_running("p", "GPU-gone,NVIDIA,5,5:;")]))
+    assert view.gpus[0] == GpuView(node="n1", model="(not registered)", index=-1, uuid="GPU-gone", memory_mib=0,
+                                   cores=0, split_count=0, slices=(Slice("p", "p", 5, 5),))
+
+
+def test_a_node_without_a_name_is_shown_as_unknown() -> None:
+    nameless = {"metadata": {"annotations": NODE["metadata"]["annotations"]}}
+    assert {gpu.node for gpu in status.tenant_view("t", status.TenantObjects(nodes=[nameless])).gpus} == {"?"}

@@ -174,10 +174,11 @@ def _pod_slices(pod: Mapping[str, Any], annotations: Mapping[str, str]) -> list[
     spec = pod.get("spec") or {}
     init = spec.get("initContainers") or ()
     workload, label = workload_of(pod), pod_label(pod)
-    if not init and value.endswith(":;") and value.count(":") == 1:
+    fields = value[:-2].split(",") if not init and value.endswith(":;") and value.count(":") == 1 else ()
+    if len(fields) >= 4:
         # The common case, one container holding one device: `UUID,NVIDIA,<mem>,<cores>:;`, read as
-        # hami.parse_devices_allocated reads it, without building its lists.
-        uuid, _vendor, memory, cores = value[:-2].split(",")[:4]
+        # hami.parse_devices_allocated reads it, without building its lists (which also words what is wrong).
+        uuid, _vendor, memory, cores = fields[:4]
         return [(node, uuid, Slice(workload, label, int(memory), int(cores)))]
     allocated = hami.parse_devices_allocated(value)
     if not init and len(allocated) == 1:  # one container holds the pod's devices
