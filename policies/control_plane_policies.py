@@ -30,11 +30,8 @@ def validate_tcp_konnectivity(args: ResourceValidationArgs, report: ReportViolat
     if args.resource_type != TCP_TYPE:
         return
     res = from_resource_args(args)
-    addons = dig(res.props, "spec", "addons")
-    if is_unknown(addons):
-        return
     konnectivity = dig(res.props, "spec", "addons", "konnectivity")
-    if is_unknown(konnectivity):
+    if is_unknown(konnectivity):  # or any step to it: not known yet in a preview
         return
     if not isinstance(konnectivity, dict):
         name = known_str(dig(res.props, "metadata", "name")) or res.name

@@ -293,6 +293,11 @@ def test_konnectivity_missing_is_flagged(stack: list[Recorded]) -> None:
         "TenantControlPlane 'tenant-b' has no spec.addons.konnectivity; add `konnectivity: {}` (the CRD fills in port"
         " 8132 and a DaemonSet agent) or HAMi's webhook cannot be reached.",
     )
+    # Not known yet in a preview, the addon or all of spec.addons: nothing to say until it is.
+    set_both(tcp, ["spec", "addons", "konnectivity"], lib_unknown_string())
+    assert run(tp.tcp_konnectivity_enabled, stack) == []
+    set_both(tcp, ["spec", "addons"], lib_unknown_string())
+    assert run(tp.tcp_konnectivity_enabled, stack) == []
 
 
 # --------------------------------------------------------------------------- 3 tcp-dedicated-namespace
