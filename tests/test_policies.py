@@ -304,14 +304,30 @@ def test_konnectivity_missing_is_flagged(stack: list[Recorded]) -> None:
 
 
 def test_two_control_planes_in_one_namespace_are_flagged(stack: list[Recorded]) -> None:
-    set_both(owned(stack, TCP, "tenant-b"), ["metadata", "namespace"], "tenant-a")
-    messages = run(tp.tcp_dedicated_namespace, stack)
-    assert_violation(messages, "namespace 'tenant-a' holds 2 TenantControlPlanes")
-    assert_violation(
-        messages,
-        "TenantControlPlane 'tenant-b' of tenant 'tenant-b' is in namespace 'tenant-a'; use the dedicated namespace "
-        "'tenant-b'.",
-    )
+    tcp_a, tcp_b = owned(stack, TCP, "tenant-a"), owned(stack, TCP, "tenant-b")
+    set_both(tcp_b, ["metadata", "namespace"], "tenant-a")
+    both = ("management namespace 'tenant-a' holds 2 TenantControlPlanes ('tenant-a', 'tenant-b'); each tenant needs "
+            "its own namespace (its admin kubeconfig Secret lives there).")
+    assert run_stack_policy(tp.tcp_dedicated_namespace, stack) == [
+        ("TenantControlPlane 'tenant-b' of tenant 'tenant-b' is in namespace 'tenant-a'; use the dedicated namespace "
+         "'tenant-b'.", tcp_b.urn),
+        (both, tcp_a.urn),
+        (both, tcp_b.urn),
+    ]
+
+
+def test_a_control_plane_without_a_namespace_is_in_default_and_unknown_ones_wait(stack: list[Recorded]) -> None:
+    tcp = owned(stack, TCP, "tenant-a")
+    for props in (tcp.inputs, tcp.state):
+        del props["metadata"]["namespace"]
+    assert run_stack_policy(tp.tcp_dedicated_namespace, stack) == [(
+        "TenantControlPlane 'tenant-a' is in shared namespace 'default'; give it its own namespace named after the "
+        "tenant ('tenant-a').", tcp.urn)]
+    assert run(tp.tcp_dedicated_namespace, stack, {"forbiddenNamespaces": ["kube-system"]}) == [
+        "TenantControlPlane 'tenant-a' of tenant 'tenant-a' is in namespace 'default'; use the dedicated namespace "
+        "'tenant-a'."]
+    set_both(tcp, ["metadata", "name"], lib_unknown_string())  # a preview: checked once it is known
+    assert run(tp.tcp_dedicated_namespace, stack) == []
 
 
 def test_control_plane_named_after_another_tenant_or_in_a_shared_namespace_is_flagged(stack: list[Recorded]) -> None:
