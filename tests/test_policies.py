@@ -20,6 +20,7 @@ from policy_support import (
     run_stack_policy,
     set_both,
 )
+from pulumi.runtime.rpc import UNKNOWN as ENGINE_UNKNOWN
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValidationPolicy
 from pulumi_policy.proxy import unknown_checking_proxy
 
@@ -543,6 +544,40 @@ def test_cidr_covering_a_gpu_host_is_flagged(real: list[Recorded]) -> None:
         "tenant 'tenant-a' pod CIDR 10.20.0.0/16 overlaps GPU host 'tenant-b-gpu-l4-01' at 10.20.0.12; pick another "
         "podCidr/serviceCidr.",
     )
+
+
+RELEASE_A = "kubernetes:helm.sh/v3:Release 'tenant-a-hami-chart'"
+
+
+@pytest.mark.parametrize(("chart", "version", "repo", "finding"), [
+    ("hami", "", "https://project-hami.github.io/HAMi/", "chart 'hami' has no version; set version= to an exact chart "
+     "version."),
+    ("hami", None, "https://project-hami.github.io/HAMi/", "chart 'hami' has no version; set version= to an exact "
+     "chart version."),
+    ("hami", " ", "https://project-hami.github.io/HAMi/", "chart 'hami' has no version; set version= to an exact "
+     "chart version."),
+    ("hami", "2.x", "https://project-hami.github.io/HAMi/", "chart 'hami' version '2.x' is a range; pin an exact "
+     "version."),
+    ("hami", "Stable", "https://project-hami.github.io/HAMi/", "chart 'hami' version 'Stable' is a range; pin an exact "
+     "version."),
+    ("hami", "0.0.0+latest", "https://project-hami.github.io/HAMi/", "chart 'hami' version '0.0.0+latest' is a moving "
+     "build ('latest' is republished from a branch), not a pin; pin a released version."),
+    ("kamaji", "0.0.0+latest", "https://clastix.github.io/charts", None),  # the one accepted by default
+    ("oci://ghcr.io/project-hami/hami", "2.10.0", None, None),  # an OCI reference names its registry
+    ("hami", "2.10.0", " ", "chart 'hami' has no repository; set repository_opts=RepositoryOptsArgs(repo=...) or use "
+     "an oci:// chart reference."),
+    ("hami", ENGINE_UNKNOWN, None, None),  # not known yet: checked when it is
+])
+def test_a_chart_is_pinned_to_a_released_version_from_a_named_repository(
+    stack: list[Recorded], chart: str, version: str | None, repo: str | None, finding: str | None
+) -> None:
+    release = hami(stack, "tenant-a")
+    for props in (release.inputs, release.state):
+        props.update(chart=chart, version=version, repositoryOpts={"repo": repo} if repo else {})
+        if version is None:
+            del props["version"]
+    assert [m for _, m, _ in run_resource_policy(tp.charts_pinned, [release])] == (
+        [f"{RELEASE_A}: {finding}"] if finding else [])
 
 
 # --------------------------------------------------------------------------- 9 worker-joins-own-tenant
