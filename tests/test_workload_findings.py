@@ -1,0 +1,92 @@
+"""What the workload-safety policy finds in one resource (policies/workload_lib.py `findings`): every way a
+Docker container, a Helm release, a PersistentVolume or a pod reaches into its node, each with its exemption key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import policy_support  # noqa: F401  (puts policies/ on the import path, as the engine runs the pack from there)
+from resource_lib import Res
+from workload_lib import findings
+
+
+def _res(typ: str, props: dict[str, Any]) -> Res:
+    return Res(typ, "r", "urn:r", props)
+
+
+def test_a_docker_container_reaching_into_its_host() -> None:
+    container = _res("docker:index/container:Container", {
+        "privileged": True,
+        "securityOpts": ["seccomp=unconfined", "apparmor:unconfined", "label=disable", "no-new-privileges"],
+        "volumes": [{"hostPath": "/run//docker.sock", "containerPath": "/x"}, {"volumeName": "v", "containerPath": "/y"}],
+        "devices": [{"hostPath": "/dev/nvidia0"}],
+        "usernsMode": "host", "networkMode": "host", "pidMode": "container:other", "ipcMode": "host",
+        "capabilities": {"adds": ["cap_sys_admin", "NET_ADMIN"]},
+    })
+    assert findings(container) == [
+        ("privileged", "is a privileged Docker container"),
+        ("seccomp:unconfined", "runs with security option seccomp=unconfined"),
+        ("apparmor:unconfined", "runs with security option apparmor:unconfined"),
+        ("label:unconfined", "runs with security option label=disable"),
+        ("hostPath:/run/docker.sock", "mounts host path /run/docker.sock"),
+        ("device:/dev/nvidia0", "is given host device /dev/nvidia0"),
+        ("usernsMode:host", "shares the host's userns namespace"),
+        ("networkMode:host", "shares the host's network namespace"),
+        ("ipcMode:host", "shares the host's ipc namespace"),
+        ("capability:SYS_ADMIN", "adds capability cap_sys_admin"),
+        ("capability:NET_ADMIN", "adds capability NET_ADMIN"),
+    ]
+    assert findings(_res("docker:index/container:Container", {"privileged": False, "pidMode": "private"})) == []
+
+
+def test_a_helm_release_and_a_persistent_volume() -> None:
+    assert findings(_res("kubernetes:helm.sh/v3:Release", {"chart": "nvidia-device-plugin"})) == [
+        ("helm:nvidia-device-plugin",
+         "installs Helm chart 'nvidia-device-plugin', whose rendered objects the pack cannot inspect")]
+    volume = _res("kubernetes:core/v1:PersistentVolume",
+                  {"spec": {"hostPath": {"path": "/data/"}, "local": {"path": "/mnt/disk"}}})
+    assert findings(volume) == [("hostPath:/data", "PersistentVolume on host path /data (hostPath)"),
+                                ("hostPath:/mnt/disk", "PersistentVolume on host path /mnt/disk (local)")]
+    assert findings(_res("kubernetes:core/v1:PersistentVolume", {"spec": {"nfs": {"path": "/export"}}})) == []
+
+
+def test_a_pod_reaching_into_its_node() -> None:
+    spec = {
+        "hostNetwork": True, "hostPID": True, "hostIPC": False,
+        "securityContext": {
+            "seccompProfile": {"type": "Unconfined"}, "appArmorProfile": {"type": "Unconfined"},
+            "seLinuxOptions": {"type": "spc_t"}, "windowsOptions": {"hostProcess": True},
+            "sysctls": [{"name": "kernel.shm_rmid_forced"}, {"name": "net.core.somaxconn"}],
+        },
+        "volumes": [{"name": "h", "hostPath": {"path": "/etc/"}}, {"name": "e", "emptyDir": {}}],
+        "containers": [{
+            "name": "c",
+            "securityContext": {"privileged": True, "allowPrivilegeEscalation": True,
+                                "capabilities": {"add": ["CAP_SYS_PTRACE"]}, "procMount": "Unmasked",
+                                "seLinuxOptions": {"user": "u"}},
+            # Numbers cross the analyzer protocol as doubles.
+            "ports": [{"hostPort": 8888.0}, {"containerPort": 80}],
+        }],
+    }
+    annotations = {"container.apparmor.security.beta.kubernetes.io/c": "unconfined", "other": "unconfined"}
+    pod = _res("kubernetes:core/v1:Pod", {"metadata": {"annotations": annotations}, "spec": spec})
+    assert findings(pod) == [
+        ("hostNetwork", "sets hostNetwork: true"),
+        ("hostPID", "sets hostPID: true"),
+        ("seccomp:Unconfined", "the pod runs with seccomp Unconfined"),
+        ("apparmor:Unconfined", "the pod runs with AppArmor unconfined"),
+        ("seLinux", "the pod sets a custom SELinux user, role or type"),
+        ("hostProcess", "the pod is a Windows HostProcess container"),
+        ("sysctl:net.core.somaxconn", "sets unsafe sysctl net.core.somaxconn"),
+        ("hostPath:/etc", "mounts hostPath /etc (volume 'h')"),
+        ("privileged", "container 'c' is privileged"),
+        ("allowPrivilegeEscalation", "container 'c' allows privilege escalation"),
+        ("capability:SYS_PTRACE", "container 'c' adds capability SYS_PTRACE"),
+        ("procMount:Unmasked", "container 'c' mounts an unmasked /proc"),
+        ("seLinux", "container 'c' sets a custom SELinux user, role or type"),
+        ("hostPort:8888", "container 'c' binds host port 8888"),
+        ("apparmor:Unconfined", "annotation container.apparmor.security.beta.kubernetes.io/c is unconfined"),
+    ]
+    safe = {"securityContext": {"seLinuxOptions": {"type": "container_t"}, "sysctls": [{"name": "kernel.shm_rmid_forced"}]},
+            "containers": [{"name": "c", "securityContext": {"privileged": False}}]}
+    assert findings(_res("kubernetes:core/v1:Pod", {"spec": safe})) == []
