@@ -32,6 +32,7 @@ import pod_lib  # isort: skip
 import resource_lib  # isort: skip
 import tenancy_lib  # isort: skip
 import value_lib  # isort: skip
+import workload_lib  # isort: skip
 import tenant_policies as tp  # isort: skip
 
 TCP = resource_lib.TCP_TYPE
@@ -1261,6 +1262,37 @@ def test_sim_nvml_first_preview_still_flags_what_is_known(nvml_env: None) -> Non
 
 
 # --------------------------------------------------------------------------- 11 workload-safety
+
+
+@pytest.mark.parametrize("security_options", [["name=seccomp,profile=builtin", "name=userns"],
+                                              ["name=seccomp,profile=builtin", "name=rootless"]])
+def test_workload_safety_accepts_every_host_and_datastore_the_program_supports(
+    monkeypatch: pytest.MonkeyPatch, security_options: list[str]
+) -> None:
+    """What kind gives its nodes on a userns-remapped or rootless Docker with a btrfs store (the docker-info
+    command's stdout), and a tenant with an etcd of its own: each needs its exemption, and has it."""
+    import harness
+
+    info = json.dumps({"SecurityOptions": security_options, "Driver": "btrfs",
+                       "DriverStatus": [["Backing Filesystem", "btrfs"], ["Supports d_type", "true"]]})
+    original = harness.LabMocks.new_resource
+
+    def new_resource(self: harness.LabMocks, args: Any) -> Any:
+        resource_id, outputs = original(self, args)
+        if args.typ == "command:local:Command" and args.name.endswith("-worker-docker-info"):
+            outputs["stdout"] = info
+        return resource_id, outputs
+
+    monkeypatch.setattr(harness.LabMocks, "new_resource", new_resource)
+    config = dev_config()
+    config["tenants"][1]["dataStore"] = "dedicated"
+    stack = record_engine_view(config)
+    reached = {k for r in stack if r.custom for k, _ in workload_lib.findings(
+        resource_lib.Res(r.type, r.name, r.urn, r.inputs))}
+    # The flags gpu_tenancy/builders/worker/kind_node.py gives a kind node on such hosts (tests/test_worker.py).
+    host_flags = {"hostPath:/dev/mapper", "usernsMode:host"} if "name=userns" in security_options else {"device:/dev/fuse"}
+    assert host_flags | {"helm:kamaji-etcd"} <= reached
+    assert run(tp.workload_safety, stack) == []
 
 
 def test_a_label_no_longer_exempts_a_privileged_workload_but_its_component_does(stack: list[Recorded]) -> None:
