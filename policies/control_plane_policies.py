@@ -84,7 +84,7 @@ def validate_tcp_dedicated_namespace(args: StackValidationArgs, report: ReportVi
     for namespace, tcps in sorted(per_namespace.items()):
         if len(tcps) > 1:
             names = ", ".join(sorted(repr(dig(t.props, "metadata", "name")) for t in tcps))
-            for tcp in tcps:
+            for tcp in sorted(tcps, key=lambda t: t.urn):  # the engine's order varies between runs
                 report(
                     f"management namespace {namespace!r} holds {len(tcps)} TenantControlPlanes ({names}); "
                     "each tenant needs its own namespace (its admin kubeconfig Secret lives there).",

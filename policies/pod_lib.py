@@ -93,4 +93,4 @@ _KUBERNETES_VERSION = re.compile(r"^v\d+\.\d+\.\d+$")
 
 
 def exact_kubernetes_version(value: Any) -> bool:
-    return isinstance(value, str) and bool(_KUBERNETES_VERSION.match(value))
+    return isinstance(value, str) and bool(_KUBERNETES_VERSION.fullmatch(value))

@@ -1477,6 +1477,7 @@ def lib_unknown_string() -> str:
         ("registry:5000/team/app:1.2.3", None),
         ("registry:5000/team/app:1.2", "tag '1.2' is not an exact release (use a vX.Y.Z tag or pin a digest @sha256:...)"),
         ("registry:5000/team/app", "has no tag"),
+        ("busybox:1.2.3\n", "tag '1.2.3\\n' is not an exact release (use a vX.Y.Z tag or pin a digest @sha256:...)"),
         ("busybox", "has no tag"),
         ("busybox:latest", "tag 'latest' is a moving tag"),
         ("ghcr.io/org/app:main", "tag 'main' is a moving tag"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import policy_support  # noqa: F401  (puts policies/ on the import path, as the engine runs the pack from there)
 import pytest
 from gpu_lib import stack_config
+from pod_lib import exact_kubernetes_version
 from value_lib import UNKNOWN, is_unknown, plain, range_networks
 
 
@@ -48,3 +49,8 @@ def test_the_stack_config_is_read_as_the_engine_hands_it_over(
 ])
 def test_a_metallb_address_entry_covers_its_cidr_or_range(entry: object, networks: list[str]) -> None:
     assert [str(n) for n in range_networks(entry)] == networks
+
+
+def test_an_exact_kubernetes_version_is_the_whole_value() -> None:
+    assert exact_kubernetes_version("v1.35.5")
+    assert not any(exact_kubernetes_version(v) for v in ("v1.35.5\n", "1.35.5", "v1.35", "v1.35.5-rc.1", None))

@@ -33,7 +33,7 @@ def _pinned_tag(tag: str) -> str:
 
 
 def _dns1123(value: str) -> str:
-    if len(value) > 63 or not DNS1123_LABEL.match(value):
+    if len(value) > 63 or not DNS1123_LABEL.fullmatch(value):
         raise ValueError(f"{value!r} is not a DNS-1123 label (lower-case letters, digits, '-')")
     return value
 

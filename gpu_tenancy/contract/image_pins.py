@@ -47,7 +47,7 @@ def tag_problem(tag: str) -> str | None:
         return "is empty"
     if tag.lower() in MOVING_TAGS:
         return f"{tag!r} is a moving tag"
-    if _EXACT_VERSION.match(tag) or _DATE_STAMP.match(tag) or _HASH.match(tag):
+    if _EXACT_VERSION.fullmatch(tag) or _DATE_STAMP.fullmatch(tag) or _HASH.fullmatch(tag):
         return None
     return f"{tag!r} is not an exact release (use a vX.Y.Z tag or pin a digest @sha256:...)"
 

@@ -42,7 +42,7 @@ class VersionsConfig(ConfigModel):
     @field_validator("kubernetes")
     @classmethod
     def _supported_version(cls, value: str) -> str:
-        match = KUBERNETES_VERSION.match(value)
+        match = KUBERNETES_VERSION.fullmatch(value)
         if not match:
             raise ValueError(f"{value!r} is not an exact version like 'v1.35.5'")
         minor = int(match.group(1))
@@ -143,8 +143,8 @@ class MetricsConfig(ConfigModel):
     @classmethod
     def _label_syntax(cls, value: dict[str, str]) -> dict[str, str]:
         for key, text in value.items():
-            if len(key.rpartition("/")[0]) > 253 or not _LABEL_NAME.match(key):
+            if len(key.rpartition("/")[0]) > 253 or not _LABEL_NAME.fullmatch(key):
                 raise ValueError(f"{key!r} is not a Kubernetes label name")
-            if not _LABEL_VALUE.match(text):
+            if not _LABEL_VALUE.fullmatch(text):
                 raise ValueError(f"{key}: {text!r} is not a Kubernetes label value (63 characters, alphanumeric ends)")
         return value

@@ -178,7 +178,7 @@ class WorkerHostConfig(ConfigModel):
         try:
             ipaddress.ip_address(value)
         except ValueError:
-            if not DNS1123_SUBDOMAIN.match(value):
+            if not DNS1123_SUBDOMAIN.fullmatch(value):
                 raise ValueError(f"{value!r} is neither an IP address nor a host name") from None
         return value
 
