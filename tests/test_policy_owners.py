@@ -5,8 +5,10 @@ command's GPU_TENANCY_TENANT, and every disagreement between them named."""
 from __future__ import annotations
 
 import policy_support  # noqa: F401  (puts policies/ on the import path, as the engine runs the pack from there)
-from resource_lib import Res
-from tenancy_lib import component_label, labels, owner
+import pytest
+from resource_lib import Provider, Res
+from tenancy_lib import Cluster, component_label, labels, owner, provider_cluster
+from value_lib import plain
 
 TENANT = "gpu-tenancy:tenant:Tenant"
 LABEL = "gpu-tenancy.io/tenant"
@@ -40,3 +42,45 @@ def test_without_a_tenant_above_it_a_label_or_the_join_environment_decides() -> 
         "label gpu-tenancy.io/tenant says 'tenant-a', environment GPU_TENANCY_TENANT says 'tenant-b'"])
     # The join environment counts only on a local Command.
     assert owner(_under(None, "kubernetes:core/v1:Pod", {"environment": {"GPU_TENANCY_TENANT": "tenant-a"}})) == (None, [])
+
+
+MGMT_URN = "urn:pulumi:dev::gpu-tenancy::pulumi:providers:kubernetes::management"
+TENANT_URN = ("urn:pulumi:dev::gpu-tenancy::gpu-tenancy:tenant:Tenant$gpu-tenancy:tenant_control_plane:TenantControlPlane"
+              "$pulumi:providers:kubernetes::tenant-a-kubernetes")
+UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"  # pulumi's rpc.UNKNOWN, as value_lib.plain receives it
+
+
+def _provider(urn: str, identifier: object) -> Provider:
+    return Provider("pulumi:providers:kubernetes", urn.rsplit("::", 1)[-1], urn, plain({"clusterIdentifier": identifier}))
+
+
+@pytest.mark.parametrize(("urn", "identifier", "cluster"), [
+    (MGMT_URN, "management", Cluster("management", None)),
+    (TENANT_URN, "tenant/tenant-a", Cluster("tenant", "tenant-a")),
+    # Not known yet (a first preview): the program's own providers are known by where they sit.
+    (MGMT_URN, UNKNOWN, Cluster("management", None)),
+    (TENANT_URN, UNKNOWN, Cluster("tenant", "tenant-a")),
+    ("urn:pulumi:dev::gpu-tenancy::pulumi:providers:kubernetes::other", UNKNOWN, Cluster(
+        "unknown", "provider 'other' (clusterIdentifier not known yet, not a provider of the program)")),
+    # Fails closed on everything else.
+    (MGMT_URN, "", Cluster("unknown", "provider 'management', which has no clusterIdentifier")),
+    (TENANT_URN, "management", Cluster(
+        "unknown", "provider 'tenant-a-kubernetes', which is not the stack's management provider")),
+    (MGMT_URN, "tenant/tenant-a", Cluster(
+        "unknown", "provider 'management', which claims 'tenant/tenant-a' but is not 'tenant-a''s TenantControlPlane "
+        "provider")),
+    (TENANT_URN, "tenant/tenant-b", Cluster(
+        "unknown", "provider 'tenant-a-kubernetes', which claims 'tenant/tenant-b' but is not 'tenant-b''s "
+        "TenantControlPlane provider")),
+    (MGMT_URN, "kind-gpu-tenancy", Cluster("unknown", "provider 'management' (clusterIdentifier 'kind-gpu-tenancy')")),
+])
+def test_the_cluster_a_provider_reaches_is_read_from_its_identifier_and_place(
+    urn: str, identifier: object, cluster: Cluster
+) -> None:
+    assert provider_cluster(_provider(urn, identifier)) == cluster
+
+
+def test_the_default_provider_reaches_no_known_cluster() -> None:
+    assert provider_cluster(None) == Cluster("unknown", "the default provider (no provider= given)")
+    assert provider_cluster(None).describe() == "the default provider (no provider= given)"
+    assert Cluster("tenant", "tenant-a").describe() == "tenant 'tenant-a''s provider"
