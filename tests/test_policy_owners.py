@@ -62,6 +62,8 @@ def _provider(urn: str, identifier: object) -> Provider:
     (TENANT_URN, UNKNOWN, Cluster("tenant", "tenant-a")),
     ("urn:pulumi:dev::gpu-tenancy::pulumi:providers:kubernetes::other", UNKNOWN, Cluster(
         "unknown", "provider 'other' (clusterIdentifier not known yet, not a provider of the program)")),
+    (TENANT_URN.replace("tenant-a-kubernetes", "tenant-a-extra"), UNKNOWN, Cluster(
+        "unknown", "provider 'tenant-a-extra' (clusterIdentifier not known yet, not a provider of the program)")),
     # Fails closed on everything else.
     (MGMT_URN, "", Cluster("unknown", "provider 'management', which has no clusterIdentifier")),
     (TENANT_URN, "management", Cluster(
