@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import policy_support  # noqa: F401  (puts policies/ on the import path, as the engine runs the pack from there)
 import pytest
-from gpu_lib import stack_config
+from gpu_lib import planner_inputs, stack_config
 from pod_lib import exact_kubernetes_version
 from value_lib import UNKNOWN, is_unknown, plain, range_networks
 
@@ -54,3 +54,30 @@ def test_a_metallb_address_entry_covers_its_cidr_or_range(entry: object, network
 def test_an_exact_kubernetes_version_is_the_whole_value() -> None:
     assert exact_kubernetes_version("v1.35.5")
     assert not any(exact_kubernetes_version(v) for v in ("v1.35.5\n", "1.35.5", "v1.35", "v1.35.5-rc.1", None))
+
+
+def test_a_tenants_declaration_becomes_the_planners_nodes_workloads_and_quota() -> None:
+    from gpu_tenancy.hami.planner.model import ContainerRequest, Quota, Workload
+
+    nodes, workloads, quota = planner_inputs(
+        "t",
+        [("h1", [{"model": "NVIDIA L4", "count": 2}]), ("h2", [{"model": "Quadro Z", "memoryMiB": 4096, "count": 1}])],
+        [{"name": "w", "containers": [{"gpus": None, "gpumemMiB": 1024}, {"gpus": 2, "gpumemPercentage": 50,
+                                                                          "gpucores": 30}]},
+         {"name": "v", "replicas": 3, "containers": [], "useGpuType": ["L4"], "noUseGpuType": ["A100"],
+          "gpuSchedulerPolicy": "binpack", "nodeSchedulerPolicy": "spread"}],
+        {"limits.nvidia.com/gpu": 4}, 5,
+    )
+    # Each host registers its own cards: memory from the GPU catalogue (an L4 registers 23034 MiB) or as declared.
+    assert [(n.name, [(d.index, d.type, d.devmem, d.count) for d in n.devices]) for n in nodes] == [
+        ("h1", [(0, "NVIDIA L4", 23034, 5), (1, "NVIDIA L4", 23034, 5)]), ("h2", [(0, "NVIDIA-Quadro Z", 4096, 5)])]
+    assert len({d.id for n in nodes for d in n.devices}) == 3  # two hosts' first cards are not the same card
+    assert workloads == [
+        Workload(name="w", containers=(ContainerRequest(gpus=1, gpumem_mib=1024),
+                                       ContainerRequest(gpus=2, gpumem_percentage=50, gpucores=30)), tenant="t"),
+        Workload(name="v", containers=(), replicas=3, use_gpu_type=("L4",), nouse_gpu_type=("A100",),
+                 gpu_scheduler_policy="binpack", node_scheduler_policy="spread", tenant="t"),
+    ]
+    assert quota == Quota(gpu=4)
+    with pytest.raises(ValueError, match=r"^malformed declaration \(KeyError: 'count'\)$"):
+        planner_inputs("t", [("h1", [{"model": "NVIDIA L4"}])], [], None, 10)
