@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import policy_support  # noqa: F401  (puts policies/ on the import path, as the engine runs the pack from there)
 import pytest
-from resource_lib import Provider, Res
+from resource_lib import Provider, Res, nearest_component, urn_types
 from tenancy_lib import Cluster, component_label, labels, owner, provider_cluster
 from value_lib import plain
 
@@ -86,3 +86,22 @@ def test_the_default_provider_reaches_no_known_cluster() -> None:
     assert provider_cluster(None) == Cluster("unknown", "the default provider (no provider= given)")
     assert provider_cluster(None).describe() == "the default provider (no provider= given)"
     assert Cluster("tenant", "tenant-a").describe() == "tenant 'tenant-a''s provider"
+
+
+@pytest.mark.parametrize(("urn", "types", "component"), [
+    (TENANT_URN, ["gpu-tenancy:tenant:Tenant", "gpu-tenancy:tenant_control_plane:TenantControlPlane",
+                  "pulumi:providers:kubernetes"], "gpu-tenancy:tenant_control_plane:TenantControlPlane"),
+    # A name may hold "::" (the engine allows it); the type is the third part all the same.
+    ("urn:pulumi:dev::gpu-tenancy::gpu-tenancy:worker:Worker$command:local:Command::a::b",
+     ["gpu-tenancy:worker:Worker", "command:local:Command"], "gpu-tenancy:worker:Worker"),
+    # Only gpu-tenancy's own components count, and never the resource itself.
+    ("urn:pulumi:dev::gpu-tenancy::gpu-tenancy:hami:Hami$other:index:Component$kubernetes:core/v1:Pod::p",
+     ["gpu-tenancy:hami:Hami", "other:index:Component", "kubernetes:core/v1:Pod"], "gpu-tenancy:hami:Hami"),
+    ("urn:pulumi:dev::gpu-tenancy::gpu-tenancy:tenant:Tenant::tenant-a", ["gpu-tenancy:tenant:Tenant"], None),
+    ("urn:pulumi:dev::gpu-tenancy::kubernetes:core/v1:Pod::p", ["kubernetes:core/v1:Pod"], None),
+    ("not-a-urn", [], None),
+    ("urn:pulumi:dev::gpu-tenancy::gpu-tenancy:hami:Hami$kubernetes:core/v1:Pod", [], None),  # no name: not a URN
+])
+def test_a_resources_ancestry_is_read_from_its_urn(urn: str, types: list[str], component: str | None) -> None:
+    assert urn_types(urn) == types
+    assert nearest_component(urn) == component
