@@ -275,6 +275,29 @@ def test_isolation_flags_providers_sharing_a_cluster(stack: list[Recorded]) -> N
     assert_violation(messages, "'tenant-b-network-kube-proxy' goes through provider 'tenant-b-kubernetes'")
 
 
+def test_isolation_keeps_a_tenants_management_objects_to_its_own_namespace(stack: list[Recorded]) -> None:
+    namespace = owned(stack, "kubernetes:core/v1:Namespace", "tenant-a", "control-plane-namespace")
+    set_both(namespace, ["metadata", "name"], "tenant-b")
+    assert run_stack_policy(tp.tenant_provider_isolation, stack) == [(
+        "kubernetes:core/v1:Namespace 'tenant-a-control-plane-namespace' of tenant 'tenant-a' creates management "
+        "namespace 'tenant-b'; a tenant only gets its own namespace 'tenant-a'.", namespace.urn)]
+    set_both(namespace, ["metadata", "name"], lib_unknown_string())  # a preview: checked once known
+    assert run(tp.tenant_provider_isolation, stack) == []
+
+
+def test_isolation_wants_a_tenant_scoped_object_under_its_tenant(stack: list[Recorded]) -> None:
+    tcp = owned(stack, TCP, "tenant-a")
+    tenant_a = find(stack, TENANT, "tenant-a")
+    root = Recorded(tenant_a.parent, resource_lib.STACK_TYPE, "gpu-tenancy-dev", False, "", "", {}, {})
+    component = _add(stack, root, resource_lib.TCP_COMPONENT_TYPE, "stray-control-plane", {})
+    stray = _add(stack, component, TCP, "stray-tcp", {"metadata": {"name": "stray", "namespace": "stray"},
+                                                      "spec": tcp.inputs["spec"]}, tcp.provider)
+    assert run_stack_policy(tp.tenant_provider_isolation, stack) == [(
+        "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane 'stray-tcp' made by "
+        "gpu-tenancy:tenant_control_plane:TenantControlPlane is under no tenant; it must sit under its Tenant.",
+        stray.urn)]
+
+
 def test_isolation_management_components_are_configurable(stack: list[Recorded]) -> None:
     config_map = owned(stack, "kubernetes:core/v1:ConfigMap", "tenant-a", "kube-proxy")
     config_map.provider = provider_ref(stack, "management")
