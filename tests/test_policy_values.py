@@ -6,7 +6,8 @@ from __future__ import annotations
 import policy_support  # noqa: F401  (puts policies/ on the import path, as the engine runs the pack from there)
 import pytest
 from gpu_lib import planner_inputs, stack_config
-from pod_lib import exact_kubernetes_version
+from pod_lib import exact_kubernetes_version, helm_value_image_problems
+from pulumi.runtime.rpc import UNKNOWN as ENGINE_UNKNOWN
 from value_lib import UNKNOWN, is_unknown, plain, range_networks
 
 
@@ -81,3 +82,14 @@ def test_a_tenants_declaration_becomes_the_planners_nodes_workloads_and_quota() 
     assert quota == Quota(gpu=4)
     with pytest.raises(ValueError, match=r"^malformed declaration \(KeyError: 'count'\)$"):
         planner_inputs("t", [("h1", [{"model": "NVIDIA L4"}])], [], None, 10)
+
+
+def test_helm_values_name_every_unpinned_image_and_tag_by_its_path() -> None:
+    values = {"image": {"repository": "x", "tag": "latest"}, "global": {"imageTag": ""},
+              "sidecars": [{"image": "busybox"}, {"image": "busybox:1.36.1"}], "tag": 5,
+              "devicePlugin": {"image": "sha256:" + "a" * 64, "tag": ENGINE_UNKNOWN}}
+    assert list(helm_value_image_problems(plain(values))) == [
+        ("values.image.tag", "tag 'latest' is a moving tag"),
+        ("values.global.imageTag", "tag is empty"),
+        ("values.sidecars[0].image", "image 'busybox' has no tag"),
+    ]
