@@ -207,3 +207,13 @@ def test_a_slice_on_a_card_the_node_no_longer_registers_keeps_its_uuid() -> None
 def test_a_node_without_a_name_is_shown_as_unknown() -> None:
     nameless = {"metadata": {"annotations": NODE["metadata"]["annotations"]}}
     assert {gpu.node for gpu in status.tenant_view("t", status.TenantObjects(nodes=[nameless])).gpus} == {"?"}
+
+
+def test_cards_are_listed_by_node_then_index_then_uuid() -> None:
+    # No "index" is Go's zero value, 0; two cards a node no longer registers (index -1) by their uuid.
+    node = {"metadata": {"name": "n1", "annotations": {"hami.io/node-nvidia-register": (
+        '[{"id":"GPU-b","index":1,"count":10,"devmem":1,"devcore":100,"type":"T","health":true},'
+        '{"id":"GPU-a","count":10,"devmem":1,"devcore":100,"type":"T","health":true}]')}}}
+    pods = [_running("p", "GPU-z,NVIDIA,1,1:;"), _running("q", "GPU-y,NVIDIA,1,1:;")]
+    view = status.tenant_view("t", status.TenantObjects(nodes=[node], pods=pods))
+    assert [(gpu.uuid, gpu.index) for gpu in view.gpus] == [("GPU-y", -1), ("GPU-z", -1), ("GPU-a", 0), ("GPU-b", 1)]
