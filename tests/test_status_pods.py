@@ -213,7 +213,7 @@ def test_cards_are_listed_by_node_then_index_then_uuid() -> None:
     # No "index" is Go's zero value, 0; two cards a node no longer registers (index -1) by their uuid.
     node = {"metadata": {"name": "n1", "annotations": {"hami.io/node-nvidia-register": (
         '[{"id":"GPU-b","index":1,"count":10,"devmem":1,"devcore":100,"type":"T","health":true},'
-        '{"id":"GPU-a","count":10,"devmem":1,"devcore":100,"type":"T","health":true}]')}}}
+        '{"id":"GPU-c","count":10,"devmem":1,"devcore":100,"type":"T","health":true}]')}}}
     pods = [_running("p", "GPU-z,NVIDIA,1,1:;"), _running("q", "GPU-y,NVIDIA,1,1:;")]
     view = status.tenant_view("t", status.TenantObjects(nodes=[node], pods=pods))
-    assert [(gpu.uuid, gpu.index) for gpu in view.gpus] == [("GPU-y", -1), ("GPU-z", -1), ("GPU-a", 0), ("GPU-b", 1)]
+    assert [(gpu.uuid, gpu.index) for gpu in view.gpus] == [("GPU-y", -1), ("GPU-z", -1), ("GPU-c", 0), ("GPU-b", 1)]
