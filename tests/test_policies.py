@@ -1430,6 +1430,39 @@ def test_a_sixteen_gpu_tenant_is_planned(stack: list[Recorded], pack_env: None) 
     )
 
 
+MANY = [{"name": "a-many", "replicas": 3, "containers": [{"gpus": 1, "gpumemMiB": 1024, "gpucores": 10}]}]
+SLOTS_FULL = ("tenant 'tenant-a': workload 'a-many' replica 2 cannot be placed on its declared GPUs: "
+              "1/1 CardTimeSlicingExhausted.")
+
+
+def test_the_plan_shares_each_card_among_as_many_pods_as_the_stack_registers(
+    stack: list[Recorded], pack_env: None
+) -> None:
+    """Slots per card: the mock-GPU agent's SPLIT_COUNT (sim), HAMi's deviceSplitCount (sim-nvml, real)."""
+    declare(stack, "tenant-a", workloads=MANY, quota={})
+    assert run(tp.gpu_plan_fits, stack) == []  # ten slots by default
+    agent = owned(stack, DAEMONSET, "tenant-a", "mock-gpu-agent")
+    for props in (agent.inputs, agent.state):
+        (split,) = [e for e in props["spec"]["template"]["spec"]["containers"][0]["env"] if e["name"] == "SPLIT_COUNT"]
+        split["value"] = "2"
+    tenant_a = find(stack, TENANT, "tenant-a").urn
+    assert run_stack_policy(tp.gpu_plan_fits, stack) == [(SLOTS_FULL, tenant_a)]
+    nvml = to_sim_nvml(copy_stack(dev_stack()))
+    declare(nvml, "tenant-a", workloads=MANY, quota={})
+    set_both(hami(nvml, "tenant-a"), ["values", "devicePlugin", "deviceSplitCount"], 2)
+    assert run(tp.gpu_plan_fits, nvml) == [SLOTS_FULL]
+    set_both(hami(nvml, "tenant-b"), ["values", "devicePlugin", "deviceSplitCount"], 2)  # another tenant's is not
+    set_both(hami(nvml, "tenant-a"), ["values", "devicePlugin", "deviceSplitCount"], 3)  # tenant-a's
+    assert run(tp.gpu_plan_fits, nvml) == []
+
+
+def test_a_declaration_the_planner_cannot_read_is_flagged(stack: list[Recorded], pack_env: None) -> None:
+    declare(stack, "tenant-a", workloads=[{"name": "bad", "containers": [{"gpus": "two"}]}], quota={})
+    assert run_stack_policy(tp.gpu_plan_fits, stack) == [(
+        "tenant 'tenant-a': its GPU declaration cannot be planned: invalid literal for int() with base 10: 'two'.",
+        find(stack, TENANT, "tenant-a").urn)]
+
+
 def test_plan_falls_back_to_the_stack_config(stack: list[Recorded], monkeypatch: pytest.MonkeyPatch) -> None:
     config = dev_config()
     config["tenants"][1]["workloads"][0]["useGpuType"] = ["A100"]  # tenant-b only has L4s
