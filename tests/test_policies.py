@@ -1453,7 +1453,12 @@ def test_the_plan_shares_each_card_among_as_many_pods_as_the_stack_registers(
     assert run(tp.gpu_plan_fits, nvml) == [SLOTS_FULL]
     set_both(hami(nvml, "tenant-b"), ["values", "devicePlugin", "deviceSplitCount"], 2)  # another tenant's is not
     set_both(hami(nvml, "tenant-a"), ["values", "devicePlugin", "deviceSplitCount"], 3)  # tenant-a's
-    assert run(tp.gpu_plan_fits, nvml) == []
+    assert run(tp.gpu_plan_fits, nvml) == run(tp.gpu_plan_fits, nvml[::-1]) == []
+    # Neither set: HAMi's chart default, ten.
+    for props in (agent.inputs, agent.state):
+        containers = props["spec"]["template"]["spec"]["containers"]
+        containers[0]["env"] = [e for e in containers[0]["env"] if e["name"] != "SPLIT_COUNT"]
+    assert run(tp.gpu_plan_fits, stack) == []
 
 
 def test_a_declaration_the_planner_cannot_read_is_flagged(stack: list[Recorded], pack_env: None) -> None:
