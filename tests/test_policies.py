@@ -607,6 +607,21 @@ def test_a_chart_is_pinned_to_a_released_version_from_a_named_repository(
 # --------------------------------------------------------------------------- 9 worker-joins-own-tenant
 
 
+def test_worker_joining_an_endpoint_two_other_tenants_claim_names_both(stack: list[Recorded]) -> None:
+    join_b = owned(stack, resource_lib.COMMAND_TYPE, "tenant-b", "join")
+    tenant_a = find(stack, TENANT, "tenant-a")
+    endpoint_a = tenant_a.outputs["endpoint"]
+    root = Recorded(tenant_a.parent, resource_lib.STACK_TYPE, "gpu-tenancy-dev", False, "", "", {}, {})
+    _add(stack, root, TENANT, "tenant-c", {"tenant": "tenant-c"}, outputs={"endpoint": endpoint_a})
+    set_both(join_b, ["environment", "CONTROL_PLANE_ENDPOINT"], endpoint_a)
+    assert sorted(run(tp.worker_joins_own_tenant, stack)) == [
+        f"worker join 'tenant-a-worker-join' of tenant 'tenant-a' targets {endpoint_a}, the control plane of "
+        "'tenant-c'; use 'tenant-a''s TenantControlPlane endpoint.",
+        f"worker join 'tenant-b-worker-join' of tenant 'tenant-b' targets {endpoint_a}, the control plane of "
+        "'tenant-a', 'tenant-c'; use 'tenant-b''s TenantControlPlane endpoint.",
+    ]
+
+
 def test_worker_joining_an_endpoint_of_no_tenant_is_flagged(stack: list[Recorded]) -> None:
     join_b = owned(stack, resource_lib.COMMAND_TYPE, "tenant-b", "join")
     own = find(stack, TENANT, "tenant-b").outputs["endpoint"]
