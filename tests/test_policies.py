@@ -570,6 +570,19 @@ def test_cidr_covering_a_gpu_host_is_flagged(real: list[Recorded]) -> None:
     )
 
 
+def test_docker_images_and_containers_name_pinned_images(stack: list[Recorded]) -> None:
+    tenant_a = find(stack, TENANT, "tenant-a")
+    image = _add(stack, tenant_a, "docker:index/image:Image", "built", {"imageName": "gpu-tenancy/agent"})
+    container = _add(stack, tenant_a, "docker:index/container:Container", "run", {"image": "busybox:latest"})
+    by_id = _add(stack, tenant_a, "docker:index/container:Container", "run-by-id", {"image": "sha256:" + "a" * 64})
+    assert [m for _, m, _ in run_resource_policy(tp.images_pinned, [image, container, by_id])] == [
+        "docker:index/image:Image 'built': imageName image 'gpu-tenancy/agent' has no tag; pin an exact release tag "
+        "or a digest.",
+        "docker:index/container:Container 'run': image image 'busybox:latest' tag 'latest' is a moving tag; pin an "
+        "exact release tag or a digest.",
+    ]
+
+
 RELEASE_A = "kubernetes:helm.sh/v3:Release 'tenant-a-hami-chart'"
 
 
