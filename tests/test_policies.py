@@ -583,6 +583,20 @@ def test_docker_images_and_containers_name_pinned_images(stack: list[Recorded]) 
     ]
 
 
+def test_kamajis_chart_needs_its_image_tag_set_and_a_container_an_image(stack: list[Recorded]) -> None:
+    kamaji = find(stack, RELEASE, "kamaji-chart")
+    del kamaji.inputs["values"]["image"]["tag"]
+    assert [m for _, m, _ in run_resource_policy(tp.images_pinned, [kamaji])] == [
+        "kubernetes:helm.sh/v3:Release 'kamaji-chart': values.image.tag is not set, so the chart runs its own default "
+        "tag (a moving one); set an exact release tag."]
+    kamaji.inputs["values"] = ENGINE_UNKNOWN  # a preview: checked once known
+    assert run_resource_policy(tp.images_pinned, [kamaji]) == []
+    kindnet = owned(stack, DAEMONSET, "tenant-a", "kindnet")
+    del kindnet.inputs["spec"]["template"]["spec"]["containers"][0]["image"]
+    assert [m for _, m, _ in run_resource_policy(tp.images_pinned, [kindnet])] == [
+        "kubernetes:apps/v1:DaemonSet 'tenant-a-network-kindnet': container 'kindnet-cni' has no image."]
+
+
 RELEASE_A = "kubernetes:helm.sh/v3:Release 'tenant-a-hami-chart'"
 
 
