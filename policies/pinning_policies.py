@@ -130,7 +130,7 @@ def validate_images_pinned(args: ResourceValidationArgs, report: ReportViolation
         for path, problem in helm_value_image_problems(values):
             report(f"{describe(res)}: {path} {problem}; pin an exact release tag or a digest.", None)
         required = REQUIRED_CHART_TAGS.get(chart_name(res.props.get("chart")) or "")
-        if required and not is_unknown(values) and dig(values, *required.split(".")) is None:
+        if required and dig(values, *required.split(".")) is None:  # unknown values dig to UNKNOWN, not None
             report(
                 f"{describe(res)}: values.{required} is not set, so the chart runs its own default tag (a moving "
                 "one); set an exact release tag.",
