@@ -93,3 +93,23 @@ def test_helm_values_name_every_unpinned_image_and_tag_by_its_path() -> None:
         ("values.global.imageTag", "tag is empty"),
         ("values.sidecars[0].image", "image 'busybox' has no tag"),
     ]
+
+
+def test_gpu_requests_are_fractional_in_pods_and_in_declared_workloads() -> None:
+    from gpu_policies import _container_gpu_problems, _declared_gpu_problems
+
+    whole = ("asks for nvidia.com/gpu=1 without nvidia.com/gpumem or nvidia.com/gpumem-percentage, i.e. whole cards; "
+             "state the memory share")
+    # A request alone counts as much as a limit; 100 cores is a whole card, 101 is not a percentage.
+    assert _container_gpu_problems({"resources": {"requests": {"nvidia.com/gpu": "1"}}}) == [whole]
+    assert _container_gpu_problems({"resources": {"limits": {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 1024,
+                                                             "nvidia.com/gpucores": 100}}}) == []
+    assert _container_gpu_problems({"resources": {"limits": {"nvidia.com/gpu": 1, "nvidia.com/gpumem-percentage": 50,
+                                                             "nvidia.com/gpucores": 101}}}) == [
+        "asks for nvidia.com/gpucores=101; HAMi's gpucores is a percentage of one card (<= 100)"]
+    # As the engine hands it over: an unknown (preview) container is left for later.
+    assert _declared_gpu_problems(plain({"containers": [
+        "junk", {"gpucores": ENGINE_UNKNOWN}, {"gpus": 0}, {}, {"gpus": 2, "gpumemPercentage": 50, "gpucores": 101},
+        {"gpumemMiB": 1, "gpucores": 100},
+    ]})) == ["container #3 asks for GPUs without gpumemMiB or gpumemPercentage",
+            "container #4 asks for gpucores=101 (> 100)"]
