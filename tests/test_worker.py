@@ -459,6 +459,16 @@ def test_a_mint_whose_expiry_cannot_be_computed_creates_no_token(host: FakeHost)
     assert host.objects("secrets") == {}
 
 
+def test_a_revoke_that_cannot_hold_the_kubeconfig_privately_stops_before_kubectl(host: FakeHost) -> None:
+    # Without a private file kubectl would fall back to the user's default kubeconfig: another cluster.
+    mktemp = host.bin / "mktemp"
+    mktemp.write_text("#!/bin/sh\nexit 1\n")
+    mktemp.chmod(0o755)
+    revoked = host.run(join_token.revoke_script(), KUBECONFIG, {"PULUMI_COMMAND_STDOUT": "abcdef.0123456789abcdef"})
+    assert revoked.returncode != 0
+    assert not [call for call in host.calls() if call[0] == "kubectl"]
+
+
 def test_an_update_keeps_the_minted_token_and_mints_none(host: FakeHost) -> None:
     token = host.run(join_token.mint_script("tenant-a"), KUBECONFIG).stdout.strip()
     kept = host.run(join_token.keep_script(), "rotated-kubeconfig", {"PULUMI_COMMAND_STDOUT": token})
