@@ -1587,9 +1587,10 @@ def lib_unknown_string() -> str:
         ("busybox:1.2@sha256:" + "a" * 64, None),
         ("busybox@sha256:" + "a" * 64, None),
         ("sha256:0123", None),
+        (None, None),  # no image at all is another finding ("has no image")
     ],
 )
-def test_image_problem(ref: str, problem: str | None) -> None:
+def test_image_problem(ref: str | None, problem: str | None) -> None:
     assert pod_lib.image_problem(ref) == problem
 
 
