@@ -542,6 +542,19 @@ def test_overlapping_tenant_cidrs_are_flagged(stack: list[Recorded]) -> None:
     assert run(tp.tenant_cidrs_disjoint, stack[::-1]) == run(tp.tenant_cidrs_disjoint, stack)
 
 
+
+def test_a_control_plane_under_no_tenant_is_named_by_its_metadata_or_resource_name(stack: list[Recorded]) -> None:
+    tcp_a = owned(stack, TCP, "tenant-a")
+    tenant_a = find(stack, TENANT, "tenant-a")
+    root = Recorded(tenant_a.parent, resource_lib.STACK_TYPE, "gpu-tenancy-dev", False, "", "", {}, {})
+    cidr = tcp_a.inputs["spec"]["networkProfile"]["podCidrs"][0]
+    for name, metadata in (("stray", {"name": "stray"}), ("stray-tcp", {})):
+        stray = _add(stack, root, TCP, "stray-tcp", {"metadata": metadata, "spec": {"networkProfile": {"podCidrs": [cidr]}}})
+        assert f"tenant {name!r} pod CIDR {cidr} overlaps tenant 'tenant-a' pod CIDR {cidr}; give every tenant disjoint " \
+            "podCidr/serviceCidr." in run(tp.tenant_cidrs_disjoint, stack)
+        stack.remove(stray)
+
+
 def test_cidr_overlapping_the_docker_network_or_kind_ranges_is_flagged(stack: list[Recorded]) -> None:
     tcp = owned(stack, TCP, "tenant-a")
     set_both(tcp, ["spec", "networkProfile", "podCidrs"], ["172.18.128.0/17"])
@@ -592,9 +605,13 @@ def test_kamajis_chart_needs_its_image_tag_set_and_a_container_an_image(stack: l
     kamaji.inputs["values"] = ENGINE_UNKNOWN  # a preview: checked once known
     assert run_resource_policy(tp.images_pinned, [kamaji]) == []
     kindnet = owned(stack, DAEMONSET, "tenant-a", "kindnet")
-    del kindnet.inputs["spec"]["template"]["spec"]["containers"][0]["image"]
+    pod = kindnet.inputs["spec"]["template"]["spec"]
+    del pod["containers"][0]["image"]
+    pod["containers"].append({"name": "sidecar", "image": "busybox"})  # still checked after the one without
     assert [m for _, m, _ in run_resource_policy(tp.images_pinned, [kindnet])] == [
-        "kubernetes:apps/v1:DaemonSet 'tenant-a-network-kindnet': container 'kindnet-cni' has no image."]
+        "kubernetes:apps/v1:DaemonSet 'tenant-a-network-kindnet': container 'kindnet-cni' has no image.",
+        "kubernetes:apps/v1:DaemonSet 'tenant-a-network-kindnet': container 'sidecar' image 'busybox' has no tag; pin "
+        "an exact release tag or a digest."]
 
 
 RELEASE_A = "kubernetes:helm.sh/v3:Release 'tenant-a-hami-chart'"

@@ -37,6 +37,8 @@ def test_a_docker_container_reaching_into_its_host() -> None:
         ("capability:NET_ADMIN", "adds capability NET_ADMIN"),
     ]
     assert findings(_res("docker:index/container:Container", {"privileged": False, "pidMode": "private"})) == []
+    assert findings(_res("docker:index/container:Container", {"pidMode": "host"})) == [
+        ("pidMode:host", "shares the host's pid namespace")]
 
 
 def test_a_helm_release_and_a_persistent_volume() -> None:
