@@ -33,6 +33,7 @@ from pulumi.runtime.rpc import UNKNOWN
 from gpu_tenancy.builders import kube_objects
 from gpu_tenancy.builders.host_worker import hostprep
 from gpu_tenancy.builders.mock_nvml import nvml_mock
+from gpu_tenancy.builders.worker import kind_node
 from tests import hami_register
 
 # The annotation HAMi v2.10.0's device plugin writes its register to (pkg/device/nvidia/device.go
@@ -182,6 +183,21 @@ class ReadFailed(Exception):
     """A read step the engine fails (pulumi/pulumi pkg/resource/deploy/step.go, ReadStep.Apply)."""
 
 
+def docker_info(options: list[str], driver: str = "overlay2", backing: str = "extfs") -> str:
+    """What kind_node.DOCKER_INFO_COMMAND prints on a host: its `--format` template picks three fields of the
+    daemon's `Info` (moby api/types/system/info.go: SecurityOptions []string, Driver string, DriverStatus
+    [][2]string, where the overlay2 and btrfs drivers report their "Backing Filesystem")."""
+    return json.dumps({
+        "SecurityOptions": options,
+        "Driver": driver,
+        "DriverStatus": [["Backing Filesystem", backing], ["Supports d_type", "true"]],
+    })
+
+
+# A rootful Docker on Ubuntu (AppArmor, the default seccomp profile, cgroup namespaces, overlay2 on ext4).
+TYPICAL_DOCKER_INFO = docker_info(["name=apparmor", "name=seccomp,profile=builtin", "name=cgroupns"])
+
+
 class LabMocks(Mocks):
     """Pulumi mocks that answer as the engine and the providers do, for an `up` or a `preview`.
 
@@ -236,6 +252,7 @@ class LabMocks(Mocks):
         self.provider_reads: list[MockResourceArgs] = []
         self.pending: set[tuple[str, str]] = set()  # custom resources a preview would create
         self.machine_ids: dict[str, str] = {}  # host address -> /etc/machine-id, where not one per address
+        self.docker_info = TYPICAL_DOCKER_INFO  # what `docker info` prints on the host running the program
 
     def planned_only(self, args: MockResourceArgs) -> bool:
         """A preview that would create this resource: it does not exist yet, its outputs are not known."""
@@ -279,7 +296,9 @@ class LabMocks(Mocks):
         output of the command's process"): a host's /etc/machine-id (32 hex,
         systemd machine-id(5)), by default one per address (`machine_ids` overrides it); a bootstrap-token mint
         prints `<id>.<secret>` (kubeadm's token format `[a-z0-9]{6}.[a-z0-9]{16}`), here one per resource name;
-        anything else a kubeconfig-shaped text."""
+        the worker's `docker info` the host's (`docker_info`); anything else a kubeconfig-shaped text."""
+        if args.inputs.get("create") == kind_node.DOCKER_INFO_COMMAND:
+            return self.docker_info + "\n"
         if args.inputs.get("create") == hostprep.MACHINE_ID_COMMAND:
             host = str(unwrap(args.inputs.get("connection") or {}).get("host"))
             return self.machine_ids.get(host, hashlib.md5(host.encode()).hexdigest()) + "\n"
@@ -484,14 +503,17 @@ def record_mocks(
     node_register: dict[str, str] | None = None,
     existing: Collection[tuple[str, str]] | None = None,
     machine_ids: dict[str, str] | None = None,
+    docker_info: str = TYPICAL_DOCKER_INFO,
 ) -> LabMocks:
     """Like `record_stack`, returning the mocks (resources and invokes).
 
     `unknowns=True` previews a fresh stack; `preview=True` with `existing` (the (type, name) of every
-    resource an earlier `up` created, see `created`) previews a change to a deployed stack.
+    resource an earlier `up` created, see `created`) previews a change to a deployed stack; `docker_info` is what
+    `docker info` prints on the program's host (kind's host-dependent node flags follow it).
     """
     mocks = LabMocks(unknowns=unknowns, ipam=ipam, node_register=node_register, preview=preview, existing=existing)
     mocks.machine_ids = dict(machine_ids or {})
+    mocks.docker_info = docker_info
     _run(mocks, dev_config() if config is None else config, preview or unknowns, stack)
     return mocks
 

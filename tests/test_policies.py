@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import pytest
-from harness import dev_config, gpu_config, nvml_config
+from harness import dev_config, docker_info, gpu_config, nvml_config
 from policy_support import (
     Recorded,
     copy_stack,
@@ -1348,27 +1348,12 @@ def test_sim_nvml_first_preview_still_flags_what_is_known(nvml_env: None) -> Non
 
 @pytest.mark.parametrize("security_options", [["name=seccomp,profile=builtin", "name=userns"],
                                               ["name=seccomp,profile=builtin", "name=rootless"]])
-def test_workload_safety_accepts_every_host_and_datastore_the_program_supports(
-    monkeypatch: pytest.MonkeyPatch, security_options: list[str]
-) -> None:
-    """What kind gives its nodes on a userns-remapped or rootless Docker with a btrfs store (the docker-info
-    command's stdout), and a tenant with an etcd of its own: each needs its exemption, and has it."""
-    import harness
-
-    info = json.dumps({"SecurityOptions": security_options, "Driver": "btrfs",
-                       "DriverStatus": [["Backing Filesystem", "btrfs"], ["Supports d_type", "true"]]})
-    original = harness.LabMocks.new_resource
-
-    def new_resource(self: harness.LabMocks, args: Any) -> Any:
-        resource_id, outputs = original(self, args)
-        if args.typ == "command:local:Command" and args.name.endswith("-worker-docker-info"):
-            outputs["stdout"] = info
-        return resource_id, outputs
-
-    monkeypatch.setattr(harness.LabMocks, "new_resource", new_resource)
+def test_workload_safety_accepts_every_host_and_datastore_the_program_supports(security_options: list[str]) -> None:
+    """What kind gives its nodes on a userns-remapped or rootless Docker with a btrfs store, and a tenant with an
+    etcd of its own: each needs its exemption, and has it."""
     config = dev_config()
     config["tenants"][1]["dataStore"] = "dedicated"
-    stack = record_engine_view(config)
+    stack = record_engine_view(config, docker_info=docker_info(security_options, driver="btrfs", backing="btrfs"))
     reached = {k for r in stack if r.custom for k, _ in workload_lib.findings(
         resource_lib.Res(r.type, r.name, r.urn, r.inputs))}
     # The flags gpu_tenancy/builders/worker/kind_node.py gives a kind node on such hosts (tests/test_worker.py).

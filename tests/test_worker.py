@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime
-import json
 import os
 import re
 import subprocess
@@ -12,7 +11,16 @@ from typing import Any
 
 import pytest
 import yaml
-from harness import gpu_config, is_secret, record_mocks, record_stack, registered_gpus, unwrap, wrapped_monitor
+from harness import (
+    docker_info,
+    gpu_config,
+    is_secret,
+    record_mocks,
+    record_stack,
+    registered_gpus,
+    unwrap,
+    wrapped_monitor,
+)
 from policy_support import Recorded, record_engine_view, shared_recording
 from pulumi.runtime import rpc
 from replacement_model import replacements
@@ -258,14 +266,6 @@ def test_leave_fails_when_the_tenant_refuses(host: FakeHost) -> None:
 
 
 # --------------------------------------------------------------------------- kind's host flags
-
-
-def docker_info(options: list[str], driver: str = "overlay2", backing: str = "extfs") -> str:
-    return json.dumps({
-        "SecurityOptions": options,
-        "Driver": driver,
-        "DriverStatus": [["Backing Filesystem", backing], ["Supports d_type", "true"]],
-    })
 
 
 SECCOMP = "name=seccomp,profile=builtin"
@@ -521,33 +521,22 @@ def test_a_replaced_real_host_join_gets_a_fresh_token() -> None:
     assert all(replaced[m] for m in mints), "the old token is revoked before the new one is minted"
 
 
-def _containers_on(monkeypatch: pytest.MonkeyPatch, info: str) -> list[dict[str, Any]]:
+def _containers_on(info: str) -> list[dict[str, Any]]:
     """The worker containers registered when `docker info` (the docker-info command's stdout) says `info`."""
-    import harness
-
-    original = harness.LabMocks.new_resource
-
-    def new_resource(self: harness.LabMocks, args: Any) -> Any:
-        resource_id, outputs = original(self, args)
-        if args.typ == "command:local:Command" and args.name.endswith("-worker-docker-info"):
-            outputs["stdout"] = info
-        return resource_id, outputs
-
-    monkeypatch.setattr(harness.LabMocks, "new_resource", new_resource)
-    containers = [r.inputs for r in record_stack() if r.typ == "docker:index/container:Container"]
+    containers = [r.inputs for r in record_mocks(docker_info=info).resources if r.typ == "docker:index/container:Container"]
     assert len(containers) == 2
     return containers
 
 
-def test_worker_container_gets_kinds_host_dependent_flags(monkeypatch: pytest.MonkeyPatch) -> None:
-    for inputs in _containers_on(monkeypatch, docker_info([SECCOMP, "name=userns"], driver="btrfs")):
+def test_worker_container_gets_kinds_host_dependent_flags() -> None:
+    for inputs in _containers_on(docker_info([SECCOMP, "name=userns"], driver="btrfs")):
         assert inputs["usernsMode"] == "host"
         assert {"hostPath": "/dev/mapper", "containerPath": "/dev/mapper"} in inputs["volumes"]
         assert "devices" not in inputs
-    for inputs in _containers_on(monkeypatch, docker_info([SECCOMP, "name=rootless"])):
+    for inputs in _containers_on(docker_info([SECCOMP, "name=rootless"])):
         assert inputs["devices"] == [{"hostPath": "/dev/fuse"}]
         assert "usernsMode" not in inputs and all(v.get("hostPath") != "/dev/mapper" for v in inputs["volumes"])
-    for inputs in _containers_on(monkeypatch, docker_info([SECCOMP])):
+    for inputs in _containers_on(docker_info([SECCOMP])):
         assert "usernsMode" not in inputs and "devices" not in inputs
         assert inputs["volumes"] == [
             {"containerPath": "/var"},
