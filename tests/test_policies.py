@@ -287,8 +287,7 @@ def test_isolation_keeps_a_tenants_management_objects_to_its_own_namespace(stack
 
 def test_isolation_wants_a_tenant_scoped_object_under_its_tenant(stack: list[Recorded]) -> None:
     tcp = owned(stack, TCP, "tenant-a")
-    tenant_a = find(stack, TENANT, "tenant-a")
-    root = Recorded(tenant_a.parent, resource_lib.STACK_TYPE, "gpu-tenancy-dev", False, "", "", {}, {})
+    root = stack_root(stack)
     component = _add(stack, root, resource_lib.TCP_COMPONENT_TYPE, "stray-control-plane", {})
     stray = _add(stack, component, TCP, "stray-tcp", {"metadata": {"name": "stray", "namespace": "stray"},
                                                       "spec": tcp.inputs["spec"]}, tcp.provider)
@@ -545,8 +544,7 @@ def test_overlapping_tenant_cidrs_are_flagged(stack: list[Recorded]) -> None:
 
 def test_a_control_plane_under_no_tenant_is_named_by_its_metadata_or_resource_name(stack: list[Recorded]) -> None:
     tcp_a = owned(stack, TCP, "tenant-a")
-    tenant_a = find(stack, TENANT, "tenant-a")
-    root = Recorded(tenant_a.parent, resource_lib.STACK_TYPE, "gpu-tenancy-dev", False, "", "", {}, {})
+    root = stack_root(stack)
     cidr = tcp_a.inputs["spec"]["networkProfile"]["podCidrs"][0]
     for name, metadata in (("stray", {"name": "stray"}), ("stray-tcp", {})):
         stray = _add(stack, root, TCP, "stray-tcp", {"metadata": metadata, "spec": {"networkProfile": {"podCidrs": [cidr]}}})
@@ -655,7 +653,7 @@ def test_worker_joining_an_endpoint_two_other_tenants_claim_names_both(stack: li
     join_b = owned(stack, resource_lib.COMMAND_TYPE, "tenant-b", "join")
     tenant_a = find(stack, TENANT, "tenant-a")
     endpoint_a = tenant_a.outputs["endpoint"]
-    root = Recorded(tenant_a.parent, resource_lib.STACK_TYPE, "gpu-tenancy-dev", False, "", "", {}, {})
+    root = stack_root(stack)
     _add(stack, root, TENANT, "tenant-c", {"tenant": "tenant-c"}, outputs={"endpoint": endpoint_a})
     set_both(join_b, ["environment", "CONTROL_PLANE_ENDPOINT"], endpoint_a)
     assert sorted(run(tp.worker_joins_own_tenant, stack)) == [
@@ -736,8 +734,7 @@ def test_gpu_host_claiming_another_tenant_or_under_none_is_checked_by_its_claim(
     assert run_stack_policy(tp.worker_joins_own_tenant, real) == [
         ("GPU host 'tenant-b-gpu-l4-01' under tenant 'tenant-b' says tenant='tenant-a'.", host_b.urn)]
     # A HostWorker under no Tenant is held to the tenant it names: here it targets tenant-a's control plane.
-    tenant_b = find(real, TENANT, "tenant-b")
-    root = Recorded(tenant_b.parent, resource_lib.STACK_TYPE, "gpu-tenancy-gpu", False, "", "", {}, {})
+    root = stack_root(real)
     endpoint_a = find(real, TENANT, "tenant-a").outputs["endpoint"]
     stray = _add(real, root, resource_lib.HOST_WORKER_TYPE, "stray-host", {}, outputs={
         "tenant": "tenant-b", "controlPlaneEndpoint": endpoint_a, "address": "10.20.0.99"})
@@ -813,8 +810,7 @@ def test_without_a_known_mode_the_agent_next_to_a_real_plugin_or_a_mock_nvml_is_
     set_both(owned(stack, RELEASE, "tenant-a", "hami"), ["values", "devicePlugin", "enabled"], True)
     add_mock_nvml(stack, "tenant-b")
     # And an agent and a plugin no tenant owns (straight under the stack).
-    tenant_a = find(stack, TENANT, "tenant-a")
-    root = Recorded(tenant_a.parent, resource_lib.STACK_TYPE, "gpu-tenancy-dev", False, "", "", {}, {})
+    root = stack_root(stack)
     _add(stack, root, resource_lib.MOCK_AGENT_TYPE, "stray-agent", {})
     _add(stack, root, RELEASE, "stray-hami", {"chart": "hami", "values": {"devicePlugin": {"enabled": True}}})
     _add(stack, root, MOCK_NVML, "stray-nvml", {})
@@ -938,6 +934,12 @@ def _add(
     return resource
 
 
+def stack_root(resources: list[Recorded]) -> Recorded:
+    """The root stack as a parent to add resources under (the engine records it only when it has exports)."""
+    urn = find(resources, TENANT, "tenant-a").parent
+    return Recorded(urn, resource_lib.STACK_TYPE, urn.rsplit("::", 1)[-1], False, "", "", {}, {})
+
+
 def add_mock_nvml(
     resources: list[Recorded], tenant: str, *, component: bool = True, daemon_set: bool = True
 ) -> list[Recorded]:
@@ -1014,9 +1016,7 @@ def hami(resources: list[Recorded], tenant: str) -> Recorded:
 def to_sim_nvml(resources: list[Recorded], keep_agent: bool = False) -> list[Recorded]:
     """The dev stack as mode sim-nvml registers it: no agent, HAMi's plugin on the mock NVML, a MockNvml each,
     and the image built once for the stack."""
-    tenant_a = find(resources, TENANT, "tenant-a")
-    # The root stack is a parent only (it is recorded only when it has exports).
-    root = Recorded(tenant_a.parent, resource_lib.STACK_TYPE, tenant_a.parent.rsplit("::", 1)[-1], False, "", "", {}, {})
+    root = stack_root(resources)
     image = _add(resources, root, "gpu-tenancy:nvml_mock_image:NvmlMockImage", "nvml-mock-image",
                  {"commit": versions.NVML_MOCK_COMMIT}, outputs={"imageName": NVML_IMAGE})
     _add(resources, image, resource_lib.COMMAND_TYPE, "nvml-mock-image-build", {"environment": {
