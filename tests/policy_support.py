@@ -250,8 +250,8 @@ _RECORDING_ENTRY_POINTS = ("__main__.py", "tests/harness.py", "tests/policy_supp
 _OWN_PACKAGES = ("gpu_tenancy", "components", "tests")
 
 
-def _module_file(module: str) -> Path | None:
-    path = REPO.joinpath(*module.split("."))
+def _module_file(repo: Path, module: str) -> Path | None:
+    path = repo.joinpath(*module.split("."))
     for candidate in (path.with_suffix(".py"), path / "__init__.py"):
         if candidate.is_file():
             return candidate
@@ -261,8 +261,14 @@ def _module_file(module: str) -> Path | None:
 def program_modules() -> set[str]:
     """The modules a stack recording can run: what the entry points import, followed through this repository
     (static imports; the program imports nothing by name at run time), with every package on the way."""
+    return set(_program_modules_in(REPO))
+
+
+@functools.cache
+def _program_modules_in(repo: Path) -> frozenset[str]:
+    """`program_modules` of the checkout at `repo`, parsed once per process (a mutant's asks for each recording)."""
     found: set[str] = set()
-    pending = [REPO / entry for entry in _RECORDING_ENTRY_POINTS]
+    pending = [repo / entry for entry in _RECORDING_ENTRY_POINTS]
     while pending:
         tree = ast.parse(pending.pop().read_text())
         names: set[str] = set()
@@ -274,17 +280,17 @@ def program_modules() -> set[str]:
                 names.update(f"{node.module}.{alias.name}" for alias in node.names)
         for name in names:
             parts = name.split(".")
-            helper = REPO / "tests" / f"{parts[0]}.py"  # the tests' helpers import each other as top-level names
+            helper = repo / "tests" / f"{parts[0]}.py"  # the tests' helpers import each other as top-level names
             if helper.is_file() and f"tests.{parts[0]}" not in found:
                 found.add(f"tests.{parts[0]}")
                 pending.append(helper)
             for depth in range(1, len(parts) + 1):
                 module = ".".join(parts[:depth])
-                path = _module_file(module) if parts[0] in _OWN_PACKAGES else None
+                path = _module_file(repo, module) if parts[0] in _OWN_PACKAGES else None
                 if path is not None and module not in found:
                     found.add(module)
                     pending.append(path)
-    return found
+    return frozenset(found)
 
 
 def mutant_outside_the_program() -> bool:
