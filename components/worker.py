@@ -116,7 +116,6 @@ class Worker(pulumi.ComponentResource):
                 "CONTROL_PLANE_TENANT": tenant,
                 "CONTROL_PLANE_ENDPOINT": args.endpoint,
             },
-            # A new container, or a new control plane (its CA), rejoins.
             # A new container, a new control plane (its CA) or a moved API endpoint: the kubelet must join
             # again (kubelet.conf names the old server, and the join script keeps a joined node as it is).
             triggers=[self.container.id, args.ca_cert_hash, args.endpoint],

@@ -458,6 +458,10 @@ def _run(
 
 
 def _evaluate(mocks: LabMocks, config: dict[str, Any], preview: bool, stack: str, secrets: tuple[str, ...]) -> None:
+    # set_mocks keeps the root Stack of an earlier evaluation in this process (pulumi/runtime/mocks.py
+    # `set_mocks` makes one only `if get_root_resource() is None`), so a dev stack recorded after a gpu one
+    # would hang under `urn:pulumi:gpu::...`; each `pulumi up` has its own root, so each evaluation starts anew.
+    pulumi.runtime.reset_options(project=PROJECT, stack=stack, preview=preview)
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=preview)
     pulumi.runtime.set_all_config(
         {f"{PROJECT}:{k}": v if isinstance(v, str) else json.dumps(v) for k, v in config.items()},

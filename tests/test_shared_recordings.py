@@ -106,3 +106,13 @@ def test_mutants_the_program_cannot_reach_share_one_recording_on_disk(
         _new_process(monkeypatch)
         assert policy_support._once("dev", record) == expected
     assert len(list(tmp_path.rglob("*.pickle"))) == 2
+
+
+def test_a_recording_hangs_under_its_own_stack_whatever_was_recorded_before() -> None:
+    """Each `pulumi up` has its own root Stack; the SDK's mocks keep the first one of the process unless reset,
+    so the order tests run in decided the URNs the pack saw."""
+    policy_support.record_engine_view(stack="other")
+    recorded = policy_support.record_engine_view()
+    tenant = policy_support.find(recorded, "gpu-tenancy:tenant:Tenant", "tenant-a")
+    assert tenant.parent == "urn:pulumi:dev::gpu-tenancy::pulumi:pulumi:Stack::gpu-tenancy-dev"
+    assert tenant.urn == "urn:pulumi:dev::gpu-tenancy::gpu-tenancy:tenant:Tenant::tenant-a"
