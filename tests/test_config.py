@@ -21,13 +21,13 @@ BAD_CONFIGS: list[tuple[str, dict[str, Any], str]] = [
     ("missing mode", {"tenants": [{"name": "a", "gpus": [A100]}]}, "gpu-tenancy:mode: is required"),
     ("empty tenants", with_tenants(), "gpu-tenancy:tenants: List should have at least 1 item after validation, not 0"),
     ("unknown mode", {"mode": "cloud", "tenants": [{"name": "a", "gpus": [A100]}]}, "gpu-tenancy:mode: Input should be 'sim', 'sim-nvml' or 'real' (got 'cloud')"),
-    ("real without kubeconfig", {"mode": "real", "tenants": [{"name": "a", "gpus": [A100]}]}, "gpu-tenancy:managementKubeconfig: is required in mode 'real'"),
+    ("real without kubeconfig", {"mode": "real", "tenants": [{"name": "a", "gpus": [A100]}]}, "gpu-tenancy:managementKubeconfig: is required in mode 'real' (pulumi config set --secret ...)"),
     ("duplicate names", with_tenants({"name": "a", "gpus": [A100]}, {"name": "a", "gpus": [A100]}), "gpu-tenancy:tenants: duplicate tenant name(s): a"),
-    ("invalid name", with_tenants({"name": "Tenant_B", "gpus": [A100]}), "gpu-tenancy:tenants[0].name: 'Tenant_B' is not a DNS-1123 label"),
+    ("invalid name", with_tenants({"name": "Tenant_B", "gpus": [A100]}), "gpu-tenancy:tenants[0].name: 'Tenant_B' is not a DNS-1123 label (lower-case letters, digits, '-')"),
     # Python's `$` also matches before a final newline; Kubernetes' (Go's) does not.
-    ("metrics label value with a trailing newline", with_tenants({"name": "a", "gpus": [A100]}, metrics={"enabled": True, "labels": {"release": "prom\n"}}), "gpu-tenancy:metrics.labels: release: 'prom\\n' is not a Kubernetes label value"),
+    ("metrics label value with a trailing newline", with_tenants({"name": "a", "gpus": [A100]}, metrics={"enabled": True, "labels": {"release": "prom\n"}}), "gpu-tenancy:metrics.labels: release: 'prom\\n' is not a Kubernetes label value (63 characters, alphanumeric ends)"),
     ("metrics label name with a trailing newline", with_tenants({"name": "a", "gpus": [A100]}, metrics={"enabled": True, "labels": {"release\n": "prom"}}), "gpu-tenancy:metrics.labels: 'release\\n' is not a Kubernetes label name"),
-    ("name with a trailing newline", with_tenants({"name": "tenant-a\n", "gpus": [A100]}), "gpu-tenancy:tenants[0].name: 'tenant-a\\n' is not a DNS-1123 label"),
+    ("name with a trailing newline", with_tenants({"name": "tenant-a\n", "gpus": [A100]}), "gpu-tenancy:tenants[0].name: 'tenant-a\\n' is not a DNS-1123 label (lower-case letters, digits, '-')"),
     ("version with a trailing newline", with_tenants({"name": "a", "gpus": [A100]}, versions={"kubernetes": "v1.35.5\n"}), "gpu-tenancy:versions.kubernetes: 'v1.35.5\\n' is not an exact version like 'v1.35.5'"),
     ("name too long", with_tenants({"name": "a" * 41, "gpus": [A100]}), "gpu-tenancy:tenants[0].name: 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa' is longer than 40 characters (it prefixes derived names)"),
     ("no gpus", with_tenants({"name": "a", "gpus": []}), "gpu-tenancy:tenants[0].gpus: List should have at least 1 item after validation, not 0"),
@@ -35,7 +35,7 @@ BAD_CONFIGS: list[tuple[str, dict[str, Any], str]] = [
     ("negative count", with_tenants({"name": "a", "gpus": [{**A100, "count": -1}]}), "gpu-tenancy:tenants[0].gpus[0].count: Input should be greater than 0"),
     ("memory as string", with_tenants({"name": "a", "gpus": [{**A100, "memoryMiB": "80Gi"}]}), "gpu-tenancy:tenants[0].gpus[0].memoryMiB: Input should be a valid integer (got '80Gi')"),
     ("tenants not a list", {"mode": "sim", "tenants": "tenant-a"}, "gpu-tenancy:tenants: Input should be a valid list (got 'tenant-a')"),
-    ("uncatalogued model without memory", with_tenants({"name": "a", "gpus": [{**A100, "model": "NVIDIA RTX 9000"}]}), "gpu-tenancy:tenants[0].gpus[0].memoryMiB: is required for 'NVIDIA RTX 9000', which the GPU catalogue does not know: the MiB that `nvidia-smi --query-gpu=memory.total --format=csv` reports"),
+    ("uncatalogued model without memory", with_tenants({"name": "a", "gpus": [{**A100, "model": "NVIDIA RTX 9000"}]}), "gpu-tenancy:tenants[0].gpus[0].memoryMiB: is required for 'NVIDIA RTX 9000', which the GPU catalogue does not know: the MiB that `nvidia-smi --query-gpu=memory.total --format=csv` reports on that card"),
     ("marketed memory of a known model", with_tenants({"name": "a", "gpus": [{**L4, "memoryMiB": 24576}]}), "gpu-tenancy:tenants[0].gpus[0].memoryMiB: 24576 MiB is not what an NVIDIA L4 registers: NVML reports 23034 MiB (leave memoryMiB out to take it)"),
     ("model spelt as HAMi prefixes it", with_tenants({"name": "a", "gpus": [{**L4, "model": "NVIDIA-L4"}]}), "gpu-tenancy:tenants[0].gpus[0].model: 'NVIDIA-L4' is not how NVML names the card: write 'NVIDIA L4' (what nvidia-smi prints)"),
     ("memory beyond HAMi's int32", with_tenants({"name": "a", "gpus": [{"model": "NVIDIA X", "memoryMiB": 2**31, "count": 1}]}), "gpu-tenancy:tenants[0].gpus[0].memoryMiB: Input should be less than or equal to 2147483647"),
@@ -43,26 +43,26 @@ BAD_CONFIGS: list[tuple[str, dict[str, Any], str]] = [
     ("unknown top-level key", with_tenants({"name": "a", "gpus": [A100]}, tenantz=[]), "gpu-tenancy:tenantz: is not a known setting"),
     ("missing model", with_tenants({"name": "a", "gpus": [{"memoryMiB": 1, "count": 1}]}), "gpu-tenancy:tenants[0].gpus[0].model: is required"),
     ("version unsupported", with_tenants({"name": "a", "gpus": [A100]}, versions={"kubernetes": "v1.37.0", "workerImage": "kindest/node:v1.37.0"}), "gpu-tenancy:versions.kubernetes: 'v1.37.0' is outside what Kamaji 26.8.2-edge accepts (v1.30 .. v1.36)"),
-    ("worker mismatch", with_tenants({"name": "a", "gpus": [A100]}, versions={"workerImage": "kindest/node:v1.34.8"}), "gpu-tenancy:versions: workerImage tag 'v1.34.8' must equal"),
+    ("worker mismatch", with_tenants({"name": "a", "gpus": [A100]}, versions={"workerImage": "kindest/node:v1.34.8"}), "gpu-tenancy:versions: workerImage tag 'v1.34.8' must equal kubernetes 'v1.35.5' (the worker kubelet must match its control plane)"),
     ("latest image", with_tenants({"name": "a", "gpus": [A100]}, versions={"kindNodeImage": "kindest/node:latest"}), "gpu-tenancy:versions.kindNodeImage: image 'kindest/node:latest' tag 'latest' is a moving tag"),
-    ("bad cidr", with_tenants({"name": "a", "gpus": [A100], "podCidr": "10.0.0.0/33"}), "gpu-tenancy:tenants[0].podCidr: '10.0.0.0/33' is not a valid CIDR"),
+    ("bad cidr", with_tenants({"name": "a", "gpus": [A100], "podCidr": "10.0.0.0/33"}), "gpu-tenancy:tenants[0].podCidr: '10.0.0.0/33' is not a valid CIDR ('10.0.0.0/33' does not appear to be an IPv4 or IPv6 network)"),
     ("ipv6 cidr", with_tenants({"name": "a", "gpus": [A100], "serviceCidr": "fd00::/64"}), "gpu-tenancy:tenants[0].serviceCidr: 'fd00::/64' must be an IPv4 CIDR of /24 or larger"),
-    ("headroom replaced", with_tenants({"name": "a", "gpus": [A100]}, metallb={"headroom": 8}), "gpu-tenancy:metallb.headroom: is replaced by metallb.poolSize"),
+    ("headroom replaced", with_tenants({"name": "a", "gpus": [A100]}, metallb={"headroom": 8}), "gpu-tenancy:metallb.headroom: is replaced by metallb.poolSize (a fixed pool size, so removing a tenant re-addresses no other); set poolSize to at least your old tenants + headroom"),
     ("zero pool", with_tenants({"name": "a", "gpus": [A100]}, metallb={"poolSize": 0}), "gpu-tenancy:metallb.poolSize: Input should be greater than or equal to 1"),
-    ("pool too small", with_tenants({"name": "a", "gpus": [A100]}, {"name": "b", "gpus": [A100]}, metallb={"poolSize": 1}), "gpu-tenancy:metallb.poolSize: 1 addresses for 2 tenants' control planes"),
+    ("pool too small", with_tenants({"name": "a", "gpus": [A100]}, {"name": "b", "gpus": [A100]}, metallb={"poolSize": 1}), "gpu-tenancy:metallb.poolSize: 1 addresses for 2 tenants' control planes; raise it (existing addresses stay)"),
     ("unpinned workload image", with_tenants({"name": "a", "gpus": [A100], "workloads": [{"name": "w", "image": "nginx", "containers": [{"gpus": 1, "gpumemMiB": 1024}]}]}), "gpu-tenancy:tenants[0].workloads[0].image: image 'nginx' has no tag"),
     ("moving workload image", with_tenants({"name": "a", "gpus": [A100], "workloads": [{"name": "w", "image": "ghcr.io/x/app:main", "containers": [{"gpus": 1, "gpumemMiB": 1024}]}]}), "gpu-tenancy:tenants[0].workloads[0].image: image 'ghcr.io/x/app:main' tag 'main' is a moving tag"),
-    ("minor-line workload image", with_tenants({"name": "a", "gpus": [A100], "workloads": [{"name": "w", "image": "python:3.11", "containers": [{"gpus": 1, "gpumemMiB": 1024}]}]}), "gpu-tenancy:tenants[0].workloads[0].image: image 'python:3.11' tag '3.11' is not an exact release"),
-    ("empty kamaji tag", with_tenants({"name": "a", "gpus": [A100]}, versions={"kamajiImageTag": ""}), "gpu-tenancy:versions.kamajiImageTag: tag is empty (the chart would fall back to its own default tag)"),
-    ("moving hami tag", with_tenants({"name": "a", "gpus": [A100]}, versions={"hamiImageTag": "latest"}), "gpu-tenancy:versions.hamiImageTag: tag 'latest' is a moving tag"),
+    ("minor-line workload image", with_tenants({"name": "a", "gpus": [A100], "workloads": [{"name": "w", "image": "python:3.11", "containers": [{"gpus": 1, "gpumemMiB": 1024}]}]}), "gpu-tenancy:tenants[0].workloads[0].image: image 'python:3.11' tag '3.11' is not an exact release (use a vX.Y.Z tag or pin a digest @sha256:...)"),
+    ("empty kamaji tag", with_tenants({"name": "a", "gpus": [A100]}, versions={"kamajiImageTag": ""}), "gpu-tenancy:versions.kamajiImageTag: tag is empty (the chart would fall back to its own default tag); set an exact release tag"),
+    ("moving hami tag", with_tenants({"name": "a", "gpus": [A100]}, versions={"hamiImageTag": "latest"}), "gpu-tenancy:versions.hamiImageTag: tag 'latest' is a moving tag (it can move); set an exact release tag"),
     ("17 cards in one request", with_tenants({"name": "a", "gpus": [A100], "workloads": [{"name": "w", "containers": [{"gpus": 17, "gpumemMiB": 1024}]}]}), "gpu-tenancy:tenants[0].workloads[0].containers[0].gpus: Input should be less than or equal to 16"),
     ("too many replicas", with_tenants({"name": "a", "gpus": [A100], "workloads": [{"name": "w", "replicas": 1001, "containers": [{"gpus": 1, "gpumemMiB": 1024}]}]}), "gpu-tenancy:tenants[0].workloads[0].replicas: Input should be less than or equal to 1000"),
-    ("17 containers", with_tenants({"name": "a", "gpus": [A100], "workloads": [{"name": "w", "containers": [{"gpus": 1, "gpumemMiB": 1}] * 17}]}), "gpu-tenancy:tenants[0].workloads[0].containers: List should have at most 16 items"),
-    ("17 card groups", with_tenants({"name": "a", "gpus": [A100] * 17}), "gpu-tenancy:tenants[0].gpus: List should have at most 16 items"),
-    ("too many workloads", with_tenants({"name": "a", "gpus": [A100], "workloads": [{"name": f"w{i}", "containers": [{"gpus": 1, "gpumemMiB": 1}]} for i in range(101)]}), "gpu-tenancy:tenants[0].workloads: List should have at most 100 items"),
+    ("17 containers", with_tenants({"name": "a", "gpus": [A100], "workloads": [{"name": "w", "containers": [{"gpus": 1, "gpumemMiB": 1}] * 17}]}), "gpu-tenancy:tenants[0].workloads[0].containers: List should have at most 16 items after validation, not 17"),
+    ("17 card groups", with_tenants({"name": "a", "gpus": [A100] * 17}), "gpu-tenancy:tenants[0].gpus: List should have at most 16 items after validation, not 17"),
+    ("too many workloads", with_tenants({"name": "a", "gpus": [A100], "workloads": [{"name": f"w{i}", "containers": [{"gpus": 1, "gpumemMiB": 1}]} for i in range(101)]}), "gpu-tenancy:tenants[0].workloads: List should have at most 100 items after validation, not 101"),
     ("17 cards of a model", with_tenants({"name": "a", "gpus": [{**A100, "count": 17}]}), "gpu-tenancy:tenants[0].gpus[0].count: Input should be less than or equal to 16"),
     ("negative memory quota", with_tenants({"name": "a", "gpus": [A100], "quota": {"limits.nvidia.com/gpumem": -1}}), "gpu-tenancy:tenants[0].quota: quota 'limits.nvidia.com/gpumem' must be >= 0 (0 admits no pod asking for it)"),
-    ("unknown quota key", with_tenants({"name": "a", "gpus": [A100], "quota": {"requests.cpu": 1}}), "gpu-tenancy:tenants[0].quota: unknown quota key"),
+    ("unknown quota key", with_tenants({"name": "a", "gpus": [A100], "quota": {"requests.cpu": 1}}), "gpu-tenancy:tenants[0].quota: unknown quota key 'requests.cpu'; allowed: limits.nvidia.com/gpu, limits.nvidia.com/gpumem, limits.nvidia.com/gpucores"),
 ]
 
 
@@ -77,30 +77,30 @@ def real(*tenants: dict[str, Any], **extra: Any) -> dict[str, Any]:
 
 # Settings of the other mode, or missing what the mode needs (issue 6).
 MODE_CONFIGS: list[tuple[str, dict[str, Any], str]] = [
-    ("worker hosts in sim", with_tenants({"name": "a", "gpus": [A100], "workers": [HOST]}), "gpu-tenancy:tenants[0].workers: worker hosts are only for mode 'real'"),
-    ("kubeconfig in sim", with_tenants({"name": "a", "gpus": [A100]}, managementKubeconfig="x"), "gpu-tenancy:managementKubeconfig: is only for mode 'real'"),
-    ("metallb off in sim", with_tenants({"name": "a", "gpus": [A100]}, metallb={"enabled": False}), "gpu-tenancy:metallb.enabled: sim needs MetalLB"),
-    ("kind in real", real({"name": "a", "gpus": [A100], "workers": [HOST]}, kind={"network": "kind"}), "gpu-tenancy:kind: is only for modes 'sim' and 'sim-nvml'"),
-    ("real without ssh key", {**real({"name": "a", "gpus": [A100], "workers": [HOST]}), "sshPrivateKey": None}, "gpu-tenancy:sshPrivateKey: is required in mode 'real'"),
-    ("real tenant without hosts", real({"name": "a", "gpus": [A100]}), "gpu-tenancy:tenants[0].workers: mode 'real' needs at least one worker host"),
+    ("worker hosts in sim", with_tenants({"name": "a", "gpus": [A100], "workers": [HOST]}), "gpu-tenancy:tenants[0].workers: worker hosts are only for mode 'real' (sim starts kind nodes)"),
+    ("kubeconfig in sim", with_tenants({"name": "a", "gpus": [A100]}, managementKubeconfig="x"), "gpu-tenancy:managementKubeconfig: is only for mode 'real' (sim builds its own kind cluster and workers)"),
+    ("metallb off in sim", with_tenants({"name": "a", "gpus": [A100]}, metallb={"enabled": False}), "gpu-tenancy:metallb.enabled: sim needs MetalLB for the control planes' LoadBalancer services"),
+    ("kind in real", real({"name": "a", "gpus": [A100], "workers": [HOST]}, kind={"network": "kind"}), "gpu-tenancy:kind: is only for modes 'sim' and 'sim-nvml' (real uses the cluster in managementKubeconfig)"),
+    ("real without ssh key", {**real({"name": "a", "gpus": [A100], "workers": [HOST]}), "sshPrivateKey": None}, "gpu-tenancy:sshPrivateKey: is required in mode 'real' to prepare and join the worker hosts"),
+    ("real tenant without hosts", real({"name": "a", "gpus": [A100]}), "gpu-tenancy:tenants[0].workers: mode 'real' needs at least one worker host per tenant"),
     ("host name with a trailing newline", real({"name": "a", "gpus": [A100], "workers": [{**HOST, "address": "gpu01.lab\n"}]}), "gpu-tenancy:tenants[0].workers[0].address: 'gpu01.lab\\n' is neither an IP address nor a host name"),
-    ("host shared by tenants", real({"name": "a", "gpus": [A100], "workers": [HOST]}, {"name": "b", "gpus": [A100], "workers": [{**HOST, "name": "gpu-02"}]}), "gpu-tenancy:tenants[1].workers[0].address: host 10.20.0.11 is already a worker of tenant a"),
+    ("host shared by tenants", real({"name": "a", "gpus": [A100], "workers": [HOST]}, {"name": "b", "gpus": [A100], "workers": [{**HOST, "name": "gpu-02"}]}), "gpu-tenancy:tenants[1].workers[0].address: host 10.20.0.11 is already a worker of tenant a (gpu-01); a machine joins one tenant once"),
     ("nodeport without address", real({"name": "a", "gpus": [A100], "workers": [HOST]}, controlPlane={"serviceType": "NodePort"}), "gpu-tenancy:tenants[0].controlPlaneAddress: is required with controlPlane.serviceType NodePort"),
-    ("metallb without pool", real({"name": "a", "gpus": [A100], "workers": [HOST]}, metallb={"enabled": True}), "gpu-tenancy:metallb.addresses: is required when MetalLB is enabled"),
-    ("bad metallb range", real({"name": "a", "gpus": [A100], "workers": [HOST]}, metallb={"enabled": True, "addresses": ["10.0.0.9-10.0.0.1"]}), "gpu-tenancy:metallb.addresses: '10.0.0.9-10.0.0.1' is not an IPv4"),
-    ("bad host address", real({"name": "a", "gpus": [A100], "workers": [{**HOST, "address": "not a host!"}]}), "gpu-tenancy:tenants[0].workers[0].address: 'not a host!' is neither"),
+    ("metallb without pool", real({"name": "a", "gpus": [A100], "workers": [HOST]}, metallb={"enabled": True}), "gpu-tenancy:metallb.addresses: is required when MetalLB is enabled in mode 'real'"),
+    ("bad metallb range", real({"name": "a", "gpus": [A100], "workers": [HOST]}, metallb={"enabled": True, "addresses": ["10.0.0.9-10.0.0.1"]}), "gpu-tenancy:metallb.addresses: '10.0.0.9-10.0.0.1' is not an IPv4 CIDR or range (the range ends before it starts)"),
+    ("bad host address", real({"name": "a", "gpus": [A100], "workers": [{**HOST, "address": "not a host!"}]}), "gpu-tenancy:tenants[0].workers[0].address: 'not a host!' is neither an IP address nor a host name"),
     ("duplicate node names", real({"name": "a", "gpus": [A100], "workers": [HOST, {**HOST, "address": "10.20.0.12"}]}), "gpu-tenancy:tenants[0].workers: duplicate worker name(s): gpu-01"),
     ("several hosts, one without gpus", real({"name": "a", "gpus": [{**L4, "count": 2}], "workers": [{**HOST, "gpus": [L4]}, {**HOST, "name": "gpu-02", "address": "10.20.0.12"}]}), "gpu-tenancy:tenants[0]: workers[1].gpus is required when a tenant has several hosts: say which cards host gpu-02 has"),
     ("hosts' cards differ from the tenant's", real({"name": "a", "gpus": [{**L4, "count": 3}], "workers": [{**HOST, "gpus": [L4]}, {**HOST, "name": "gpu-02", "address": "10.20.0.12", "gpus": [L4]}]}), "gpu-tenancy:tenants[0]: its hosts' gpus (2 x NVIDIA L4 (23034 MiB)) differ from its gpus (3 x NVIDIA L4 (23034 MiB)): the tenant's gpus are the sum of its hosts'"),
     ("unknown mismatch policy", real({"name": "a", "gpus": [A100], "workers": [HOST]}, inventoryMismatch="ignore"), "gpu-tenancy:inventoryMismatch: Input should be 'error' or 'warn' (got 'ignore')"),
     ("worker without host key", real({"name": "a", "gpus": [A100], "workers": [{k: v for k, v in HOST.items() if k != "hostKey"}]}),
-     "gpu-tenancy:tenants[0].workers[0].hostKey: worker gpu-01 has no SSH host key, so anyone between here and 10.20.0.11 would receive its join token; set it from `ssh-keyscan -t ed25519 -p 22 10.20.0.11`"),
+     "gpu-tenancy:tenants[0].workers[0].hostKey: worker gpu-01 has no SSH host key, so anyone between here and 10.20.0.11 would receive its join token; set it from `ssh-keyscan -t ed25519 -p 22 10.20.0.11` after checking the fingerprint on the host (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub)"),
     ("rsa host key", real({"name": "a", "gpus": [A100], "workers": [{**HOST, "hostKey": "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQ=="}]}),
-     "gpu-tenancy:tenants[0].workers[0].hostKey: is an RSA key"),
+     "gpu-tenancy:tenants[0].workers[0].hostKey: is an RSA key, which pulumi-command would negotiate as ssh-rsa (SHA-1) and OpenSSH 8.8+ refuses; use the host's ed25519 key (ssh-keyscan -t ed25519 <address>)"),
     ("garbled host key", real({"name": "a", "gpus": [A100], "workers": [{**HOST, "hostKey": "ssh-ed25519 AAAAB3NzaC1yc2EAAAADAQABAAABAQ=="}]}),
      "gpu-tenancy:tenants[0].workers[0].hostKey: its key data is not a ssh-ed25519 key"),
     ("same ip written twice", real({"name": "a", "gpus": [A100], "workers": [{**HOST, "address": "fd00::11"}]}, {"name": "b", "gpus": [A100], "workers": [{**HOST, "name": "gpu-02", "address": "fd00:0:0::11"}]}),
-     "gpu-tenancy:tenants[1].workers[0].address: host fd00:0:0::11 is already a worker of tenant a (gpu-01)"),
+     "gpu-tenancy:tenants[1].workers[0].address: host fd00:0:0::11 is already a worker of tenant a (gpu-01) (fd00::11 and fd00:0:0::11 resolve to the same address); a machine joins one tenant once"),
 ]
 
 
@@ -134,9 +134,7 @@ def test_bad_config_fails_with_one_line_naming_the_key_and_the_reason(case: str,
     config = {k: v for k, v in config.items() if v is not None}
     with pytest.raises(ConfigError) as error:
         load_config(config, frozenset(SECRETS))
-    message = str(error.value)
-    assert "\n" not in message
-    assert message.startswith(expected), message
+    assert str(error.value) == expected
 
 
 @pytest.mark.parametrize(("case", "config", "expected"), BAD_CONFIGS[:8], ids=[c[0] for c in BAD_CONFIGS[:8]])
