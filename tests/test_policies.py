@@ -1398,6 +1398,28 @@ def test_the_mock_nvml_is_exempt_by_its_component_type_only(nvml: list[Recorded]
     assert not any("tenant-b" in m for m in messages)
 
 
+def test_the_exemptions_are_the_policy_configs_and_none_is_granted_outside_a_component(
+    stack: list[Recorded],
+) -> None:
+    """The pack's config replaces the default exemptions; what no component made is never exempt."""
+    worker = "docker:index/container:Container 'tenant-a-worker-container' (made by gpu-tenancy:worker:Worker) "
+    why = "; only the program's own components that need this may (policy config `exemptions`)."
+    assert [m for m in run(tp.workload_safety, stack, {"exemptions": {}}) if m.startswith(worker)] == [
+        worker + "is a privileged Docker container [privileged]" + why,
+        worker + "runs with security option seccomp=unconfined [seccomp:unconfined]" + why,
+        worker + "runs with security option apparmor=unconfined [apparmor:unconfined]" + why,
+        worker + "runs with security option label=disable [label:unconfined]" + why,
+        worker + "mounts host path /lib/modules [hostPath:/lib/modules]" + why,
+    ]
+    _add(stack, stack_root(stack), DAEMONSET, "stray", {
+        "metadata": {"name": "stray"},
+        "spec": {"template": {"spec": {"hostNetwork": True, "containers": [{"name": "c", "image": "busybox:1.37.0"}]}}},
+    })
+    assert run(tp.workload_safety, stack) == [
+        "kubernetes:apps/v1:DaemonSet 'stray' (made by the stack) sets hostNetwork: true [hostNetwork]" + why
+    ]
+
+
 # --------------------------------------------------------------------------- 12 gpu-plan-fits
 
 
