@@ -818,12 +818,12 @@ def test_without_a_known_mode_the_agent_next_to_a_real_plugin_or_a_mock_nvml_is_
     assert run_stack_policy(tp.no_mock_gpus_in_real, undeclare(stack)) == [
         ("the stack, outside any tenant, runs both the mock-GPU agent and a real device plugin; pick one "
          "(gpu-tenancy:mode sim or real).",
-         "urn:pulumi:dev::gpu-tenancy::pulumi:pulumi:Stack$gpu-tenancy:mock_gpu_agent:MockGpuAgent::stray-agent"),
+         "urn:pulumi:dev::gpu-tenancy::gpu-tenancy:mock_gpu_agent:MockGpuAgent::stray-agent"),
         ("tenant 'tenant-a' runs both the mock-GPU agent and a real device plugin; pick one "
          "(gpu-tenancy:mode sim or real).", agent + "tenant-a-mock-gpu-agent"),
         ("the stack, outside any tenant, runs both the mock-GPU agent and the mock NVML (gpu-tenancy:mock_nvml:MockNvml "
          "'stray-nvml'), which would register its GPUs twice; pick one (gpu-tenancy:mode sim or sim-nvml).",
-         "urn:pulumi:dev::gpu-tenancy::pulumi:pulumi:Stack$gpu-tenancy:mock_gpu_agent:MockGpuAgent::stray-agent"),
+         "urn:pulumi:dev::gpu-tenancy::gpu-tenancy:mock_gpu_agent:MockGpuAgent::stray-agent"),
         ("tenant 'tenant-b' runs both the mock-GPU agent and the mock NVML (gpu-tenancy:mock_nvml:MockNvml "
          "'tenant-b-mock-nvml'), which would register its GPUs twice; pick one (gpu-tenancy:mode sim or sim-nvml).",
          agent + "tenant-b-mock-gpu-agent"),
@@ -886,11 +886,9 @@ def test_a_real_plugin_or_a_mock_nvml_in_mode_sim_is_named_where_it_is(stack: li
          _tenant_child("dev", "gpu-tenancy:hami:Hami$kubernetes:helm.sh/v3:Release::tenant-a-hami-chart")),
         ("mode is 'sim' but tenant 'tenant-b' runs NVIDIA's mock NVML (gpu-tenancy:mock_nvml:MockNvml "
          f"'tenant-b-mock-nvml'); {twice}", _tenant_child("dev", "gpu-tenancy:mock_nvml:MockNvml::tenant-b-mock-nvml")),
-        # (added by the test under its MockNvml, whose own URN it names without the Tenant)
         ("mode is 'sim' but tenant 'tenant-b' runs NVIDIA's mock NVML (kubernetes:apps/v1:DaemonSet "
          f"'tenant-b-mock-nvml-daemonset'); {twice}",
-         "urn:pulumi:dev::gpu-tenancy::gpu-tenancy:mock_nvml:MockNvml$kubernetes:apps/v1:DaemonSet::"
-         "tenant-b-mock-nvml-daemonset"),
+         _tenant_child("dev", "gpu-tenancy:mock_nvml:MockNvml$kubernetes:apps/v1:DaemonSet::tenant-b-mock-nvml-daemonset")),
     ]
 
 
@@ -923,11 +921,14 @@ def _add(
     resources: list[Recorded], parent: Recorded, typ: str, name: str, props: dict[str, Any], provider: str = "",
     outputs: dict[str, Any] | None = None,
 ) -> Recorded:
-    """A fabricated registration under `parent` (a component when `outputs` is given)."""
-    stack_prefix = "::".join(parent.urn.split("::")[:2])
+    """A fabricated registration under `parent` (a component when `outputs` is given), with the URN the engine
+    gives it: its type qualified by the parent's qualified type, the root stack's left out (tests/policy_support.py
+    `_engine_urns`)."""
+    stack, project, parent_type = parent.urn.split("::")[:3]
+    qualified = typ if parent.type == resource_lib.STACK_TYPE else f"{parent_type}${typ}"
     custom = outputs is None
     resource = Recorded(
-        f"{stack_prefix}::{parent.type}${typ}::{name}", typ, name, custom, parent.urn, provider,
+        f"{stack}::{project}::{qualified}::{name}", typ, name, custom, parent.urn, provider,
         json.loads(json.dumps(props)), json.loads(json.dumps(props)) if custom else {}, registered_outputs=outputs,
     )
     resources.append(resource)
