@@ -76,8 +76,8 @@ def _provider_identity(resources: list[Res], report: ReportViolation) -> None:
             continue
         if identifier in seen:
             report(
-                f"providers {seen[identifier]!r} and {res.name!r} share clusterIdentifier {identifier!r}: "
-                "two tenants would reach the same cluster.",
+                f"providers {seen[identifier]!r} and {res.name!r} both claim clusterIdentifier {identifier!r}; one "
+                "provider per cluster, or the pack cannot tell which of them really reaches it.",
                 res.urn,
             )
         seen[identifier] = res.name
@@ -94,36 +94,34 @@ def _check_management(
     tenant's only in that tenant's namespace."""
     component = nearest_component(res.urn)
     kind = _management_kind(res)
-    if component not in components or kind not in components[component]:
+    allowed = components.get(component, []) if component else []
+    if kind not in allowed:
+        who = component or "the stack itself"
         report(
-            f"{describe(res)} lands on the management cluster, made by {component or 'the stack itself'}; only the "
-            "platform's own components create objects there, and only the kinds they need "
-            f"({component}: {', '.join(components.get(component or '', [])) or 'none'}). Deploy it through a "
-            "tenant's own provider instead.",
+            f"{describe(res)} lands on the management cluster, made by {who}; only the platform's own components "
+            f"create objects there, and only the kinds they need ({who}: {', '.join(allowed) or 'none'}). Deploy "
+            "it through a tenant's own provider instead.",
             res.urn,
         )
         return
     if res.unread or component not in TENANT_SCOPED_COMPONENTS:
         return
-    if res.type in HELM_TYPES:  # a release names its namespace and name at the top level
-        namespace, name = res.props.get("namespace"), res.props.get("name")
-    else:
-        namespace, name = dig(res.props, "metadata", "namespace"), dig(res.props, "metadata", "name")
-    if is_unknown(name) or is_unknown(namespace):
-        return
+    name = dig(res.props, "metadata", "name")
+    # A release names its namespace at the top level.
+    namespace = res.props.get("namespace") if res.type in HELM_TYPES else dig(res.props, "metadata", "namespace")
     if tenant is None:
         report(f"{describe(res)} made by {component} is under no tenant; it must sit under its Tenant.", res.urn)
     elif res.type == NAMESPACE_TYPE:
-        if name != tenant:
+        if name != tenant and not is_unknown(name):
             report(
                 f"{describe(res)} of tenant {tenant!r} creates management namespace {name!r}; "
                 f"a tenant only gets its own namespace {tenant!r}.",
                 res.urn,
             )
     elif res.type == DATASTORE_TYPE:
-        if name != f"{tenant}-etcd":
+        if name != f"{tenant}-etcd" and not is_unknown(name):
             report(f"{describe(res)} of tenant {tenant!r} is DataStore {name!r}, not its own {tenant}-etcd.", res.urn)
-    elif namespace != tenant:
+    elif namespace != tenant and not is_unknown(namespace):
         where = "tenant " + repr(namespace) + "'s" if namespace in tenants else repr(namespace)
         report(
             f"{describe(res)} of tenant {tenant!r} reaches into {where} management namespace, where "
