@@ -54,7 +54,7 @@ def _provider_identity(resources: list[Res], report: ReportViolation) -> None:
     for res in resources:
         if res.type != K8S_PROVIDER_TYPE:
             continue
-        provider = Provider(res.type, res.name, res.urn, res.props)
+        provider = Provider(res.name, res.urn, res.props)
         cluster = provider_cluster(provider)
         if not cluster.known:
             report(

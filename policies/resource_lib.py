@@ -58,7 +58,6 @@ STACK_CONFIG_NAMESPACE = "gpu-tenancy"
 
 @dataclass
 class Provider:
-    type: str
     name: str
     urn: str
     props: dict[str, Any]
@@ -74,7 +73,6 @@ class Res:
     props: dict[str, Any]
     provider: Provider | None = None
     parent: Res | None = None
-    dependencies: list[str] = field(default_factory=list)
     property_dependencies: dict[str, list[str]] = field(default_factory=dict)
 
     @property
@@ -117,8 +115,7 @@ class Res:
 def provider_from(policy_provider: Any) -> Provider | None:
     if policy_provider is None:
         return None
-    props = plain(policy_provider.props) if policy_provider.props is not None else {}
-    return Provider(policy_provider.resource_type, policy_provider.name, policy_provider.urn, as_dict(props))
+    return Provider(policy_provider.name, policy_provider.urn, as_dict(plain(policy_provider.props)))
 
 
 def from_policy_resources(resources: Iterable[Any]) -> list[Res]:
@@ -131,7 +128,6 @@ def from_policy_resources(resources: Iterable[Any]) -> list[Res]:
             urn=r.urn,
             props=as_dict(plain(r.props)),
             provider=provider_from(r.provider),
-            dependencies=[d.urn for d in r.dependencies or []],
             property_dependencies={k: [d.urn for d in v] for k, v in (r.property_dependencies or {}).items()},
         )
         for r in originals

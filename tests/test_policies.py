@@ -1639,18 +1639,18 @@ def test_provider_clusters_are_known_only_by_identity_and_place() -> None:
     top = f"urn:pulumi:dev::gpu-tenancy::{PROVIDER}::"
     in_tcp = f"urn:pulumi:dev::gpu-tenancy::{TENANT}${resource_lib.TCP_COMPONENT_TYPE}${PROVIDER}::"
     unknown = value_lib.UNKNOWN
-    assert cluster(resource_lib.Provider(PROVIDER, "t1-kubernetes", in_tcp + "t1-kubernetes",
+    assert cluster(resource_lib.Provider("t1-kubernetes", in_tcp + "t1-kubernetes",
                                 {"clusterIdentifier": "tenant/t1"})) == tenancy_lib.Cluster("tenant", "t1")
-    assert cluster(resource_lib.Provider(PROVIDER, "management", top + "management", {"clusterIdentifier": "management"})).known
+    assert cluster(resource_lib.Provider("management", top + "management", {"clusterIdentifier": "management"})).known
     # Preview: the identifier is not known yet; only the program's own providers, by their place, are known.
-    assert cluster(resource_lib.Provider(PROVIDER, "t2-kubernetes", in_tcp + "t2-kubernetes",
+    assert cluster(resource_lib.Provider("t2-kubernetes", in_tcp + "t2-kubernetes",
                                 {"clusterIdentifier": unknown})) == tenancy_lib.Cluster("tenant", "t2")
-    assert cluster(resource_lib.Provider(PROVIDER, "management", top + "management", {"clusterIdentifier": unknown})).known
+    assert cluster(resource_lib.Provider("management", top + "management", {"clusterIdentifier": unknown})).known
     # Fails closed: no identifier, a name that only looks right, a claim from the wrong place, the default.
-    assert not cluster(resource_lib.Provider(PROVIDER, "t2-kubernetes", top + "t2-kubernetes", {})).known
-    assert not cluster(resource_lib.Provider(PROVIDER, "t3-kubernetes", top + "t3-kubernetes", {"clusterIdentifier": unknown})).known
-    assert not cluster(resource_lib.Provider(PROVIDER, "x", top + "x", {"clusterIdentifier": "tenant/t1"})).known
-    assert not cluster(resource_lib.Provider(PROVIDER, "x", in_tcp + "x", {"clusterIdentifier": "management"})).known
+    assert not cluster(resource_lib.Provider("t2-kubernetes", top + "t2-kubernetes", {})).known
+    assert not cluster(resource_lib.Provider("t3-kubernetes", top + "t3-kubernetes", {"clusterIdentifier": unknown})).known
+    assert not cluster(resource_lib.Provider("x", top + "x", {"clusterIdentifier": "tenant/t1"})).known
+    assert not cluster(resource_lib.Provider("x", in_tcp + "x", {"clusterIdentifier": "management"})).known
     assert not cluster(None).known
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import policy_support  # noqa: F401  (puts policies/ on the import path, as the engine runs the pack from there)
 import pytest
-from resource_lib import Provider, Res, nearest_component, urn_types
+from policy_support import dev_stack, find, resource_args
+from resource_lib import Provider, Res, from_resource_args, nearest_component, urn_types
 from tenancy_lib import Cluster, component_label, labels, owner, provider_cluster
 from value_lib import plain
 
@@ -51,7 +52,7 @@ UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"  # pulumi's rpc.UNKNOWN, as val
 
 
 def _provider(urn: str, identifier: object) -> Provider:
-    return Provider("pulumi:providers:kubernetes", urn.rsplit("::", 1)[-1], urn, plain({"clusterIdentifier": identifier}))
+    return Provider(urn.rsplit("::", 1)[-1], urn, plain({"clusterIdentifier": identifier}))
 
 
 @pytest.mark.parametrize(("urn", "identifier", "cluster"), [
@@ -105,3 +106,16 @@ def test_the_default_provider_reaches_no_known_cluster() -> None:
 def test_a_resources_ancestry_is_read_from_its_urn(urn: str, types: list[str], component: str | None) -> None:
     assert urn_types(urn) == types
     assert nearest_component(urn) == component
+
+
+def test_a_resource_policy_sees_the_provider_its_resource_goes_through() -> None:
+    stack = dev_stack()
+    proxy = find(stack, "kubernetes:apps/v1:DaemonSet", "tenant-b-network-kube-proxy")
+    res = from_resource_args(resource_args(stack, proxy))
+    assert res.provider is not None
+    assert (res.provider.name, res.provider.urn, res.provider.props["clusterIdentifier"]) == (
+        "tenant-b-kubernetes",
+        "urn:pulumi:dev::gpu-tenancy::gpu-tenancy:tenant:Tenant$gpu-tenancy:tenant_control_plane:TenantControlPlane"
+        "$pulumi:providers:kubernetes::tenant-b-kubernetes",
+        "tenant/tenant-b",
+    )
