@@ -63,8 +63,8 @@ def _format_location(location: tuple[int | str, ...]) -> str:
 
 
 def _first_error_line(error: ValidationError) -> str:
-    detail = error.errors(include_url=False)[0]
-    location = stack_key_location(tuple(p for p in detail["loc"] if not str(p).startswith("function-")))
+    detail = error.errors()[0]
+    location = stack_key_location(detail["loc"])
     message = detail["msg"].removeprefix("Value error, ")
     if detail["type"] == "missing":
         message = "is required"

@@ -81,7 +81,7 @@ def card_counts(gpus: Iterable[GpuConfig]) -> Counter[tuple[str, int]]:
 
 
 def describe_cards(counts: Counter[tuple[str, int]]) -> str:
-    return ", ".join(f"{count} x {model} ({mib} MiB)" for (model, mib), count in sorted(counts.items())) or "none"
+    return ", ".join(f"{count} x {model} ({mib} MiB)" for (model, mib), count in sorted(counts.items()))
 
 
 # Upper bounds on counts: HAMi takes a container's GPUs from one node and no GPU node carries more than 16
@@ -255,11 +255,16 @@ class TenantConfig(ConfigModel):
         if not tenant.workers:
             return tenant
         for index, worker in enumerate(tenant.workers):
-            if not worker.gpus:
+            if worker.gpus:
+                continue
+            if len(tenant.workers) == 1:
                 raise ValueError(
-                    f"workers[{index}].gpus is required when a tenant has several hosts: say which cards "
-                    f"host {worker.name} has"
+                    f"workers[0].gpus is empty: leave it out to give host {worker.name} the tenant's gpus"
                 )
+            raise ValueError(
+                f"workers[{index}].gpus is required when a tenant has several hosts: say which cards "
+                f"host {worker.name} has"
+            )
         declared = card_counts(tenant.gpus)
         hosted = card_counts(gpu for worker in tenant.workers for gpu in worker.gpus)
         if declared != hosted:
