@@ -230,3 +230,27 @@ def test_program_workload_objects_validate_against_kubernetes_schemas() -> None:
     for resource in mine:
         body = unwrap({k: v for k, v in resource.inputs.items() if k in ("apiVersion", "kind", "metadata", "spec")})
         kubernetes_validate.validate(body, "1.35.0", strict=True)
+
+
+@pytest.mark.parametrize("file_name", ["Pulumi.lab.yaml", "Pulumi.lab.yml"])
+def test_the_plan_input_names_the_nodes_of_the_stack_its_file_configures(
+    file_name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The stack named by `Pulumi.<stack>.yaml` (or .yml) names the kind cluster, hence the nodes."""
+    stack_file = tmp_path / file_name
+    stack_file.write_text(DEV_STACK_FILE.read_text())
+    assert wl.main([str(stack_file)]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert [(n["name"], n["tenant"]) for n in document["nodes"]] == [
+        ("gpu-tenancy-lab-tenant-a-worker", "tenant-a"),
+        ("gpu-tenancy-lab-tenant-b-worker", "tenant-b"),
+    ]
+    assert [w["name"] for w in document["workloads"]] == ["a-infer", "b-notebook"]
+
+
+def test_the_plan_input_wants_one_stack_file(capsys: pytest.CaptureFixture[str]) -> None:
+    assert wl.main([]) == 2
+    assert wl.main(["Pulumi.dev.yaml", "Pulumi.gpu.yaml"]) == 2
+    assert capsys.readouterr().err == (
+        "usage: python -m gpu_tenancy.builders.workloads.workloads Pulumi.<stack>.yaml\n" * 2
+    )

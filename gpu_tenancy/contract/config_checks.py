@@ -30,10 +30,11 @@ def resolve_host(address: str) -> set[str]:
 
 
 def _literal_address(address: str) -> set[str]:
+    """An IP in its one spelling; a host name as written (the config admits only lower-case names)."""
     try:
         return {str(ipaddress.ip_address(address))}
     except ValueError:
-        return {address.lower()}
+        return {address}
 
 
 def _duplicate_hosts(config: StackConfig, resolve: Resolver | None) -> list[tuple[str, str]]:
