@@ -412,6 +412,70 @@ def test_a_real_hosts_join_follows_its_endpoint(gpu_registrations: dict[str, Any
             assert any(str(t).endswith(":6443") for t in inputs["triggers"]), name
 
 
+WORKER = "urn:pulumi:dev::gpu-tenancy::gpu-tenancy:tenant:Tenant$gpu-tenancy:worker:Worker"
+CONTROL_PLANE = "urn:pulumi:dev::gpu-tenancy::gpu-tenancy:tenant:Tenant$gpu-tenancy:tenant_control_plane:TenantControlPlane"
+
+
+def test_the_worker_registers_a_kind_node_and_its_join(engine_view: list[Recorded]) -> None:
+    """What the Worker component sends for tenant-a on a host where `docker info` shows no userns, no btrfs: the
+    node container as kind runs one (kind pkg/cluster/internal/providers/docker/provision.go runArgsForNode), the
+    join after it, both replaced delete-first (the container name and the Node name are fixed)."""
+    mine = {r.name: r for r in engine_view if r.parent == WORKER + "::tenant-a-worker"}
+    assert sorted(mine) == [
+        "tenant-a-worker-container", "tenant-a-worker-docker-info", "tenant-a-worker-image", "tenant-a-worker-join"]
+    image, docker_info_command = mine["tenant-a-worker-image"], mine["tenant-a-worker-docker-info"]
+    assert image.inputs == {
+        "name": "kindest/node:v1.35.5@sha256:ce977ae6d65918d0b58a5f8b5e940429c2ce42fa3a5619ec2bbc60b949c0ac95",
+        "keepLocally": True,
+    }
+    assert docker_info_command.inputs == {"create": kind_node.DOCKER_INFO_COMMAND}
+    container = mine["tenant-a-worker-container"]
+    assert container.inputs == {
+        "name": "gpu-tenancy-dev-tenant-a-worker",
+        "hostname": "gpu-tenancy-dev-tenant-a-worker",
+        "image": image.state["imageId"],
+        "privileged": True,
+        "tty": True,
+        "securityOpts": ["seccomp=unconfined", "apparmor=unconfined", "label=disable"],
+        "tmpfs": {"/tmp": "", "/run": ""},
+        "volumes": [
+            {"containerPath": "/var"},
+            {"hostPath": "/lib/modules", "containerPath": "/lib/modules", "readOnly": True},
+        ],
+        "networksAdvanced": [{"name": "kind"}],
+        "restart": "on-failure",
+        "maxRetryCount": 1,
+        "init": False,
+        "cgroupnsMode": "private",
+        "labels": [
+            {"label": "gpu-tenancy.io/tenant", "value": "tenant-a"},
+            {"label": "gpu-tenancy.io/component", "value": "worker"},
+        ],
+    }
+    assert container.delete_before_replace is True
+    assert CONTROL_PLANE + "$kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane::tenant-a-control-plane-tcp" in (
+        container.dependencies)
+    join = mine["tenant-a-worker-join"]
+    assert join.delete_before_replace is True
+    assert join.dependencies[0] == WORKER + "$docker:index/container:Container::tenant-a-worker-container"
+    assert (join.inputs["create"], join.inputs["delete"]) == (worker_join.join_script("tenant-a"), worker_join.leave_script())
+    assert join.inputs["interpreter"] == ["/bin/sh", "-c"]
+    endpoint = join.inputs["environment"]["CONTROL_PLANE_ENDPOINT"]
+    assert endpoint.endswith(":6443")
+    assert {k: v for k, v in join.inputs["environment"].items() if k != "GPU_TENANCY_JOIN_CONFIGURATION"} == {
+        "GPU_TENANCY_TENANT": "tenant-a",
+        "GPU_TENANCY_WORKER": "gpu-tenancy-dev-tenant-a-worker",
+        "CONTROL_PLANE_TENANT": "tenant-a",
+        "CONTROL_PLANE_ENDPOINT": endpoint,
+    }
+    assert "name: gpu-tenancy-dev-tenant-a-worker" in join.inputs["environment"]["GPU_TENANCY_JOIN_CONFIGURATION"]
+    assert join.inputs["triggers"][0] == "tenant-a-worker-container-id" and join.inputs["triggers"][2] == endpoint
+    assert join.inputs["triggers"][1].startswith("sha256:")
+    worker = next(r for r in engine_view if r.urn == WORKER + "::tenant-a-worker")
+    assert worker.registered_outputs == {
+        "containerName": "gpu-tenancy-dev-tenant-a-worker", "nodeName": "gpu-tenancy-dev-tenant-a-worker"}
+
+
 def test_worker_container_has_kinds_tty() -> None:
     (container, *_) = [r for r in record_stack() if r.typ == "docker:index/container:Container"]
     assert container.inputs["tty"] is True
