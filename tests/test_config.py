@@ -102,6 +102,12 @@ MODE_CONFIGS: list[tuple[str, dict[str, Any], str]] = [
      "gpu-tenancy:tenants[0].workers[0].hostKey: its key data is not a ssh-ed25519 key"),
     ("same ip written twice", real({"name": "a", "gpus": [A100], "workers": [{**HOST, "address": "fd00::11"}]}, {"name": "b", "gpus": [A100], "workers": [{**HOST, "name": "gpu-02", "address": "fd00:0:0::11"}]}),
      "gpu-tenancy:tenants[1].workers[0].address: host fd00:0:0::11 is already a worker of tenant a (gpu-01) (fd00::11 and fd00:0:0::11 resolve to the same address); a machine joins one tenant once"),
+    ("host key without its key data", real({"name": "a", "gpus": [A100], "workers": [{**HOST, "hostKey": "ssh-ed25519"}]}),
+     "gpu-tenancy:tenants[0].workers[0].hostKey: is not an SSH public key line '<type> <base64>' (from ssh-keyscan)"),
+    ("dsa host key", real({"name": "a", "gpus": [A100], "workers": [{**HOST, "hostKey": "ssh-dss AAAAB3NzaC1kc3MAAACBAP"}]}),
+     "gpu-tenancy:tenants[0].workers[0].hostKey: key type 'ssh-dss' is not one of ssh-ed25519, ecdsa-sha2-nistp256, ecdsa-sha2-nistp384, ecdsa-sha2-nistp521, sk-ssh-ed25519@openssh.com, sk-ecdsa-sha2-nistp256@openssh.com"),
+    ("host key data not base64", real({"name": "a", "gpus": [A100], "workers": [{**HOST, "hostKey": "ssh-ed25519 AAAA*C3"}]}),
+     "gpu-tenancy:tenants[0].workers[0].hostKey: is not valid base64 after the key type"),
     ("control-plane address not IPv4", real({"name": "a", "gpus": [A100], "workers": [HOST], "controlPlaneAddress": "fd00::1"}),
      "gpu-tenancy:tenants[0].controlPlaneAddress: 'fd00::1' is not an IPv4 address"),
     ("hosts' cards of two models differ from the tenant's", real({"name": "a", "gpus": [L4, A100], "workers": [{**HOST, "gpus": [L4]}, {**HOST, "name": "gpu-02", "address": "10.20.0.12", "gpus": [{**L4, "count": 2}]}]}),
@@ -113,8 +119,10 @@ MODE_CONFIGS: list[tuple[str, dict[str, Any], str]] = [
 ]
 
 
-def test_a_ssh_keyscan_line_is_accepted_as_a_host_key() -> None:
-    config = real({"name": "a", "gpus": [A100], "workers": [{**HOST, "hostKey": f"10.20.0.11 {HOST_KEY} comment"}]})
+@pytest.mark.parametrize("line", [f"10.20.0.11 {HOST_KEY}", f"10.20.0.11 {HOST_KEY} comment", f"{HOST_KEY} root@gpu-01"])
+def test_a_ssh_keyscan_line_is_accepted_as_a_host_key(line: str) -> None:
+    """`ssh-keyscan` prints `<host> <type> <base64>`; a .pub file holds `<type> <base64> <comment>`."""
+    config = real({"name": "a", "gpus": [A100], "workers": [{**HOST, "hostKey": line}]})
     assert load_config(config, frozenset(SECRETS)).tenants[0].workers[0].host_key == HOST_KEY
 
 
