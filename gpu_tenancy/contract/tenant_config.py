@@ -154,7 +154,8 @@ def _host_key(value: str) -> str:
         blob = base64.b64decode(fields[1], validate=True)
     except ValueError:
         raise ValueError("is not valid base64 after the key type") from None
-    length = int.from_bytes(blob[:4], "big") if len(blob) >= 4 else -1
+    # The blob starts with the key type as an SSH string (RFC 4253 6.6): a 4-byte length, then the name.
+    length = int.from_bytes(blob[:4], "big")
     if blob[4 : 4 + length].decode(errors="replace") != fields[0]:
         raise ValueError(f"its key data is not a {fields[0]} key")
     return f"{fields[0]} {fields[1]}"
