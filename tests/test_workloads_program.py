@@ -240,7 +240,9 @@ def test_the_plan_input_names_the_nodes_of_the_stack_its_file_configures(
     stack_file = tmp_path / file_name
     stack_file.write_text(DEV_STACK_FILE.read_text())
     assert wl.main([str(stack_file)]) == 0
-    document = json.loads(capsys.readouterr().out)
+    out = capsys.readouterr().out
+    assert out.startswith('{\n  "nodes": [\n    {\n'), out[:40]  # indented for reading and diffing
+    document = json.loads(out)
     assert [(n["name"], n["tenant"]) for n in document["nodes"]] == [
         ("gpu-tenancy-lab-tenant-a-worker", "tenant-a"),
         ("gpu-tenancy-lab-tenant-b-worker", "tenant-b"),
@@ -254,3 +256,12 @@ def test_the_plan_input_wants_one_stack_file(capsys: pytest.CaptureFixture[str])
     assert capsys.readouterr().err == (
         "usage: python -m gpu_tenancy.builders.workloads.workloads Pulumi.<stack>.yaml\n" * 2
     )
+
+
+def test_the_plan_input_reads_its_stack_file_from_the_command_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("sys.argv", ["workloads.py", str(DEV_STACK_FILE)])
+    assert wl.main() == 0
+    assert [n["name"] for n in json.loads(capsys.readouterr().out)["nodes"]] == [
+        "gpu-tenancy-dev-tenant-a-worker", "gpu-tenancy-dev-tenant-b-worker"]
