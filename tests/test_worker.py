@@ -457,7 +457,7 @@ def test_the_worker_registers_a_kind_node_and_its_join(engine_view: list[Recorde
         container.dependencies)
     join = mine["tenant-a-worker-join"]
     assert join.delete_before_replace is True
-    assert join.dependencies[0] == WORKER + "$docker:index/container:Container::tenant-a-worker-container"
+    assert WORKER + "$docker:index/container:Container::tenant-a-worker-container" in join.dependencies
     assert (join.inputs["create"], join.inputs["delete"]) == (worker_join.join_script("tenant-a"), worker_join.leave_script())
     assert join.inputs["interpreter"] == ["/bin/sh", "-c"]
     endpoint = join.inputs["environment"]["CONTROL_PLANE_ENDPOINT"]
