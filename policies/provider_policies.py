@@ -72,7 +72,7 @@ def _provider_identity(resources: list[Res], report: ReportViolation) -> None:
                 res.urn,
             )
         identifier = res.props.get("clusterIdentifier")
-        if not isinstance(identifier, str) or is_unknown(identifier):
+        if not isinstance(identifier, str):  # not known yet: the pack's UNKNOWN is no string
             continue
         if identifier in seen:
             report(

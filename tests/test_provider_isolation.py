@@ -117,3 +117,17 @@ def test_a_tenants_management_objects_stay_in_its_namespace_and_names(stack: lis
     set_both(release, ["namespace"], lib_unknown_string())
     set_both(data_store, ["metadata", "name"], lib_unknown_string())
     assert [urn for _, urn in run_stack_policy(tp.tenant_provider_isolation, stack)] == [admin.urn]
+
+
+def test_a_component_resource_without_a_provider_is_checked_through_its_children(stack: list[Recorded]) -> None:
+    """A ConfigGroup or a v4 Chart is a component: it may carry no provider; what it creates is checked."""
+    tenant_a = find(stack, resource_lib.TENANT_TYPE, "tenant-a")
+    group = _add(stack, tenant_a, "kubernetes:yaml/v2:ConfigGroup", "tenant-a-extras", {})
+    assert run_stack_policy(tp.tenant_provider_isolation, stack) == []
+    _add(stack, group, "kubernetes:core/v1:ConfigMap", "tenant-a-extra", {"metadata": {"name": "x"}})
+    assert run_stack_policy(tp.tenant_provider_isolation, stack) == [(
+        "kubernetes:core/v1:ConfigMap 'tenant-a-extra' goes through the default provider (no provider= given), which "
+        "the pack cannot attribute to a tenant or to the platform; pass provider=<the tenant's "
+        "TenantControlPlane>.provider (or the management provider for platform components).",
+        URN + "gpu-tenancy:tenant:Tenant$kubernetes:yaml/v2:ConfigGroup$kubernetes:core/v1:ConfigMap::tenant-a-extra",
+    )]
