@@ -278,3 +278,23 @@ def test_a_register_entrys_health_written_as_text(health: str, healthy: bool) ->
 def test_a_register_entry_without_its_id_or_memory_is_refused(entry: dict[str, object]) -> None:
     with pytest.raises(ValueError, match=r"^node 'n': device #1 needs 'id' and 'devmem'$"):
         node_from_register("n", [{"id": "GPU-0", "devmem": 1}, entry])
+
+
+def test_a_request_counts_in_the_score_of_a_card_of_type_exactly_nvidia() -> None:
+    """HAMi's ComputeScore adds the container's own request on a device whose type is the request type
+    "NVIDIA" (pkg/scheduler/policy/gpu_policy.go): memory as asked in MiB, or a percentage of the card's total
+    in Go's int32 arithmetic (`Totalmem * MemPercentagereq / 100`, truncated)."""
+    def cards(first: int, second: int) -> list[Node]:
+        return [Node("n", (Device("n-first", "NVIDIA", first, 100, 10, index=0),
+                           Device("n-second", "NVIDIA", second, 100, 10, index=1)))]
+
+    def placed(nodes: list[Node], policy: str, **request: int) -> str:
+        workload = Workload("w", (ContainerRequest(**request),), gpu_scheduler_policy=policy)  # type: ignore[arg-type]
+        return plan(nodes, [workload]).placements[0].device_id
+
+    # 1000 MiB is 5 % of the 20000 MiB card and 10 % of the 10000 MiB one: binpack takes the fuller score.
+    assert placed(cards(20000, 10000), "binpack", gpumem_mib=1000) == "n-second"
+    assert placed(cards(20000, 10000), "spread", gpumem_mib=1000) == "n-first"
+    # 7 % of 10001 MiB is 700 MiB (700.07 truncated): 700/10001 scores below 700/10000, and spread takes it.
+    assert placed(cards(10001, 10000), "spread", gpumem_percentage=7) == "n-first"
+    assert placed(cards(10000, 10001), "spread", gpumem_percentage=7) == "n-second"
