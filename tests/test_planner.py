@@ -298,3 +298,18 @@ def test_a_request_counts_in_the_score_of_a_card_of_type_exactly_nvidia() -> Non
     # 7 % of 10001 MiB is 700 MiB (700.07 truncated): 700/10001 scores below 700/10000, and spread takes it.
     assert placed(cards(10001, 10000), "spread", gpumem_percentage=7) == "n-first"
     assert placed(cards(10000, 10001), "spread", gpumem_percentage=7) == "n-second"
+
+
+def test_a_pods_containers_add_up_on_the_card_they_share() -> None:
+    """fitInDevices (pkg/scheduler/score.go) adds each container's allocation to the device's usage before the
+    next container of the same pod is fitted: three 30000 MiB containers do not fit one 81920 MiB card, nor three
+    40 % ones its 100 cores; two do."""
+    def containers(n: int, **request: int) -> Workload:
+        return Workload("w", (ContainerRequest(**request),) * n)  # type: ignore[arg-type]
+
+    assert plan([node()], [containers(2, gpumem_mib=30000)]).fits
+    assert [f.reason for f in plan([node()], [containers(3, gpumem_mib=30000)]).failures] == [
+        "1/1 CardInsufficientMemory"]
+    assert plan([node()], [containers(2, gpumem_mib=1000, gpucores=40)]).fits
+    assert [f.reason for f in plan([node()], [containers(3, gpumem_mib=1000, gpucores=40)]).failures] == [
+        "1/1 CardInsufficientCore"]
