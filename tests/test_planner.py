@@ -313,3 +313,14 @@ def test_a_pods_containers_add_up_on_the_card_they_share() -> None:
     assert plan([node()], [containers(2, gpumem_mib=1000, gpucores=40)]).fits
     assert [f.reason for f in plan([node()], [containers(3, gpumem_mib=1000, gpucores=40)]).failures] == [
         "1/1 CardInsufficientCore"]
+
+
+def test_a_pods_percentage_memory_adds_up_against_the_quota() -> None:
+    """Memory asked as a percentage is invisible to the webhook (Memreq 0), so Fit's fitQuota decides, counting
+    what the pod's earlier containers already took: 3 x 10 % of 81920 MiB is 24576 MiB > 20000."""
+    def containers(n: int) -> Workload:
+        return Workload("w", (ContainerRequest(gpumem_percentage=10),) * n)
+
+    assert plan([node()], [containers(2)], Quota(gpumem=20000)).fits
+    assert [f.reason for f in plan([node()], [containers(3)], Quota(gpumem=20000)).failures] == [
+        "1/1 ResourceQuotaNotFit"]
