@@ -324,3 +324,8 @@ def test_a_pods_percentage_memory_adds_up_against_the_quota() -> None:
     assert plan([node()], [containers(2)], Quota(gpumem=20000)).fits
     assert [f.reason for f in plan([node()], [containers(3)], Quota(gpumem=20000)).failures] == [
         "1/1 ResourceQuotaNotFit"]
+
+
+def test_two_nodes_of_one_name_are_refused() -> None:
+    with pytest.raises(ValueError, match=r"^duplicate node names$"):
+        plan([node("n"), node("n")], [wl()])
