@@ -298,6 +298,9 @@ def test_a_request_counts_in_the_score_of_a_card_of_type_exactly_nvidia() -> Non
     # 7 % of 10001 MiB is 700 MiB (700.07 truncated): 700/10001 scores below 700/10000, and spread takes it.
     assert placed(cards(10001, 10000), "spread", gpumem_percentage=7) == "n-first"
     assert placed(cards(10000, 10001), "spread", gpumem_percentage=7) == "n-second"
+    # 1 % is a percentage like any other (only 0 and 101 mean "none"): 100 MiB of 10001 against 100 of 10000.
+    assert placed(cards(10000, 10001), "spread", gpumem_percentage=1) == "n-second"
+    assert placed(cards(10001, 10000), "spread", gpumem_percentage=1) == "n-first"
 
 
 def test_a_pods_containers_add_up_on_the_card_they_share() -> None:
