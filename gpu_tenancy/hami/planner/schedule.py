@@ -174,8 +174,6 @@ def plan(
         refused = refusals.setdefault(_pod_shape(wl), {})
         # Nodes that may still fit, least preferred first (without a gpumem/gpucores quota).
         candidates = [] if quota_decides else list(scope_nodes)
-        # node idx -> (node version, gpumem/gpucores quota usage, reason) of a failed attempt
-        memo: dict[int, tuple[int, tuple[int, int], str]] = {}
         # Once a replica is refused everywhere nothing changes until the next workload: later admitted
         # replicas fail the same way.
         unplaceable: tuple[str, dict[str, str]] | None = None
@@ -222,16 +220,12 @@ def plan(
                         ns = index.node(key)
                         node_reasons[ns.node.name] = refused[ns.idx][1]
             else:
-                qsnap = (qused.mem, qused.cores)
+                # Every node is tried for every replica: a placement changes the quota's usage, which every
+                # node's fit depends on, and a refusal everywhere ends the workload (`unplaceable`).
                 for key in reversed(scope_nodes):
                     ns = index.node(key)
-                    m = memo.get(ns.idx)
-                    if m is not None and m[0] == ns.version and m[1] == qsnap:
-                        node_reasons[ns.node.name] = m[2]
-                        continue
                     allocs, reason = _fit_pod(ns, requests, gpu_binpack, type_ok, wq, qused, scores)
                     if allocs is None:
-                        memo[ns.idx] = (ns.version, qsnap, reason)
                         node_reasons[ns.node.name] = reason
                         continue
                     placed = ns, allocs
