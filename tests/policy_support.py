@@ -159,6 +159,8 @@ def _capturing_monitor(into: dict[str, Recorded]) -> Iterator[None]:
 
 
 STACK_TYPE = "pulumi:pulumi:Stack"
+K8S_PROVIDER_TYPE = "pulumi:providers:kubernetes"
+TENANT_TYPE = "gpu-tenancy:tenant:Tenant"
 
 
 def _engine_urns(recorded: list[Recorded]) -> dict[str, str]:
@@ -396,6 +398,41 @@ def find(resources: list[Recorded], typ: str, name: str | None = None) -> Record
     if not matches:
         raise LookupError(f"no {typ} {name or ''} registered")
     return matches[0]
+
+
+def owned(resources: list[Recorded], typ: str, tenant: str, name_part: str = "") -> Recorded:
+    for r in resources:
+        if r.type == typ and r.name.startswith(tenant) and name_part in r.name:
+            return r
+    raise LookupError(f"no {typ} of {tenant} matching {name_part!r}")
+
+
+def provider_ref(resources: list[Recorded], name: str) -> str:
+    provider = find(resources, K8S_PROVIDER_TYPE, name)
+    return f"{provider.urn}::{provider.name}-id"
+
+
+def add_resource(
+    resources: list[Recorded], parent: Recorded, typ: str, name: str, props: dict[str, Any], provider: str = "",
+    outputs: dict[str, Any] | None = None,
+) -> Recorded:
+    """A fabricated registration under `parent` (a component when `outputs` is given), with the URN the engine
+    gives it: its type qualified by the parent's qualified type, the root stack's left out (`_engine_urns`)."""
+    stack, project, parent_type = parent.urn.split("::")[:3]
+    qualified = typ if parent.type == STACK_TYPE else f"{parent_type}${typ}"
+    custom = outputs is None
+    resource = Recorded(
+        f"{stack}::{project}::{qualified}::{name}", typ, name, custom, parent.urn, provider,
+        json.loads(json.dumps(props)), json.loads(json.dumps(props)) if custom else {}, registered_outputs=outputs,
+    )
+    resources.append(resource)
+    return resource
+
+
+def stack_root(resources: list[Recorded]) -> Recorded:
+    """The root stack as a parent to add resources under (the engine records it only when it has exports)."""
+    urn = find(resources, TENANT_TYPE, "tenant-a").parent
+    return Recorded(urn, STACK_TYPE, urn.rsplit("::", 1)[-1], False, "", "", {}, {})
 
 
 def craft(

@@ -10,15 +10,19 @@ import pytest
 from harness import dev_config, docker_info, gpu_config, nvml_config
 from policy_support import (
     Recorded,
+    add_resource,
     copy_stack,
     dev_stack,
     find,
     gpu_stack,
     nvml_stack,
+    owned,
+    provider_ref,
     record_engine_view,
     run_resource_policy,
     run_stack_policy,
     set_both,
+    stack_root,
 )
 from pulumi.runtime.rpc import UNKNOWN as ENGINE_UNKNOWN
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValidationPolicy
@@ -82,18 +86,6 @@ def run(policy: Any, resources: list[Recorded], config: dict[str, Any] | None = 
         assert [(m, u) for m, u in violations if u not in urns and not m.startswith(STACK_WIDE)] == []
         return [message for message, _ in violations]
     return [message for _, message, _ in run_resource_policy(policy, resources, config)]
-
-
-def owned(resources: list[Recorded], typ: str, tenant: str, name_part: str = "") -> Recorded:
-    for r in resources:
-        if r.type == typ and r.name.startswith(tenant) and name_part in r.name:
-            return r
-    raise LookupError(f"no {typ} of {tenant} matching {name_part!r}")
-
-
-def provider_ref(resources: list[Recorded], name: str) -> str:
-    provider = find(resources, PROVIDER, name)
-    return f"{provider.urn}::{provider.name}-id"
 
 
 def assert_violation(messages: list[str], *fragments: str) -> None:
@@ -281,15 +273,15 @@ def test_isolation_keeps_a_tenants_management_objects_to_its_own_namespace(stack
     assert run_stack_policy(tp.tenant_provider_isolation, stack) == [(
         "kubernetes:core/v1:Namespace 'tenant-a-control-plane-namespace' of tenant 'tenant-a' creates management "
         "namespace 'tenant-b'; a tenant only gets its own namespace 'tenant-a'.", namespace.urn)]
-    set_both(namespace, ["metadata", "name"], lib_unknown_string())  # a preview: checked once known
+    set_both(namespace, ["metadata", "name"], ENGINE_UNKNOWN)  # a preview: checked once known
     assert run(tp.tenant_provider_isolation, stack) == []
 
 
 def test_isolation_wants_a_tenant_scoped_object_under_its_tenant(stack: list[Recorded]) -> None:
     tcp = owned(stack, TCP, "tenant-a")
     root = stack_root(stack)
-    component = _add(stack, root, resource_lib.TCP_COMPONENT_TYPE, "stray-control-plane", {})
-    stray = _add(stack, component, TCP, "stray-tcp", {"metadata": {"name": "stray", "namespace": "stray"},
+    component = add_resource(stack, root, resource_lib.TCP_COMPONENT_TYPE, "stray-control-plane", {})
+    stray = add_resource(stack, component, TCP, "stray-tcp", {"metadata": {"name": "stray", "namespace": "stray"},
                                                       "spec": tcp.inputs["spec"]}, tcp.provider)
     assert run_stack_policy(tp.tenant_provider_isolation, stack) == [(
         "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane 'stray-tcp' made by "
@@ -318,9 +310,9 @@ def test_konnectivity_missing_is_flagged(stack: list[Recorded]) -> None:
         " 8132 and a DaemonSet agent) or HAMi's webhook cannot be reached.",
     )
     # Not known yet in a preview, the addon or all of spec.addons: nothing to say until it is.
-    set_both(tcp, ["spec", "addons", "konnectivity"], lib_unknown_string())
+    set_both(tcp, ["spec", "addons", "konnectivity"], ENGINE_UNKNOWN)
     assert run(tp.tcp_konnectivity_enabled, stack) == []
-    set_both(tcp, ["spec", "addons"], lib_unknown_string())
+    set_both(tcp, ["spec", "addons"], ENGINE_UNKNOWN)
     assert run(tp.tcp_konnectivity_enabled, stack) == []
 
 
@@ -350,7 +342,7 @@ def test_a_control_plane_without_a_namespace_is_in_default_and_unknown_ones_wait
     assert run(tp.tcp_dedicated_namespace, stack, {"forbiddenNamespaces": ["kube-system"]}) == [
         "TenantControlPlane 'tenant-a' of tenant 'tenant-a' is in namespace 'default'; use the dedicated namespace "
         "'tenant-a'."]
-    set_both(tcp, ["metadata", "name"], lib_unknown_string())  # a preview: checked once it is known
+    set_both(tcp, ["metadata", "name"], ENGINE_UNKNOWN)  # a preview: checked once it is known
     assert run(tp.tcp_dedicated_namespace, stack) == []
 
 
@@ -547,7 +539,7 @@ def test_a_control_plane_under_no_tenant_is_named_by_its_metadata_or_resource_na
     root = stack_root(stack)
     cidr = tcp_a.inputs["spec"]["networkProfile"]["podCidrs"][0]
     for name, metadata in (("stray", {"name": "stray"}), ("stray-tcp", {})):
-        stray = _add(stack, root, TCP, "stray-tcp", {"metadata": metadata, "spec": {"networkProfile": {"podCidrs": [cidr]}}})
+        stray = add_resource(stack, root, TCP, "stray-tcp", {"metadata": metadata, "spec": {"networkProfile": {"podCidrs": [cidr]}}})
         assert f"tenant {name!r} pod CIDR {cidr} overlaps tenant 'tenant-a' pod CIDR {cidr}; give every tenant disjoint " \
             "podCidr/serviceCidr." in run(tp.tenant_cidrs_disjoint, stack)
         stack.remove(stray)
@@ -583,9 +575,9 @@ def test_cidr_covering_a_gpu_host_is_flagged(real: list[Recorded]) -> None:
 
 def test_docker_images_and_containers_name_pinned_images(stack: list[Recorded]) -> None:
     tenant_a = find(stack, TENANT, "tenant-a")
-    image = _add(stack, tenant_a, "docker:index/image:Image", "built", {"imageName": "gpu-tenancy/agent"})
-    container = _add(stack, tenant_a, "docker:index/container:Container", "run", {"image": "busybox:latest"})
-    by_id = _add(stack, tenant_a, "docker:index/container:Container", "run-by-id", {"image": "sha256:" + "a" * 64})
+    image = add_resource(stack, tenant_a, "docker:index/image:Image", "built", {"imageName": "gpu-tenancy/agent"})
+    container = add_resource(stack, tenant_a, "docker:index/container:Container", "run", {"image": "busybox:latest"})
+    by_id = add_resource(stack, tenant_a, "docker:index/container:Container", "run-by-id", {"image": "sha256:" + "a" * 64})
     assert [m for _, m, _ in run_resource_policy(tp.images_pinned, [image, container, by_id])] == [
         "docker:index/image:Image 'built': imageName image 'gpu-tenancy/agent' has no tag; pin an exact release tag "
         "or a digest.",
@@ -654,7 +646,7 @@ def test_worker_joining_an_endpoint_two_other_tenants_claim_names_both(stack: li
     tenant_a = find(stack, TENANT, "tenant-a")
     endpoint_a = tenant_a.outputs["endpoint"]
     root = stack_root(stack)
-    _add(stack, root, TENANT, "tenant-c", {"tenant": "tenant-c"}, outputs={"endpoint": endpoint_a})
+    add_resource(stack, root, TENANT, "tenant-c", {"tenant": "tenant-c"}, outputs={"endpoint": endpoint_a})
     set_both(join_b, ["environment", "CONTROL_PLANE_ENDPOINT"], endpoint_a)
     assert sorted(run(tp.worker_joins_own_tenant, stack)) == [
         f"worker join 'tenant-a-worker-join' of tenant 'tenant-a' targets {endpoint_a}, the control plane of "
@@ -736,7 +728,7 @@ def test_gpu_host_claiming_another_tenant_or_under_none_is_checked_by_its_claim(
     # A HostWorker under no Tenant is held to the tenant it names: here it targets tenant-a's control plane.
     root = stack_root(real)
     endpoint_a = find(real, TENANT, "tenant-a").outputs["endpoint"]
-    stray = _add(real, root, resource_lib.HOST_WORKER_TYPE, "stray-host", {}, outputs={
+    stray = add_resource(real, root, resource_lib.HOST_WORKER_TYPE, "stray-host", {}, outputs={
         "tenant": "tenant-b", "controlPlaneEndpoint": endpoint_a, "address": "10.20.0.99"})
     assert (f"worker join 'stray-host' of tenant 'tenant-b' targets {endpoint_a}, the control plane of 'tenant-a'; "
             "use 'tenant-b''s TenantControlPlane endpoint.", stray.urn) in run_stack_policy(tp.worker_joins_own_tenant, real)
@@ -746,7 +738,7 @@ def test_gpu_host_that_states_no_endpoint_fails_closed(real: list[Recorded]) -> 
     host_b = owned(real, resource_lib.HOST_WORKER_TYPE, "tenant-b")
     outputs = host_b.registered_outputs
     assert outputs is not None
-    outputs["controlPlaneEndpoint"] = lib_unknown_string()  # a first preview: checked once it is known
+    outputs["controlPlaneEndpoint"] = ENGINE_UNKNOWN  # a first preview: checked once it is known
     assert run(tp.worker_joins_own_tenant, real) == []
     del outputs["controlPlaneEndpoint"]
     assert run_stack_policy(tp.worker_joins_own_tenant, real) == [(
@@ -795,7 +787,7 @@ def test_real_device_plugin_in_sim_mode_is_flagged(stack: list[Recorded], pack_e
 def test_a_real_device_plugin_chart_in_mode_sim_is_flagged(stack: list[Recorded]) -> None:
     release = hami(stack, "tenant-a")
     tenant_hami = find(stack, "gpu-tenancy:hami:Hami", "tenant-a-hami")
-    plugin = _add(stack, tenant_hami, RELEASE, "tenant-a-nvidia",
+    plugin = add_resource(stack, tenant_hami, RELEASE, "tenant-a-nvidia",
                   {**release.inputs, "chart": "nvidia-device-plugin", "values": {}}, release.provider)
     assert run_stack_policy(tp.no_mock_gpus_in_real, stack, {"mode": "sim"}) == [(
         "mode is 'sim' but tenant 'tenant-a' installs a real GPU device plugin (kubernetes:helm.sh/v3:Release "
@@ -811,9 +803,9 @@ def test_without_a_known_mode_the_agent_next_to_a_real_plugin_or_a_mock_nvml_is_
     add_mock_nvml(stack, "tenant-b")
     # And an agent and a plugin no tenant owns (straight under the stack).
     root = stack_root(stack)
-    _add(stack, root, resource_lib.MOCK_AGENT_TYPE, "stray-agent", {})
-    _add(stack, root, RELEASE, "stray-hami", {"chart": "hami", "values": {"devicePlugin": {"enabled": True}}})
-    _add(stack, root, MOCK_NVML, "stray-nvml", {})
+    add_resource(stack, root, resource_lib.MOCK_AGENT_TYPE, "stray-agent", {})
+    add_resource(stack, root, RELEASE, "stray-hami", {"chart": "hami", "values": {"devicePlugin": {"enabled": True}}})
+    add_resource(stack, root, MOCK_NVML, "stray-nvml", {})
     agent = "urn:pulumi:dev::gpu-tenancy::gpu-tenancy:tenant:Tenant$gpu-tenancy:mock_gpu_agent:MockGpuAgent::"
     assert run_stack_policy(tp.no_mock_gpus_in_real, undeclare(stack)) == [
         ("the stack, outside any tenant, runs both the mock-GPU agent and a real device plugin; pick one "
@@ -917,30 +909,6 @@ SIM_NVML_DEVICE_PLUGIN = {
 }
 
 
-def _add(
-    resources: list[Recorded], parent: Recorded, typ: str, name: str, props: dict[str, Any], provider: str = "",
-    outputs: dict[str, Any] | None = None,
-) -> Recorded:
-    """A fabricated registration under `parent` (a component when `outputs` is given), with the URN the engine
-    gives it: its type qualified by the parent's qualified type, the root stack's left out (tests/policy_support.py
-    `_engine_urns`)."""
-    stack, project, parent_type = parent.urn.split("::")[:3]
-    qualified = typ if parent.type == resource_lib.STACK_TYPE else f"{parent_type}${typ}"
-    custom = outputs is None
-    resource = Recorded(
-        f"{stack}::{project}::{qualified}::{name}", typ, name, custom, parent.urn, provider,
-        json.loads(json.dumps(props)), json.loads(json.dumps(props)) if custom else {}, registered_outputs=outputs,
-    )
-    resources.append(resource)
-    return resource
-
-
-def stack_root(resources: list[Recorded]) -> Recorded:
-    """The root stack as a parent to add resources under (the engine records it only when it has exports)."""
-    urn = find(resources, TENANT, "tenant-a").parent
-    return Recorded(urn, resource_lib.STACK_TYPE, urn.rsplit("::", 1)[-1], False, "", "", {}, {})
-
-
 def add_mock_nvml(
     resources: list[Recorded], tenant: str, *, component: bool = True, daemon_set: bool = True
 ) -> list[Recorded]:
@@ -949,26 +917,26 @@ def add_mock_nvml(
     name = f"{tenant}-mock-nvml"
     added = []
     if component:
-        parent = _add(resources, parent, MOCK_NVML, name, {"tenant": tenant},
+        parent = add_resource(resources, parent, MOCK_NVML, name, {"tenant": tenant},
                       outputs={"daemonSetName": name, "configDigest": "c70adf6b770b21df", "gpus": 1})
         added.append(parent)
     provider = provider_ref(resources, f"{tenant}-kubernetes")
     labels = {tenancy_lib.TENANT_LABEL: tenant, tenancy_lib.COMPONENT_LABEL: "nvml-mock"}
     metadata = {"name": name, "namespace": "kube-system", "labels": labels}
     cluster_metadata = {"name": name, "labels": labels}
-    added.append(_add(resources, parent, resource_lib.COMMAND_TYPE, f"{name}-image-load",
+    added.append(add_resource(resources, parent, resource_lib.COMMAND_TYPE, f"{name}-image-load",
                       {"environment": {"IMAGE": NVML_IMAGE, "NODE_CONTAINER": f"{tenant}-worker"}}))
-    added.append(_add(resources, parent, "kubernetes:core/v1:ServiceAccount", f"{name}-sa",
+    added.append(add_resource(resources, parent, "kubernetes:core/v1:ServiceAccount", f"{name}-sa",
                       {"metadata": metadata}, provider))
-    added.append(_add(resources, parent, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", f"{name}-role",
+    added.append(add_resource(resources, parent, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", f"{name}-role",
                       {"metadata": cluster_metadata, "rules": [{"apiGroups": [""], "resources": ["nodes"],
                        "resourceNames": [f"{tenant}-worker"], "verbs": ["get", "patch"]}]}, provider))
-    added.append(_add(resources, parent, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding",
+    added.append(add_resource(resources, parent, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding",
                       f"{name}-binding", {"metadata": cluster_metadata}, provider))
-    added.append(_add(resources, parent, "kubernetes:core/v1:ConfigMap", f"{name}-config",
+    added.append(add_resource(resources, parent, "kubernetes:core/v1:ConfigMap", f"{name}-config",
                       {"metadata": metadata, "data": {"config.yaml": "devices: []\n"}}, provider))
     if daemon_set:
-        added.append(_add(resources, parent, DAEMONSET, f"{name}-daemonset", {
+        added.append(add_resource(resources, parent, DAEMONSET, f"{name}-daemonset", {
             "metadata": metadata,
             "spec": {
                 "selector": {"matchLabels": labels},
@@ -1018,9 +986,9 @@ def to_sim_nvml(resources: list[Recorded], keep_agent: bool = False) -> list[Rec
     """The dev stack as mode sim-nvml registers it: no agent, HAMi's plugin on the mock NVML, a MockNvml each,
     and the image built once for the stack."""
     root = stack_root(resources)
-    image = _add(resources, root, "gpu-tenancy:nvml_mock_image:NvmlMockImage", "nvml-mock-image",
+    image = add_resource(resources, root, "gpu-tenancy:nvml_mock_image:NvmlMockImage", "nvml-mock-image",
                  {"commit": versions.NVML_MOCK_COMMIT}, outputs={"imageName": NVML_IMAGE})
-    _add(resources, image, resource_lib.COMMAND_TYPE, "nvml-mock-image-build", {"environment": {
+    add_resource(resources, image, resource_lib.COMMAND_TYPE, "nvml-mock-image-build", {"environment": {
         "IMAGE": NVML_IMAGE, "CONTEXT": f"{versions.NVML_MOCK_REPOSITORY}#{versions.NVML_MOCK_COMMIT}",
         "DOCKERFILE": "deployments/nvml-mock/Dockerfile"}})
     for tenant in [r for r in resources if r.type == TENANT]:
@@ -1032,7 +1000,7 @@ def to_sim_nvml(resources: list[Recorded], keep_agent: bool = False) -> list[Rec
             remove_subtree(resources, owned(resources, resource_lib.MOCK_AGENT_TYPE, tenant_name))
         set_both(hami(resources, tenant_name), ["values", "devicePlugin"], dict(SIM_NVML_DEVICE_PLUGIN))
         add_mock_nvml(resources, tenant_name)
-        _add(resources, tenant, INVENTORY_CHECK, f"{tenant_name}-inventory", {"tenant": tenant_name},
+        add_resource(resources, tenant, INVENTORY_CHECK, f"{tenant_name}-inventory", {"tenant": tenant_name},
              outputs={"problems": []})
     return resources
 
@@ -1201,7 +1169,7 @@ def test_sim_nvml_without_the_mock_driver_root_is_flagged(nvml: list[Recorded], 
 
 
 def test_sim_nvml_checks_every_tenant_past_one_whose_plugin_is_not_known_yet(nvml: list[Recorded], nvml_env: None) -> None:
-    set_both(hami(nvml, "tenant-a"), ["values", "devicePlugin", "enabled"], lib_unknown_string())
+    set_both(hami(nvml, "tenant-a"), ["values", "devicePlugin", "enabled"], ENGINE_UNKNOWN)
     set_both(hami(nvml, "tenant-b"), ["values", "devicePlugin", "enabled"], False)
     assert run(tp.no_mock_gpus_in_real, nvml) == [
         "mode is 'sim-nvml' but tenant 'tenant-b' installs HAMi with devicePlugin.enabled=false "
@@ -1233,7 +1201,7 @@ def test_sim_nvml_accepts_the_component_or_the_daemonset(nvml: list[Recorded], n
 def test_real_device_plugin_chart_in_sim_nvml_mode_is_flagged(nvml: list[Recorded], nvml_env: None, chart: str) -> None:
     release = hami(nvml, "tenant-a")
     tenant_hami = find(nvml, "gpu-tenancy:hami:Hami", "tenant-a-hami")
-    _add(nvml, tenant_hami, RELEASE, "tenant-a-nvidia", {**release.inputs, "chart": chart, "values": {}},
+    add_resource(nvml, tenant_hami, RELEASE, "tenant-a-nvidia", {**release.inputs, "chart": chart, "values": {}},
                   release.provider)
     messages = run(tp.no_mock_gpus_in_real, nvml)
     assert_violation(
@@ -1412,7 +1380,7 @@ def test_the_exemptions_are_the_policy_configs_and_none_is_granted_outside_a_com
         worker + "runs with security option label=disable [label:unconfined]" + why,
         worker + "mounts host path /lib/modules [hostPath:/lib/modules]" + why,
     ]
-    _add(stack, stack_root(stack), DAEMONSET, "stray", {
+    add_resource(stack, stack_root(stack), DAEMONSET, "stray", {
         "metadata": {"name": "stray"},
         "spec": {"template": {"spec": {"hostNetwork": True, "containers": [{"name": "c", "image": "busybox:1.37.0"}]}}},
     })
@@ -1583,19 +1551,13 @@ def test_plan_without_any_declaration_fails_closed(stack: list[Recorded], monkey
 
 def test_plain_turns_unknowns_into_a_sentinel_instead_of_raising() -> None:
     proxied = unknown_checking_proxy(
-        {"a": {"b": lib_unknown_string(), "c": [1, lib_unknown_string()]}, "d": "x"}
+        {"a": {"b": ENGINE_UNKNOWN, "c": [1, ENGINE_UNKNOWN]}, "d": "x"}
     )
     value = value_lib.plain(proxied)
     assert value_lib.is_unknown(value["a"]["b"]) and value_lib.is_unknown(value["a"]["c"][1])
     assert value["a"]["c"][0] == 1 and value["d"] == "x"
     assert value_lib.is_unknown(value_lib.dig(value, "a", "b", "deeper"))
     assert value_lib.dig(value, "missing", default="n/a") == "n/a"
-
-
-def lib_unknown_string() -> str:
-    from pulumi.runtime.rpc import UNKNOWN
-
-    return UNKNOWN
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,19 @@ management cluster: each finding whole, with the resource the preview shows it o
 from __future__ import annotations
 
 import pytest
-from policy_support import Recorded, copy_stack, dev_stack, find, run_stack_policy, set_both
-from test_policies import _add, lib_unknown_string, owned, provider_ref, stack_root
+from policy_support import (
+    Recorded,
+    add_resource,
+    copy_stack,
+    dev_stack,
+    find,
+    owned,
+    provider_ref,
+    run_stack_policy,
+    set_both,
+    stack_root,
+)
+from pulumi.runtime.rpc import UNKNOWN as ENGINE_UNKNOWN
 
 import resource_lib  # isort: skip
 import tenant_policies as tp  # isort: skip
@@ -22,8 +33,8 @@ def stack() -> list[Recorded]:
 
 def test_every_provider_of_no_known_cluster_is_named(stack: list[Recorded]) -> None:
     root = stack_root(stack)
-    _add(stack, root, PROVIDER, "prod", {"clusterIdentifier": "prod"})
-    _add(stack, root, PROVIDER, "staging", {})
+    add_resource(stack, root, PROVIDER, "prod", {"clusterIdentifier": "prod"})
+    add_resource(stack, root, PROVIDER, "staging", {})
     only = (
         " reaches a cluster the pack cannot attribute to a tenant or to the platform; only the stack's `management` "
         "provider (clusterIdentifier 'management') and each tenant's own TenantControlPlane provider "
@@ -38,7 +49,7 @@ def test_every_provider_of_no_known_cluster_is_named(stack: list[Recorded]) -> N
 def test_a_tenants_provider_for_another_cluster_is_flagged(stack: list[Recorded]) -> None:
     """Under tenant-b's control plane, a provider named and identified for a tenant the stack does not have."""
     control_plane = find(stack, resource_lib.TCP_COMPONENT_TYPE, "tenant-b-control-plane")
-    _add(stack, control_plane, PROVIDER, "tenant-z-kubernetes", {"clusterIdentifier": "tenant/tenant-z"})
+    add_resource(stack, control_plane, PROVIDER, "tenant-z-kubernetes", {"clusterIdentifier": "tenant/tenant-z"})
     assert run_stack_policy(tp.tenant_provider_isolation, stack) == [(
         "provider 'tenant-z-kubernetes' belongs to tenant 'tenant-b' but reaches tenant 'tenant-z''s cluster; set "
         "cluster_identifier='tenant/tenant-b' so it only ever targets that tenant's cluster.",
@@ -48,8 +59,8 @@ def test_a_tenants_provider_for_another_cluster_is_flagged(stack: list[Recorded]
 
 def test_two_providers_claiming_one_cluster_are_flagged_once_their_identifiers_are_known(stack: list[Recorded]) -> None:
     for tenant in ("tenant-a", "tenant-b"):  # not known yet: each is taken by its place in the stack
-        set_both(find(stack, PROVIDER, f"{tenant}-kubernetes"), ["clusterIdentifier"], lib_unknown_string())
-    _add(stack, stack_root(stack), PROVIDER, "management-2", {"clusterIdentifier": "management"})
+        set_both(find(stack, PROVIDER, f"{tenant}-kubernetes"), ["clusterIdentifier"], ENGINE_UNKNOWN)
+    add_resource(stack, stack_root(stack), PROVIDER, "management-2", {"clusterIdentifier": "management"})
     assert run_stack_policy(tp.tenant_provider_isolation, stack) == [(
         "providers 'management' and 'management-2' both claim clusterIdentifier 'management'; one provider per "
         "cluster, or the pack cannot tell which of them really reaches it.",
@@ -62,9 +73,9 @@ def test_what_lands_on_the_management_cluster_names_who_made_it_and_what_that_ma
 ) -> None:
     management = provider_ref(stack, "management")
     kamaji = find(stack, resource_lib.KAMAJI_TYPE)
-    _add(stack, stack_root(stack), "kubernetes:core/v1:ConfigMap", "stray", {"metadata": {"name": "s"}}, management)
-    _add(stack, kamaji, resource_lib.HELM_RELEASE_TYPE, "no-chart", {"name": "x"}, management)
-    _add(stack, kamaji, resource_lib.HELM_RELEASE_TYPE, "kamaji-2", {"chart": "kamaji"}, management)  # allowed
+    add_resource(stack, stack_root(stack), "kubernetes:core/v1:ConfigMap", "stray", {"metadata": {"name": "s"}}, management)
+    add_resource(stack, kamaji, resource_lib.HELM_RELEASE_TYPE, "no-chart", {"name": "x"}, management)
+    add_resource(stack, kamaji, resource_lib.HELM_RELEASE_TYPE, "kamaji-2", {"chart": "kamaji"}, management)  # allowed
     deploy = ". Deploy it through a tenant's own provider instead."
     kamaji_kinds = (
         "helm:cert-manager, helm:kamaji, kubernetes:kamaji.clastix.io/v1alpha1:DataStore, "
@@ -82,7 +93,7 @@ def test_what_lands_on_the_management_cluster_names_who_made_it_and_what_that_ma
 
 
 def test_an_object_under_no_tenant_on_a_tenants_cluster_is_flagged(stack: list[Recorded]) -> None:
-    _add(stack, stack_root(stack), "kubernetes:core/v1:ConfigMap", "stray", {"metadata": {"name": "s"}},
+    add_resource(stack, stack_root(stack), "kubernetes:core/v1:ConfigMap", "stray", {"metadata": {"name": "s"}},
          provider_ref(stack, "tenant-a-kubernetes"))
     assert run_stack_policy(tp.tenant_provider_isolation, stack) == [(
         "kubernetes:core/v1:ConfigMap 'stray' is under no tenant but goes through tenant 'tenant-a''s provider; only "
@@ -95,10 +106,10 @@ def test_a_tenants_management_objects_stay_in_its_namespace_and_names(stack: lis
     """A dedicated etcd (TenantDataStore: the kamaji-etcd release and its DataStore) and the admin kubeconfig read."""
     management = provider_ref(stack, "management")
     tenant_a = find(stack, resource_lib.TENANT_TYPE, "tenant-a")
-    store = _add(stack, tenant_a, resource_lib.TENANT_DATASTORE_TYPE, "tenant-a-datastore", {}, outputs={})
-    release = _add(stack, store, resource_lib.HELM_RELEASE_TYPE, "tenant-a-etcd-chart",
-                   {"chart": "kamaji-etcd", "name": lib_unknown_string(), "namespace": "tenant-b"}, management)
-    data_store = _add(stack, store, resource_lib.DATASTORE_TYPE, "tenant-a-etcd",
+    store = add_resource(stack, tenant_a, resource_lib.TENANT_DATASTORE_TYPE, "tenant-a-datastore", {}, outputs={})
+    release = add_resource(stack, store, resource_lib.HELM_RELEASE_TYPE, "tenant-a-etcd-chart",
+                   {"chart": "kamaji-etcd", "name": ENGINE_UNKNOWN, "namespace": "tenant-b"}, management)
+    data_store = add_resource(stack, store, resource_lib.DATASTORE_TYPE, "tenant-a-etcd",
                       {"metadata": {"name": "tenant-b-etcd"}}, management)
     admin = owned(stack, "kubernetes:core/v1:Secret", "tenant-a", "admin-kubeconfig")
     admin.state["metadata"]["namespace"] = "kube-system"
@@ -114,17 +125,17 @@ def test_a_tenants_management_objects_stay_in_its_namespace_and_names(stack: lis
          "its own tenant-a-etcd.", data_store.urn),
     ]
     # Where it goes not known yet: checked once it is.
-    set_both(release, ["namespace"], lib_unknown_string())
-    set_both(data_store, ["metadata", "name"], lib_unknown_string())
+    set_both(release, ["namespace"], ENGINE_UNKNOWN)
+    set_both(data_store, ["metadata", "name"], ENGINE_UNKNOWN)
     assert [urn for _, urn in run_stack_policy(tp.tenant_provider_isolation, stack)] == [admin.urn]
 
 
 def test_a_component_resource_without_a_provider_is_checked_through_its_children(stack: list[Recorded]) -> None:
     """A ConfigGroup or a v4 Chart is a component: it may carry no provider; what it creates is checked."""
     tenant_a = find(stack, resource_lib.TENANT_TYPE, "tenant-a")
-    group = _add(stack, tenant_a, "kubernetes:yaml/v2:ConfigGroup", "tenant-a-extras", {})
+    group = add_resource(stack, tenant_a, "kubernetes:yaml/v2:ConfigGroup", "tenant-a-extras", {})
     assert run_stack_policy(tp.tenant_provider_isolation, stack) == []
-    _add(stack, group, "kubernetes:core/v1:ConfigMap", "tenant-a-extra", {"metadata": {"name": "x"}})
+    add_resource(stack, group, "kubernetes:core/v1:ConfigMap", "tenant-a-extra", {"metadata": {"name": "x"}})
     assert run_stack_policy(tp.tenant_provider_isolation, stack) == [(
         "kubernetes:core/v1:ConfigMap 'tenant-a-extra' goes through the default provider (no provider= given), which "
         "the pack cannot attribute to a tenant or to the platform; pass provider=<the tenant's "
