@@ -14,7 +14,6 @@ dependencies, property dependencies, provider reference and, for components, wha
 
 from __future__ import annotations
 
-import ast
 import functools
 import hashlib
 import json
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from harness import gpu_config, nvml_config, record_mocks, registered_gpus, wrapped_monitor
+from import_scan import imported_names
 from pulumi.output import Unknown
 from pulumi.runtime import rpc
 from pulumi_policy import (
@@ -272,15 +272,7 @@ def _program_modules_in(repo: Path) -> frozenset[str]:
     found: set[str] = set()
     pending = [repo / entry for entry in _RECORDING_ENTRY_POINTS]
     while pending:
-        tree = ast.parse(pending.pop().read_text())
-        names: set[str] = set()
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                names.update(alias.name for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                names.add(node.module)
-                names.update(f"{node.module}.{alias.name}" for alias in node.names)
-        for name in names:
+        for name in imported_names(pending.pop().read_text()):
             parts = name.split(".")
             helper = repo / "tests" / f"{parts[0]}.py"  # the tests' helpers import each other as top-level names
             if helper.is_file() and f"tests.{parts[0]}" not in found:

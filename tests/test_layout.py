@@ -7,10 +7,10 @@
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
+from import_scan import imported_names
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "gpu_tenancy"
@@ -42,13 +42,9 @@ def _is_module(dotted: str) -> bool:
 
 def imported_modules(path: Path) -> set[str]:
     """This repository's modules a file imports: `from a.b import c` imports a.b.c when c is a module."""
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            found.add(node.module)
-            found.update(f"{node.module}.{alias.name}" for alias in node.names if _is_module(f"{node.module}.{alias.name}"))
+    # A name under one of this repository's modules that is no module itself is an imported attribute.
+    found = {name for name in imported_names(path.read_text())
+             if _is_module(name) or not _is_module(name.rpartition(".")[0])}
     return {module for module in found if module.split(".")[0] in {"gpu_tenancy", "components", "policies"}
             or module in POLICY_MODULES}
 
