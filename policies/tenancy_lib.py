@@ -95,10 +95,9 @@ class Cluster:
     name: str | None
 
     def describe(self) -> str:
+        """How a finding names a tenant's or an unknown cluster (a management one is named in none)."""
         if self.kind == "tenant":
             return f"tenant {self.name!r}'s provider"
-        if self.kind == MANAGEMENT:
-            return "the management provider"
         return f"{self.name}"
 
     @property
