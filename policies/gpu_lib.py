@@ -54,6 +54,11 @@ def _optional_int(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
+def _count(value: Any) -> int:
+    """A container's GPU count or a workload's replicas: one when unset, as HAMi and a Deployment read them."""
+    return 1 if value is None else int(value)
+
+
 def planner_inputs(
     tenant: str,
     nodes: Sequence[tuple[str, Sequence[Mapping[str, Any]]]],
@@ -91,7 +96,7 @@ def planner_inputs(
                 name=str(w["name"]),
                 containers=tuple(
                     ContainerRequest(
-                        gpus=int(c.get("gpus", 1) if c.get("gpus") is not None else 1),
+                        gpus=_count(c.get("gpus")),
                         gpumem_mib=_optional_int(c.get("gpumemMiB")),
                         gpumem_percentage=_optional_int(c.get("gpumemPercentage")),
                         # Unset stays unset: HAMi's webhook gives a whole-card request 100 cores.
@@ -99,7 +104,7 @@ def planner_inputs(
                     )
                     for c in w.get("containers") or []
                 ),
-                replicas=int(w.get("replicas", 1) if w.get("replicas") is not None else 1),
+                replicas=_count(w.get("replicas")),
                 use_gpu_type=tuple(w.get("useGpuType") or ()),
                 nouse_gpu_type=tuple(w.get("noUseGpuType") or ()),
                 gpu_scheduler_policy=w.get("gpuSchedulerPolicy") or "spread",

@@ -368,8 +368,9 @@ no_mock_gpus_in_real = StackValidationPolicy(
 # --------------------------------------------------------------------------- 12 gpu-plan-fits (issue 7)
 
 
-def _declaration(tenant_res: Res, resources: list[Res]) -> tuple[dict[str, Any] | None, str]:
-    """(gpus by node/workloads/quota of a tenant, where they came from); None when neither source has them.
+def _declaration(tenant_res: Res) -> dict[str, Any] | None:
+    """A tenant's gpus by node, workloads and quota, from its Tenant outputs or else the stack config; None when
+    neither has them.
 
     `nodes` is [(node name, GPU groups)] as the cluster will name its GPU nodes (gpu_tenancy.builders.gpu_nodes)."""
     props = tenant_res.props
@@ -380,7 +381,7 @@ def _declaration(tenant_res: Res, resources: list[Res]) -> tuple[dict[str, Any] 
             "nodes": [(str(n["name"]), as_list(n.get("gpus"))) for n in props["gpuNodes"] if isinstance(n, dict)],
             "workloads": as_list(props.get("workloads")),
             "quota": as_dict(props.get("quota")),
-        }, "Tenant component"
+        }
     # The engine's stack view of a component is what it passed to register_outputs; until the Tenant
     # registers its declaration there, fall back to the stack config the engine hands to the pack.
     name = tenant_component_name(tenant_res)
@@ -390,8 +391,8 @@ def _declaration(tenant_res: Res, resources: list[Res]) -> tuple[dict[str, Any] 
                 "nodes": _stack_config_nodes(tenant),
                 "workloads": as_list(tenant.get("workloads")),
                 "quota": as_dict(tenant.get("quota")),
-            }, "stack config"
-    return None, ""
+            }
+    return None
 
 
 def _stack_config_nodes(tenant: dict[str, Any]) -> list[tuple[str, list[Any]]]:
@@ -430,7 +431,7 @@ def validate_gpu_plan_fits(args: StackValidationArgs, report: ReportViolation) -
         if res.type != TENANT_TYPE:
             continue
         tenant = tenant_component_name(res)
-        declaration, _source = _declaration(res, resources)
+        declaration = _declaration(res)
         if declaration is None:
             report(
                 f"tenant {tenant!r}: cannot check its GPU plan, the Tenant component exposes no gpus/workloads/"

@@ -534,6 +534,33 @@ def test_overlapping_tenant_cidrs_are_flagged(stack: list[Recorded]) -> None:
 
 
 
+def test_a_tenants_own_pod_and_service_ranges_overlapping_are_flagged_pod_range_first(stack: list[Recorded]) -> None:
+    tcp = owned(stack, TCP, "tenant-a")
+    set_both(tcp, ["spec", "networkProfile", "podCidrs"], ["10.1.0.0/20"])
+    set_both(tcp, ["spec", "networkProfile", "serviceCidrs"], ["10.1.0.0/16"])
+    assert run(tp.tenant_cidrs_disjoint, stack) == [
+        "tenant 'tenant-a' pod CIDR 10.1.0.0/20 overlaps tenant 'tenant-a' service CIDR 10.1.0.0/16; give every "
+        "tenant disjoint podCidr/serviceCidr."
+    ]
+    # A range listed twice is one range, not an overlap: in one control plane, or in a second one of the same
+    # tenant (which tcp-dedicated-namespace flags).
+    set_both(tcp, ["spec", "networkProfile", "podCidrs"], ["10.2.0.0/16", "10.2.0.0/16"])
+    assert run(tp.tenant_cidrs_disjoint, stack) == []
+    add_resource(stack, find(stack, TENANT, "tenant-a"), TCP, "tenant-a-second",
+                 {"spec": {"networkProfile": {"podCidrs": ["10.2.0.0/16"]}}})
+    assert run(tp.tenant_cidrs_disjoint, stack) == []
+
+
+def test_a_control_plane_is_named_by_its_tenant_not_its_metadata(stack: list[Recorded]) -> None:
+    tcp_a, tcp_b = owned(stack, TCP, "tenant-a"), owned(stack, TCP, "tenant-b")
+    set_both(tcp_b, ["metadata", "name"], "control-plane")
+    set_both(tcp_b, ["spec", "networkProfile", "podCidrs"], tcp_a.state["spec"]["networkProfile"]["podCidrs"])
+    assert run(tp.tenant_cidrs_disjoint, stack) == [
+        "tenant 'tenant-a' pod CIDR 10.174.16.0/20 overlaps tenant 'tenant-b' pod CIDR 10.174.16.0/20; give every "
+        "tenant disjoint podCidr/serviceCidr."
+    ]
+
+
 def test_a_control_plane_under_no_tenant_is_named_by_its_metadata_or_resource_name(stack: list[Recorded]) -> None:
     tcp_a = owned(stack, TCP, "tenant-a")
     root = stack_root(stack)
@@ -681,6 +708,16 @@ def test_worker_joining_another_tenant_is_flagged(stack: list[Recorded]) -> None
         "worker join 'tenant-b-worker-join' of tenant 'tenant-b' targets 10.98.165.86:6443, the control plane of "
         "'tenant-a'; use 'tenant-b''s TenantControlPlane endpoint.",
     )
+
+
+def test_worker_join_naming_another_tenant_as_its_own_is_flagged(stack: list[Recorded]) -> None:
+    join_b = owned(stack, resource_lib.COMMAND_TYPE, "tenant-b", "join")
+    set_both(join_b, ["environment", "GPU_TENANCY_TENANT"], "tenant-a")
+    assert run_stack_policy(tp.worker_joins_own_tenant, stack) == [(
+        "worker join 'tenant-b-worker-join' of tenant 'tenant-b' has GPU_TENANCY_TENANT='tenant-a'; a worker joins "
+        "only its own tenant's control plane.",
+        join_b.urn,
+    )]
 
 
 def test_worker_joining_another_tenants_container_is_flagged(stack: list[Recorded]) -> None:
@@ -1445,6 +1482,8 @@ def test_unset_gpucores_stay_unset_for_the_planner() -> None:
         {}, 10,
     )
     assert [w.containers[0].coresreq for w in workloads] == [100, 0]
+    # No count is one GPU, no replicas one replica (HAMi's webhook; a Deployment's default).
+    assert [(w.replicas, w.containers[0].gpus) for w in workloads] == [(1, 1), (1, 1)]
 
 
 def test_a_sixteen_gpu_tenant_is_planned(stack: list[Recorded], pack_env: None) -> None:
@@ -1534,6 +1573,39 @@ def test_plan_from_the_stack_config_keeps_real_hosts_apart(real: list[Recorded],
         "gpu-a100-01: 1/1 CardInsufficientMemory; gpu-a100-02: 1/1 CardInsufficientMemory.",
         "tenant 'tenant-b': workload 'b-whole' replica 1 cannot be placed on its declared GPUs: "
         "1/1 CardInsufficientMemory.",
+    ]
+
+
+@pytest.mark.parametrize("unknown", ["gpuNodes", "workloads", "quota"])
+def test_a_declaration_not_known_yet_is_read_from_the_stack_config(
+    stack: list[Recorded], monkeypatch: pytest.MonkeyPatch, unknown: str
+) -> None:
+    """In a preview a Tenant's outputs can hold values not known yet; the stack config decides instead of a
+    plan of the outputs read as empty."""
+    config = dev_config()
+    config["tenants"][1]["quota"] = {"limits.nvidia.com/gpu": 1}
+    monkeypatch.setenv("PULUMI_CONFIG", engine_config(config))
+    undeclare(stack)
+    not_known = {
+        "gpuNodes": [{"name": "tenant-b-worker", "gpus": ENGINE_UNKNOWN}],
+        "workloads": ENGINE_UNKNOWN,
+        "quota": ENGINE_UNKNOWN,
+    }
+    declare(stack, "tenant-b", **{"quota": {}, unknown: not_known[unknown]})
+    assert run(tp.gpu_plan_fits, stack) == [
+        "tenant 'tenant-b': workload 'b-notebook' replica 1 cannot be placed on its declared GPUs: "
+        "ResourceQuotaNotFit: limits.nvidia.com/gpu 1+1 > 1."
+    ]
+
+
+def test_a_tenants_gpu_nodes_from_its_outputs_are_named_in_its_verdicts(stack: list[Recorded], pack_env: None) -> None:
+    one_a100 = [{"model": A100, "count": 1}]
+    declare(stack, "tenant-a", gpus=[{"model": A100, "count": 2}], quota={},
+            gpuNodes=[{"name": "node-1", "gpus": one_a100}, {"name": "node-2", "gpus": one_a100}],
+            workloads=[{"name": "a-train", "replicas": 3, "containers": [{"gpus": 1, "gpumemMiB": 81920, "gpucores": 100}]}])
+    assert run(tp.gpu_plan_fits, stack) == [
+        "tenant 'tenant-a': workload 'a-train' replica 2 cannot be placed on its declared GPUs: "
+        "node-1: 1/1 CardInsufficientMemory; node-2: 1/1 CardInsufficientMemory."
     ]
 
 

@@ -3,12 +3,14 @@ as the engine hands it to the pack (policies/gpu_lib.py)."""
 
 from __future__ import annotations
 
+import ipaddress
+
 import policy_support  # noqa: F401  (puts policies/ on the import path, as the engine runs the pack from there)
 import pytest
 from gpu_lib import planner_inputs, stack_config
 from pod_lib import exact_kubernetes_version, helm_value_image_problems
 from pulumi.runtime.rpc import UNKNOWN as ENGINE_UNKNOWN
-from value_lib import UNKNOWN, is_unknown, plain, range_networks
+from value_lib import UNKNOWN, is_unknown, network, plain, range_networks
 
 
 def test_an_unknown_is_falsy_one_object_and_says_so() -> None:
@@ -113,3 +115,11 @@ def test_gpu_requests_are_fractional_in_pods_and_in_declared_workloads() -> None
         {"gpumemMiB": 1, "gpucores": 100},
     ]})) == ["container #3 asks for GPUs without gpumemMiB or gpumemPercentage",
             "container #4 asks for gpucores=101 (> 100)"]
+
+
+def test_a_cidr_is_read_as_gos_net_parsecidr_reads_it() -> None:
+    """Host bits set are masked off, not refused (Go's `net.ParseCIDR`, which Kubernetes and Kamaji parse ranges
+    with); anything that is not a CIDR string is no network."""
+    assert network(" 10.244.1.0/16 ") == ipaddress.ip_network("10.244.0.0/16")
+    assert network("fd00::1/64") == ipaddress.ip_network("fd00::/64")
+    assert [network(value) for value in (42, None, ["10.0.0.0/8"], "10.0.0.0/33", ENGINE_UNKNOWN)] == [None] * 5
