@@ -187,15 +187,15 @@ def _check_host_worker(res: Res, endpoints: dict[str, str], report: ReportViolat
 
 def _host_keys(res: Res) -> list[str]:
     """Names a worker machine goes by: node name / host address (HostWorker, remote Command), container name."""
-    keys: list[str] = []
     if res.type == HOST_WORKER_TYPE:
-        keys += [f"node {v}" for v in [known_str(res.props.get("nodeName"))] if v]
-        keys += [f"host {v}" for v in [known_str(res.props.get("address"))] if v]
+        named = [("node", res.props.get("nodeName")), ("host", res.props.get("address"))]
     elif res.type == REMOTE_COMMAND_TYPE:
-        keys += [f"host {v}" for v in [known_str(dig(res.props, "connection", "host"))] if v]
+        named = [("host", dig(res.props, "connection", "host"))]
     elif res.type == CONTAINER_TYPE and component_label(res) == "worker":
-        keys += [f"container {v}" for v in [known_str(res.props.get("name"))] if v]
-    return keys
+        named = [("container", res.props.get("name"))]
+    else:
+        return []
+    return [f"{kind} {value}" for kind, value in named if value]  # a value not known yet is the falsy UNKNOWN
 
 
 def validate_worker_joins_own_tenant(args: StackValidationArgs, report: ReportViolation) -> None:

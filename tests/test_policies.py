@@ -744,6 +744,47 @@ def test_gpu_host_shared_by_two_tenants_is_flagged(real: list[Recorded]) -> None
     )
 
 
+def test_a_machine_two_tenants_use_is_flagged_by_each_name_it_goes_by(
+    real: list[Recorded], stack: list[Recorded]
+) -> None:
+    several = "is a worker of several tenants ('tenant-a', 'tenant-b'); a GPU machine joins one tenant only."
+    host_a = owned(real, resource_lib.HOST_WORKER_TYPE, "tenant-a")
+    host_b = owned(real, resource_lib.HOST_WORKER_TYPE, "tenant-b")
+    # The node name alone (each host at its own address).
+    host_b.registered_outputs = {**(host_b.registered_outputs or {}), "nodeName": "gpu-a100-01"}
+    assert run_stack_policy(tp.worker_joins_own_tenant, real) == [(f"node gpu-a100-01 {several}", host_b.urn)]
+    # Names not known yet (a first preview) name no machine: two hosts of unknown name and address are not one.
+    known = {host.urn: dict(host.registered_outputs or {}) for host in (host_a, host_b)}
+    for host in (host_a, host_b):
+        host.registered_outputs = {**known[host.urn], "nodeName": ENGINE_UNKNOWN, "address": ENGINE_UNKNOWN}
+    assert run_stack_policy(tp.worker_joins_own_tenant, real) == []
+    for host in (host_a, host_b):
+        host.registered_outputs = {**known[host.urn], "nodeName": host.inputs["nodeName"]}
+    # A remote command of tenant-b's on tenant-a's host (its connection is a secret the pack reads through).
+    join_b = find(real, resource_lib.REMOTE_COMMAND_TYPE, "tenant-b-gpu-l4-01-join")
+    set_both(join_b, ["connection", "value", "host"], host_a.inputs["address"])
+    assert run_stack_policy(tp.worker_joins_own_tenant, real) == [(f"host 10.20.0.11 {several}", join_b.urn)]
+    # A kind worker container of each tenant by one name; other containers are no workers.
+    container_a = owned(stack, resource_lib.CONTAINER_TYPE, "tenant-a")
+    container_b = owned(stack, resource_lib.CONTAINER_TYPE, "tenant-b")
+    set_both(container_b, ["name"], container_a.state["name"])
+    assert (f"container gpu-tenancy-dev-tenant-a-worker {several}", container_b.urn) in run_stack_policy(
+        tp.worker_joins_own_tenant, stack
+    )
+    set_both(container_b, ["labels"], [])
+    assert run_stack_policy(tp.worker_joins_own_tenant, stack) == []
+
+
+def test_a_join_under_no_tenant_is_checked_by_the_tenant_it_claims(stack: list[Recorded]) -> None:
+    environment = {"GPU_TENANCY_TENANT": "tenant-a", "CONTROL_PLANE_TENANT": "tenant-b", "GPU_TENANCY_WORKER": "elsewhere"}
+    join = add_resource(stack, stack_root(stack), resource_lib.COMMAND_TYPE, "stray-join", {"environment": environment})
+    assert run_stack_policy(tp.worker_joins_own_tenant, stack) == [(
+        "worker join 'stray-join' of tenant 'tenant-a' has CONTROL_PLANE_TENANT='tenant-b'; a worker joins only its "
+        "own tenant's control plane.",
+        join.urn,
+    )]
+
+
 def test_gpu_host_joining_another_tenants_control_plane_is_flagged(real: list[Recorded]) -> None:
     host_b = owned(real, resource_lib.HOST_WORKER_TYPE, "tenant-b")
     endpoint_a = find(real, TENANT, "tenant-a").outputs["endpoint"]
