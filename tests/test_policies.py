@@ -344,6 +344,15 @@ def test_a_control_plane_without_a_namespace_is_in_default_and_unknown_ones_wait
         "'tenant-a'."]
     set_both(tcp, ["metadata", "name"], ENGINE_UNKNOWN)  # a preview: checked once it is known
     assert run(tp.tcp_dedicated_namespace, stack) == []
+    set_both(tcp, ["metadata", "name"], "tenant-a")
+    set_both(tcp, ["metadata", "namespace"], ENGINE_UNKNOWN)
+    assert run(tp.tcp_dedicated_namespace, stack) == []
+    # One control plane not known yet does not stop the check of the others, whatever their order.
+    tcp_b = owned(stack, TCP, "tenant-b")
+    set_both(tcp_b, ["metadata", "namespace"], "tenant-x")
+    moved = "TenantControlPlane 'tenant-b' of tenant 'tenant-b' is in namespace 'tenant-x'; use the dedicated namespace " \
+        "'tenant-b'."
+    assert run(tp.tcp_dedicated_namespace, stack) == run(tp.tcp_dedicated_namespace, stack[::-1]) == [moved]
 
 
 def test_control_plane_named_after_another_tenant_or_in_a_shared_namespace_is_flagged(stack: list[Recorded]) -> None:
