@@ -140,7 +140,7 @@ def _stack_mode(args: StackValidationArgs, resources: list[Res], report: ReportV
 
 def _is_hami(release: Res) -> bool:
     chart = release.props.get("chart")
-    return isinstance(chart, str) and not is_unknown(chart) and chart.rsplit("/", 1)[-1] == "hami"
+    return isinstance(chart, str) and chart.rsplit("/", 1)[-1] == "hami"
 
 
 def _device_plugin_enabled(release: Res) -> bool | None:

@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from resource_lib import Res
-from value_lib import as_list, dig, is_unknown, known_str
+from value_lib import as_list, dig, known_str
 
 from gpu_tenancy.contract import image_pins
 
@@ -47,7 +47,7 @@ def containers(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def image_problem(ref: Any) -> str | None:
     """Why an image reference is not pinned (gpu_tenancy.contract.image_pins), or None. Image IDs count as pinned."""
-    if not isinstance(ref, str) or is_unknown(ref):
+    if not isinstance(ref, str):  # nor UNKNOWN, which is no string
         return None
     if ref.startswith("sha256:"):
         return None  # an image ID (docker.Container.image from RemoteImage.image_id)
@@ -64,7 +64,7 @@ def helm_value_image_problems(values: Any, path: str = "values") -> Iterator[tup
     if isinstance(values, dict):
         for key, value in values.items():
             here = f"{path}.{key}"
-            if key in ("tag", "imageTag") and isinstance(value, str) and not is_unknown(value):
+            if key in ("tag", "imageTag") and isinstance(value, str):
                 problem = image_pins.tag_problem(value)
                 if problem:
                     yield here, f"tag {problem}"
@@ -79,12 +79,18 @@ def helm_value_image_problems(values: Any, path: str = "values") -> Iterator[tup
             yield from helm_value_image_problems(value, f"{path}[{index}]")
 
 
+# `helm package` names an archive `<name>-<version>.tgz` (helm pkg/chartutil/save.go `Save`), the version SemVer 2.
+_ARCHIVE_VERSION = re.compile(r"-v?\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$")
+
+
 def chart_name(chart: Any) -> str | None:
-    """A Helm chart's name from `chart` (`name`, `repo/name` or an oci:// / https:// reference)."""
+    """A Helm chart's name from `chart`: `name`, `repo/name`, an oci:// reference, or a packaged chart's path or
+    URL (`.../name-1.2.3.tgz`)."""
     text = known_str(chart)
     if not text:
         return None
-    return text.rstrip("/").rsplit("/", 1)[-1].removesuffix(".tgz")
+    last = text.rstrip("/").rpartition("/")[2]
+    return _ARCHIVE_VERSION.sub("", last[: -len(".tgz")]) if last.endswith(".tgz") else last
 
 
 # --------------------------------------------------------------------------- Kubernetes versions

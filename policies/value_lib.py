@@ -103,7 +103,7 @@ def dig(value: Any, *path: str | int, default: Any = None) -> Any:
 
 
 def known_str(value: Any) -> str | None:
-    return value if isinstance(value, str) and not is_unknown(value) else None
+    return value if isinstance(value, str) else None  # UNKNOWN is no string
 
 
 def as_list(value: Any) -> list[Any]:
@@ -129,7 +129,7 @@ def contains_unknown(value: Any) -> bool:
 
 def quantity(value: Any) -> int | None:
     """An integer Kubernetes quantity ('2', 2, '2.0'); None when absent, unknown or not an integer."""
-    if isinstance(value, bool) or value is None or is_unknown(value):
+    if isinstance(value, bool):  # a bool is an int to Python, not a quantity (None and UNKNOWN fall through)
         return None
     if isinstance(value, int):
         return value
@@ -148,7 +148,7 @@ Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
 def network(value: Any) -> Network | None:
-    if not isinstance(value, str) or is_unknown(value):
+    if not isinstance(value, str):  # nor UNKNOWN, which is no string
         return None
     try:
         return ipaddress.ip_network(value.strip(), strict=False)
@@ -158,7 +158,7 @@ def network(value: Any) -> Network | None:
 
 def range_networks(value: Any) -> list[Network]:
     """Networks covering a MetalLB address entry: a CIDR or a 'first-last' range."""
-    if not isinstance(value, str) or is_unknown(value):
+    if not isinstance(value, str):  # nor UNKNOWN, which is no string
         return []
     if "-" in value:
         first, _, last = value.partition("-")

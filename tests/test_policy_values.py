@@ -8,9 +8,10 @@ import ipaddress
 import policy_support  # noqa: F401  (puts policies/ on the import path, as the engine runs the pack from there)
 import pytest
 from gpu_lib import planner_inputs, stack_config
-from pod_lib import exact_kubernetes_version, helm_value_image_problems
+from pod_lib import chart_name, containers, exact_kubernetes_version, helm_value_image_problems
 from pulumi.runtime.rpc import UNKNOWN as ENGINE_UNKNOWN
-from value_lib import UNKNOWN, is_unknown, network, plain, range_networks
+from pulumi_policy.proxy import unknown_checking_proxy
+from value_lib import UNKNOWN, contains_unknown, dig, is_unknown, known_str, network, plain, quantity, range_networks
 
 
 def test_an_unknown_is_falsy_one_object_and_says_so() -> None:
@@ -123,3 +124,49 @@ def test_a_cidr_is_read_as_gos_net_parsecidr_reads_it() -> None:
     assert network(" 10.244.1.0/16 ") == ipaddress.ip_network("10.244.0.0/16")
     assert network("fd00::1/64") == ipaddress.ip_network("fd00::/64")
     assert [network(value) for value in (42, None, ["10.0.0.0/8"], "10.0.0.0/33", ENGINE_UNKNOWN)] == [None] * 5
+
+
+def test_a_pod_specs_containers_are_its_init_regular_and_ephemeral_ones_in_that_order() -> None:
+    spec = {"ephemeralContainers": [{"name": "debug"}, "junk"], "containers": [{"name": "app"}],
+            "initContainers": [{"name": "init"}]}
+    assert [c["name"] for c in containers(spec)] == ["init", "app", "debug"]
+
+
+@pytest.mark.parametrize(
+    ("chart", "name"),
+    [
+        ("hami", "hami"),
+        ("hami-charts/hami", "hami"),
+        ("oci://ghcr.io/project-hami/charts/hami/", "hami"),
+        ("https://example.test/charts/nvidia-device-plugin-0.17.1.tgz", "nvidia-device-plugin"),
+        ("./charts/kamaji-etcd-v0.5.1-rc.1+build.7.tgz", "kamaji-etcd"),
+        ("charts/hami.tgz", "hami"),
+        ("charts/hami-tgz", "hami-tgz"),
+        ("", None),
+        (UNKNOWN, None),
+        (None, None),
+    ],
+)
+def test_a_charts_name_is_read_from_any_form_helm_takes(chart: object, name: str | None) -> None:
+    """A packaged chart is `<name>-<version>.tgz`, as `helm package` writes it."""
+    assert chart_name(chart) == name
+
+
+def test_dig_steps_into_lists_by_index_from_either_end() -> None:
+    value = {"a": [10, 20], "m": {"0": "not a list"}}
+    assert [dig(value, "a", i, default="-") for i in (0, 1, -1, -2, 2, -3)] == [10, 20, 20, 10, "-", "-"]
+    assert dig(value, "m", 0, default="-") == "-"
+    assert dig(value, "a", "0", default="-") == "-"
+
+
+def test_plain_keeps_what_follows_an_unknown_item() -> None:
+    proxied = unknown_checking_proxy({"list": [ENGINE_UNKNOWN, 1, "x"]})
+    assert plain(proxied) == {"list": [UNKNOWN, 1, "x"]}
+
+
+def test_known_values_and_quantities_are_told_from_unknown_and_other_values() -> None:
+    assert [known_str(v) for v in ("x", "", 5, None, UNKNOWN, ["x"])] == ["x", "", None, None, None, None]
+    assert [contains_unknown(v) for v in ([1, UNKNOWN], {"a": [{"b": UNKNOWN}]}, [1, {"a": 2}], UNKNOWN, "x")] == [
+        True, True, False, True, False]
+    assert [quantity(v) for v in (True, False, None, UNKNOWN, "3", 4, 4.0, 4.5, " 5 ", "2e1", [1])] == [
+        None, None, None, None, 3, 4, 4, None, 5, 20, None]
