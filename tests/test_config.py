@@ -254,3 +254,17 @@ def test_a_worker_address_resolves_as_the_system_resolver_answers() -> None:
     """An IP literal is itself; `localhost` comes from /etc/hosts, no DNS needed."""
     assert resolve_host("fd00:0:0::11") == {"fd00::11"}
     assert "127.0.0.1" in resolve_host("localhost")
+
+
+def test_a_name_may_be_as_long_as_a_dns_label_and_no_longer() -> None:
+    """A DNS-1123 label is at most 63 characters (Kubernetes' `validation.IsDNS1123Label`)."""
+    longest = "w" * 63
+    workload = {"name": longest, "containers": [{"gpus": 1}]}
+    stack = load_config(with_tenants({"name": "a", "gpus": [A100], "workloads": [workload]}), frozenset(SECRETS))
+    assert stack.tenants[0].workloads[0].name == longest
+    with pytest.raises(ConfigError) as error:
+        load_config(with_tenants({"name": "a", "gpus": [A100], "workloads": [{**workload, "name": longest + "w"}]}),
+                    frozenset(SECRETS))
+    assert str(error.value) == (
+        f"gpu-tenancy:tenants[0].workloads[0].name: '{longest}w' is not a DNS-1123 label (lower-case letters, digits, '-')"
+    )

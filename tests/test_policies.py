@@ -394,6 +394,33 @@ def test_worker_image_not_matching_its_control_plane_is_flagged(stack: list[Reco
     )
 
 
+def test_a_worker_containers_own_image_is_held_to_its_control_planes_version(stack: list[Recorded]) -> None:
+    container = owned(stack, resource_lib.CONTAINER_TYPE, "tenant-b")
+    set_both(container, ["image"], "kindest/node:v1.30.13")
+    assert run_stack_policy(tp.tcp_version_pinned, stack) == [(
+        f"tenant 'tenant-b': worker image 'kindest/node:v1.30.13' ({container.name!r}), which does not match its "
+        "control plane version 'v1.35.5'; the worker kubelet must run the control plane's version (workerImage / "
+        "versions.kubernetes).",
+        container.urn,
+    )]
+    # An image ID names no version (the RemoteImage beside it does); a container that is no worker runs no kubelet.
+    set_both(container, ["image"], "sha256:" + "a" * 64)
+    assert run_stack_policy(tp.tcp_version_pinned, stack) == []
+    set_both(container, ["image"], "kindest/node:v1.30.13")
+    set_both(container, ["labels"], [])
+    assert run_stack_policy(tp.tcp_version_pinned, stack) == []
+
+
+def test_a_control_plane_version_not_known_yet_waits_without_stopping_the_others(stack: list[Recorded]) -> None:
+    set_both(owned(stack, TCP, "tenant-a"), ["spec", "kubernetes", "version"], ENGINE_UNKNOWN)
+    set_both(owned(stack, TCP, "tenant-b"), ["spec", "kubernetes", "version"], "v1.35")
+    expected = [
+        "TenantControlPlane 'tenant-b' has spec.kubernetes.version 'v1.35'; pin an exact version like 'v1.35.5' "
+        "(gpu-tenancy:versions.kubernetes)."
+    ]
+    assert run(tp.tcp_version_pinned, stack) == run(tp.tcp_version_pinned, stack[::-1]) == expected
+
+
 def test_gpu_host_prepared_for_another_version_is_flagged(real: list[Recorded]) -> None:
     prepare = owned(real, resource_lib.REMOTE_COMMAND_TYPE, "tenant-a", "prepare")
     triggers = prepare.state["triggers"]
