@@ -79,7 +79,8 @@ def helm_value_image_problems(values: Any, path: str = "values") -> Iterator[tup
             yield from helm_value_image_problems(value, f"{path}[{index}]")
 
 
-# `helm package` names an archive `<name>-<version>.tgz` (helm pkg/chartutil/save.go `Save`), the version SemVer 2.
+# `helm package` names an archive `<name>-<version>.tgz` (helm pkg/chartutil/save.go `Save`). Helm parses the
+# version loosely (Masterminds semver); a version of three numbers, as charts use, is recognised here.
 _ARCHIVE_VERSION = re.compile(r"-v?\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$")
 
 
