@@ -693,6 +693,12 @@ RELEASE_A = "kubernetes:helm.sh/v3:Release 'tenant-a-hami-chart'"
     ("hami", "2.10.0", " ", "chart 'hami' has no repository; set repository_opts=RepositoryOptsArgs(repo=...) or use "
      "an oci:// chart reference."),
     ("hami", ENGINE_UNKNOWN, None, None),  # not known yet: checked when it is
+    (ENGINE_UNKNOWN, "2.10.0", None, None),
+    ("hami", "2.10.0", ENGINE_UNKNOWN, None),
+    ("hami", "LATEST", "https://project-hami.github.io/HAMi/", "chart 'hami' version 'LATEST' is a range; pin an exact "
+     "version."),
+    ("https://example.test/charts/hami-2.10.0.tgz", "2.10.0", None, None),  # a URL names where it comes from
+    ("http://charts.internal/hami-2.10.0.tgz", "2.10.0", None, None),
 ])
 def test_a_chart_is_pinned_to_a_released_version_from_a_named_repository(
     stack: list[Recorded], chart: str, version: str | None, repo: str | None, finding: str | None
