@@ -22,7 +22,7 @@ from gpu_lib import (
     planner_inputs,
     stack_config,
 )
-from pod_lib import containers, pod_spec
+from pod_lib import chart_name, containers, pod_spec
 from policy_common import MANDATORY, describe, policy_config
 from pulumi_policy import (
     PolicyConfigSchema,
@@ -134,13 +134,11 @@ def _stack_mode(args: StackValidationArgs, resources: list[Res], report: ReportV
         return None
     if modes:
         return next(iter(modes))
-    mode = stack_config("mode")
-    return mode if mode in MODES else None
+    return known_str(stack_config("mode"))  # a mode the pack does not know is checked as no mode
 
 
 def _is_hami(release: Res) -> bool:
-    chart = release.props.get("chart")
-    return isinstance(chart, str) and chart.rsplit("/", 1)[-1] == "hami"
+    return chart_name(release.props.get("chart")) == "hami"
 
 
 def _device_plugin_enabled(release: Res) -> bool | None:
@@ -202,10 +200,9 @@ def _gpu_providers(resources: list[Res]) -> _GpuProviders:
             elif res.unread or is_unknown(component):
                 found.maybe_nvml.add(tenant)
         elif res.type == HELM_RELEASE_TYPE or res.type in HELM_TYPES:
-            chart = known_str(res.props.get("chart")) or ""
             if _is_hami(res):
                 found.hami[tenant].append(res)
-            elif chart.rsplit("/", 1)[-1] in _REAL_PLUGIN_CHARTS:
+            elif chart_name(res.props.get("chart")) in _REAL_PLUGIN_CHARTS:
                 found.real_chart[tenant].append(res)
     return found
 

@@ -884,6 +884,64 @@ def test_real_mode_without_the_device_plugin_is_flagged(real: list[Recorded]) ->
     )
 
 
+@pytest.mark.usefixtures("gpu_env")
+@pytest.mark.parametrize("chart", ["hami", "project-hami/hami", "oci://ghcr.io/project-hami/charts/hami",
+                                   "./charts/hami-2.10.0.tgz"])
+def test_hami_is_known_in_each_form_helm_takes_its_chart(real: list[Recorded], chart: str) -> None:
+    release = owned(real, RELEASE, "tenant-a", "hami")
+    set_both(release, ["chart"], chart)
+    set_both(release, ["values", "devicePlugin", "enabled"], False)
+    assert run_stack_policy(tp.no_mock_gpus_in_real, real) == [(
+        "mode is 'real' but tenant 'tenant-a' installs HAMi with devicePlugin.enabled=false "
+        "(kubernetes:helm.sh/v3:Release 'tenant-a-hami-chart'); enable it so real GPUs are registered.", release.urn)]
+    # Unset, the chart's own default enables the plugin.
+    for props in (release.inputs, release.state):
+        del props["values"]["devicePlugin"]["enabled"]
+    assert run_stack_policy(tp.no_mock_gpus_in_real, real) == []
+
+
+def test_a_fake_gpu_outside_any_tenant_is_named_first_in_mode_real(stack: list[Recorded]) -> None:
+    for tenant in ("tenant-a", "tenant-b"):  # HAMi's plugin on, so only the agents remain to name
+        set_both(owned(stack, RELEASE, tenant, "hami"), ["values", "devicePlugin", "enabled"], True)
+    root = stack_root(stack)
+    stray = add_resource(stack, root, resource_lib.MOCK_AGENT_TYPE, "stray-agent", {})
+    # Tenants in the order of their names, whatever their resources are called.
+    tenant_0 = add_resource(stack, root, TENANT, "tenant-0", {"tenant": "tenant-0"}, outputs={})
+    add_resource(stack, tenant_0, resource_lib.MOCK_AGENT_TYPE, "zz-agent", {})
+    messages = run_stack_policy(tp.no_mock_gpus_in_real, stack, {"mode": "real"})
+    assert messages[0] == (
+        "mode is 'real' but the stack, outside any tenant, still runs the mock-GPU agent "
+        "(gpu-tenancy:mock_gpu_agent:MockGpuAgent 'stray-agent'); remove it, real GPUs are registered by HAMi's "
+        "device plugin.", stray.urn)
+    assert [m.split(" still runs")[0].removeprefix("mode is 'real' but ") for m, _ in messages[1:]] == [
+        "tenant 'tenant-0'", "tenant 'tenant-a'", "tenant 'tenant-a'", "tenant 'tenant-b'", "tenant 'tenant-b'"]
+
+
+def test_a_daemon_set_outside_the_tenants_is_owned_by_its_label_or_else_its_provider(stack: list[Recorded]) -> None:
+    root = stack_root(stack)
+
+    def agent_daemon_set(name: str, labels: dict[str, str], provider: str) -> Recorded:
+        labels = {"gpu-tenancy.io/component": "mock-gpu-agent", **labels}
+        return add_resource(stack, root, DAEMONSET, name, {"metadata": {"name": name, "labels": labels}}, provider)
+
+    labelled = agent_daemon_set("labelled", {"gpu-tenancy.io/tenant": "tenant-b"}, provider_ref(stack, "tenant-a-kubernetes"))
+    on_a = agent_daemon_set("on-a", {}, provider_ref(stack, "tenant-a-kubernetes"))
+    on_management = agent_daemon_set("on-management", {}, provider_ref(stack, "management"))
+    findings = {urn: m.split(" still runs")[0] for m, urn in run_stack_policy(tp.no_mock_gpus_in_real, stack, {"mode": "real"})}
+    assert [findings[r.urn] for r in (labelled, on_a, on_management)] == [
+        "mode is 'real' but tenant 'tenant-b'", "mode is 'real' but tenant 'tenant-a'",
+        "mode is 'real' but the stack, outside any tenant,"]
+
+
+def test_a_stack_of_mixed_modes_names_each_tenant_by_mode(stack: list[Recorded], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PULUMI_CONFIG", raising=False)
+    tenant_a = find(stack, TENANT, "tenant-a")
+    tenant_a.registered_outputs = {**(tenant_a.registered_outputs or {}), "mode": "real"}
+    add_resource(stack, stack_root(stack), TENANT, "tenant-c", {}, outputs={"mode": "sim"})
+    assert run_stack_policy(tp.no_mock_gpus_in_real, stack)[0] == (
+        "the stack mixes modes: real: tenant-a; sim: tenant-b, tenant-c", None)
+
+
 def test_real_stack_checked_as_sim_is_flagged(real: list[Recorded]) -> None:
     assert_violation(run(tp.no_mock_gpus_in_real, real, {"mode": "sim"}), "installs a real GPU device plugin")
 
