@@ -199,7 +199,7 @@ def _gpu_providers(resources: list[Res]) -> _GpuProviders:
                 found.nvml[tenant].append(res)
             elif res.unread or is_unknown(component):
                 found.maybe_nvml.add(tenant)
-        elif res.type == HELM_RELEASE_TYPE or res.type in HELM_TYPES:
+        elif res.type in HELM_TYPES:
             if _is_hami(res):
                 found.hami[tenant].append(res)
             elif chart_name(res.props.get("chart")) in _REAL_PLUGIN_CHARTS:
