@@ -905,8 +905,8 @@ def test_a_fake_gpu_outside_any_tenant_is_named_first_in_mode_real(stack: list[R
         set_both(owned(stack, RELEASE, tenant, "hami"), ["values", "devicePlugin", "enabled"], True)
     root = stack_root(stack)
     stray = add_resource(stack, root, resource_lib.MOCK_AGENT_TYPE, "stray-agent", {})
-    # Tenants in the order of their names, whatever their resources are called.
-    tenant_0 = add_resource(stack, root, TENANT, "tenant-0", {"tenant": "tenant-0"}, outputs={})
+    # Tenants by the name their Tenant registers, in its order, whatever their resources are called.
+    tenant_0 = add_resource(stack, root, TENANT, "lab-0", {"tenant": "tenant-0"}, outputs={"tenant": "tenant-0"})
     add_resource(stack, tenant_0, resource_lib.MOCK_AGENT_TYPE, "zz-agent", {})
     messages = run_stack_policy(tp.no_mock_gpus_in_real, stack, {"mode": "real"})
     assert messages[0] == (
