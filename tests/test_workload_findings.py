@@ -92,3 +92,11 @@ def test_a_pod_reaching_into_its_node() -> None:
     safe = {"securityContext": {"seLinuxOptions": {"type": "container_t"}, "sysctls": [{"name": "kernel.shm_rmid_forced"}]},
             "containers": [{"name": "c", "securityContext": {"privileged": False}}]}
     assert findings(_res("kubernetes:core/v1:Pod", {"spec": safe})) == []
+
+
+def test_a_pod_sharing_the_hosts_ipc_or_setting_an_selinux_role() -> None:
+    spec = {"hostIPC": True, "securityContext": {"seLinuxOptions": {"role": "system_r"}}, "containers": [{"name": "c"}]}
+    assert findings(_res("kubernetes:core/v1:Pod", {"spec": spec})) == [
+        ("hostIPC", "sets hostIPC: true"),
+        ("seLinux", "the pod sets a custom SELinux user, role or type"),
+    ]
