@@ -39,8 +39,7 @@ APPARMOR_ANNOTATION = "container.apparmor.security.beta.kubernetes.io/"
 
 
 def _path(value: Any) -> str:
-    text = known_str(value) or "?"
-    return posixpath.normpath(text) if text.startswith("/") else text
+    return posixpath.normpath(known_str(value) or "?")
 
 
 def _security_context_findings(where: str, context: Mapping[str, Any]) -> Iterator[Finding]:

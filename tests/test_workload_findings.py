@@ -7,6 +7,7 @@ from typing import Any
 
 import policy_support  # noqa: F401  (puts policies/ on the import path, as the engine runs the pack from there)
 from resource_lib import Res
+from value_lib import UNKNOWN
 from workload_lib import findings
 
 
@@ -100,3 +101,31 @@ def test_a_pod_sharing_the_hosts_ipc_or_setting_an_selinux_role() -> None:
         ("hostIPC", "sets hostIPC: true"),
         ("seLinux", "the pod sets a custom SELinux user, role or type"),
     ]
+
+
+def test_a_deployments_apparmor_annotation_is_read_from_its_pod_template() -> None:
+    unconfined = {"container.apparmor.security.beta.kubernetes.io/c": "unconfined"}
+    deployment = _res("kubernetes:apps/v1:Deployment", {
+        "metadata": {"annotations": {}},
+        "spec": {"template": {"metadata": {"annotations": unconfined}, "spec": {"containers": [{"name": "c"}]}}},
+    })
+    assert findings(deployment) == [
+        ("apparmor:Unconfined", "annotation container.apparmor.security.beta.kubernetes.io/c is unconfined")]
+    # On the Deployment itself the annotation takes no effect.
+    deployment.props["metadata"]["annotations"], deployment.props["spec"]["template"]["metadata"] = unconfined, {}
+    assert findings(deployment) == []
+
+
+def test_a_path_or_chart_not_known_is_shown_as_a_question_mark() -> None:
+    volume = _res("kubernetes:core/v1:PersistentVolume", {"spec": {"hostPath": {"path": UNKNOWN}}})
+    assert findings(volume) == [("hostPath:?", "PersistentVolume on host path ? (hostPath)")]
+    assert findings(_res("kubernetes:helm.sh/v3:Release", {})) == [
+        ("helm:?", "installs Helm chart '?', whose rendered objects the pack cannot inspect")]
+
+
+def test_a_pod_reaching_gpus_around_hami_is_found_once_its_spec_is_known() -> None:
+    spec: dict[str, Any] = {"containers": [{"name": "c", "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]}]}
+    assert findings(_res("kubernetes:core/v1:Pod", {"spec": spec})) == [
+        ("gpuAccess", "container 'c' sets NVIDIA_VISIBLE_DEVICES, which HAMi's device plugin owns")]
+    spec["runtimeClassName"] = UNKNOWN  # a preview: the admission policy's verdict waits for the whole spec
+    assert findings(_res("kubernetes:core/v1:Pod", {"spec": spec})) == []
