@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from gpu_tenancy.hami.planner.model import ContainerRequest, Device, Node, Quota, Workload, node_from_register
@@ -332,3 +334,34 @@ def test_a_pods_percentage_memory_adds_up_against_the_quota() -> None:
 def test_two_nodes_of_one_name_are_refused() -> None:
     with pytest.raises(ValueError, match=r"^duplicate node names$"):
         plan([node("n"), node("n")], [wl()])
+
+
+@pytest.mark.parametrize(("make", "message"), [
+    (lambda: Device("GPU-0", "NVIDIA L4", devmem=-1), "device 'GPU-0': devmem, devcore and count must be >= 0"),
+    (lambda: Device("GPU-0", "NVIDIA L4", devmem=1, devcore=-1), "device 'GPU-0': devmem, devcore and count must be >= 0"),
+    (lambda: Device("GPU-0", "NVIDIA L4", devmem=1, count=-1), "device 'GPU-0': devmem, devcore and count must be >= 0"),
+    (lambda: Node("n", (Device("GPU-0", "NVIDIA L4", 1), Device("GPU-0", "NVIDIA L4", 1))), "node 'n': duplicate device ids"),
+    (lambda: ContainerRequest(gpus=-1), "gpus must be >= 0"),
+    (lambda: ContainerRequest(gpumem_mib=-1), "gpumem_mib must be >= 0"),
+    (lambda: ContainerRequest(gpumem_percentage=101),
+     "gpumem_percentage must be between 0 and 100 (HAMi's webhook denies the pod otherwise)"),
+    (lambda: ContainerRequest(gpucores=-1), "gpucores must be >= 0"),
+    (lambda: Workload("w", (), replicas=-1), "workload 'w': replicas must be >= 0"),
+    (lambda: Workload("w", (), node_scheduler_policy="random"),  # type: ignore[arg-type]
+     "workload 'w': node_scheduler_policy must be binpack|spread"),
+])
+def test_an_impossible_model_input_is_refused_saying_which_and_why(make: Callable[[], object], message: str) -> None:
+    with pytest.raises(ValueError) as error:
+        make()
+    assert str(error.value) == message
+
+
+def test_model_inputs_given_as_lists_are_kept_as_tuples() -> None:
+    """Frozen, hashable values: the planner keys its memos by them."""
+    device = Device("GPU-0", "NVIDIA L4", 1)
+    node = Node("n", [device])  # type: ignore[arg-type]
+    workload = Workload("w", [ContainerRequest()], use_gpu_type=["L4"], nouse_gpu_type=["A100"])  # type: ignore[arg-type]
+    assert (node.devices, workload.containers, workload.use_gpu_type, workload.nouse_gpu_type) == (
+        (device,), (ContainerRequest(),), ("L4",), ("A100",))
+    assert hash(node) == hash(Node("n", (device,))) and hash(workload) == hash(
+        Workload("w", (ContainerRequest(),), use_gpu_type=("L4",), nouse_gpu_type=("A100",)))

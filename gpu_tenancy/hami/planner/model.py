@@ -219,7 +219,7 @@ def node_from_register(
     for pos, d in enumerate(devices):
         if "id" not in d or "devmem" not in d:
             raise ValueError(f"node {node_name!r}: device #{pos} needs 'id' and 'devmem'")
-        health = d.get("health", False)
+        health = d.get("health")  # missing reads as unhealthy (bool(None))
         if isinstance(health, str):
             health = health.strip().lower() in ("true", "1", "yes")
         out.append(
@@ -232,7 +232,7 @@ def node_from_register(
                 numa=int(d.get("numa", 0)),
                 health=bool(health),
                 index=int(d.get("index", 0)),
-                mode=str(d.get("mode", "") or ""),
+                mode=str(d.get("mode") or ""),
             )
         )
     return Node(name=node_name, devices=tuple(out), tenant=tenant)
