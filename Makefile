@@ -39,7 +39,7 @@ help: ## List the targets
 	@echo "usage: make <target> [STACK=<name>: Pulumi.<name>.yaml, default dev] [CONFIRM=1: no prompt on a real stack]"
 	@awk 'BEGIN {FS = ":[^#]*## "} /^[a-zA-Z0-9_.-]+:[^#]*## / {printf "  %-22s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-$(BIN)/.installed: requirements.txt requirements-dev.txt | $(if $(filter $(DEPLOY_GOALS),$(MAKECMDGOALS)),preflight)
+$(BIN)/.installed: requirements.txt requirements-dev.txt gpu_tenancy/hami/agent/requirements.txt | $(if $(filter $(DEPLOY_GOALS),$(MAKECMDGOALS)),preflight)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $@

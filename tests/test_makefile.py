@@ -57,7 +57,9 @@ def run_make(
 ) -> Run:
     repo, bin_dir, log = tmp_path / "repo", tmp_path / "bin", tmp_path / "calls.log"
     repo.mkdir(exist_ok=True)
-    for name in ("Makefile", "Pulumi.yaml", "Pulumi.dev.yaml", "Pulumi.gpu.yaml", "requirements.txt", "requirements-dev.txt"):
+    for name in ("Makefile", "Pulumi.yaml", "Pulumi.dev.yaml", "Pulumi.gpu.yaml", "requirements.txt", "requirements-dev.txt",
+                 "gpu_tenancy/hami/agent/requirements.txt"):
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO_ROOT / name, repo / name)
     for name, text in (stack_files or {}).items():
         (repo / name).write_text(text)
