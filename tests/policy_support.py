@@ -69,6 +69,7 @@ class Recorded:
     protect: bool = False
     retain_on_delete: bool = False
     deleted_with: str = ""
+    additional_secret_outputs: list[str] = field(default_factory=list)
     # A `.get`: the engine sends it to AnalyzeStack only, never to Analyze (pulumi/pulumi step_generator.go:
     # generateSteps calls analyzeAll, GenerateReadSteps does not).
     read: bool = False
@@ -119,6 +120,7 @@ def _capturing_monitor(into: dict[str, Recorded]) -> Iterator[None]:
             protect=bool(request.protect),
             retain_on_delete=bool(request.retainOnDelete),
             deleted_with=request.deletedWith,
+            additional_secret_outputs=list(request.additionalSecretOutputs),
         )
         return response
 

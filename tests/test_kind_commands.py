@@ -135,3 +135,12 @@ def test_kind_s_own_network_leaves_existing_stacks_unchanged() -> None:
     create = find(dev_stack(), "command:local:Command", "management-create")
     assert "environment" not in create.inputs or not create.inputs["environment"]
     assert len(create.inputs["triggers"]) == 2
+
+
+def test_the_config_on_stdin_names_the_cluster_it_creates() -> None:
+    """kind's `--name` wins over the config's `name` (kind `pkg/cluster/internal/create/create.go`
+    `fixupOptions`: NameOverride); the config still says the same. The engine stores stdin as an input, so a
+    change here is an update of a deployed cluster's command on the next `up`."""
+    assert _create().inputs["stdin"] == (
+        "kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\nname: gpu-tenancy-dev\nnodes:\n- role: control-plane\n"
+    )
