@@ -199,4 +199,4 @@ class MockGpuAgent(pulumi.ComponentResource):
                 depends_on=[self.image_load, self.cluster_role_binding, self.pod_policy_binding, *args.depends_on],
             ),
         )
-        self.register_outputs({"image_name": image_name, "daemon_set_name": self.daemon_set.metadata.name})
+        self.register_outputs({"imageName": image_name, "daemonSetName": self.daemon_set.metadata.name})
