@@ -22,7 +22,11 @@ no secret reached a command line. What each fake follows upstream:
   (`waitForTLSBootstrappedClient` times out; the kubelet config and flags file are on disk by then).
   After any of them only pki/ca.crt is left of the join's credentials: that is what a retry finds.
 * `kubectl --kubeconfig F ... create -f -` / `delete secret|node NAME [--ignore-not-found]`
-  (kubectl `create`/`delete`): objects live as JSON files; deleting a missing object without
+  (kubectl `create`/`delete`): objects live as JSON files. A created object must be one the API takes:
+  kubectl maps its apiVersion and kind to a resource before sending it (no mapping, no request), and its
+  default `--validate=strict` has the API server refuse unknown fields (server-side field validation). The
+  fake checks it against Kubernetes' own OpenAPI schema at the tenant's version (kubernetes-validate,
+  strict) and fails as kubectl does, exit 1; its message is not kubectl's. Deleting a missing object without
   --ignore-not-found fails with `Error from server (NotFound)` and exit 1, as kubectl does. With
   `forbidden_creates=N` the first N creates are refused with `Error from server (Forbidden)`: a fresh
   tenant's admin group gets its rights only once Kamaji's tenant-side controllers have run
@@ -39,6 +43,8 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+from gpu_tenancy.contract.versions import TENANT_KUBERNETES_VERSION
 
 _DOCKER = r'''
 import json, os, shutil, sys
@@ -141,6 +147,7 @@ sys.exit(127)
 
 _KUBECTL = r'''
 import json, os, sys
+import kubernetes_validate
 from pathlib import Path
 state = Path(os.environ["FAKE_STATE"])
 behaviour = json.loads((state / "behaviour.json").read_text())
@@ -166,6 +173,11 @@ with open(state / "kubeconfigs.jsonl", "a") as log:
 api = state / "api"
 if words == ["create"] and options.get("-f") == "-":
     obj = json.loads(sys.stdin.read())
+    try:
+        kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+    except (kubernetes_validate.ValidationError, kubernetes_validate.SchemaNotFoundError, KeyError) as error:
+        sys.stderr.write(f'error: error validating "STDIN": {error!r}\n')
+        sys.exit(1)
     counter = state / "creates"
     creates = int(counter.read_text()) + 1 if counter.exists() else 1
     counter.write_text(str(creates))
@@ -216,7 +228,8 @@ class FakeHost:
         (self.root / "run").mkdir()
         (self.state / "api").mkdir(parents=True)
         self.bin.mkdir()
-        for name, body in (("docker", _DOCKER), ("kubectl", _KUBECTL), ("sleep", _SLEEP)):
+        kubectl = f"KUBERNETES_VERSION = {TENANT_KUBERNETES_VERSION.lstrip('v')!r}\n{_KUBECTL}"
+        for name, body in (("docker", _DOCKER), ("kubectl", kubectl), ("sleep", _SLEEP)):
             exe = self.bin / name
             exe.write_text(f"#!{sys.executable}\n{body}")
             exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
