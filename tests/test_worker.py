@@ -230,6 +230,13 @@ def test_a_template_where_the_placeholder_is_not_only_the_token_is_refused() -> 
         worker_join.join_configuration_template("10.0.0.5:6443", "sha256:abc", worker_join.TOKEN_PLACEHOLDER, {})
 
 
+def test_a_token_description_with_a_single_quote_is_refused() -> None:
+    """The token Secret's JSON is one single-quoted `printf` argument: a quote in it would end the argument
+    and run the rest as shell words."""
+    with pytest.raises(ValueError, match=r"^labels and description must not contain a single quote$"):
+        join_token.mint("tenant-a", 60, "the host's token")
+
+
 # --------------------------------------------------------------------------- leave
 
 
