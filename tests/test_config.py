@@ -83,6 +83,8 @@ MODE_CONFIGS: list[tuple[str, dict[str, Any], str]] = [
     ("kubeconfig in sim", with_tenants({"name": "a", "gpus": [A100]}, managementKubeconfig="x"), "gpu-tenancy:managementKubeconfig: is only for mode 'real' (sim builds its own kind cluster and workers)"),
     ("ssh key in sim", with_tenants({"name": "a", "gpus": [A100]}, sshPrivateKey="key"), "gpu-tenancy:sshPrivateKey: is only for mode 'real' (sim builds its own kind cluster and workers)"),
     ("mismatch policy in sim", with_tenants({"name": "a", "gpus": [A100]}, inventoryMismatch="warn"), "gpu-tenancy:inventoryMismatch: is only for mode 'real' (sim builds its own kind cluster and workers)"),
+    ("kubeconfig in sim-nvml", {"mode": "sim-nvml", "tenants": [{"name": "a", "gpus": [A100]}], "managementKubeconfig": "x"}, "gpu-tenancy:managementKubeconfig: is only for mode 'real' (sim-nvml builds its own kind cluster and workers)"),
+    ("control-plane address in sim", with_tenants({"name": "a", "gpus": [A100], "controlPlaneAddress": "10.0.0.5"}), "gpu-tenancy:tenants[0].controlPlaneAddress: is only for mode 'real' (sim takes MetalLB's address)"),
     ("metallb off in sim", with_tenants({"name": "a", "gpus": [A100]}, metallb={"enabled": False}), "gpu-tenancy:metallb.enabled: sim needs MetalLB for the control planes' LoadBalancer services"),
     ("kind in real", real({"name": "a", "gpus": [A100], "workers": [HOST]}, kind={"network": "kind"}), "gpu-tenancy:kind: is only for modes 'sim' and 'sim-nvml' (real uses the cluster in managementKubeconfig)"),
     ("real without ssh key", {**real({"name": "a", "gpus": [A100], "workers": [HOST]}), "sshPrivateKey": None}, "gpu-tenancy:sshPrivateKey: is required in mode 'real' to prepare and join the worker hosts"),
