@@ -1,8 +1,9 @@
-"""What each component registers as its outputs: all the state a component has.
+"""What each component registers as its outputs: what the policy pack's AnalyzeStack reads of a component.
 
-`pulumi stack export` keeps them, and the policy pack's AnalyzeStack reads them: a component's inputs never
-reach either (pulumi/pulumi `pkg/resource/deploy/step_executor.go` `ExecuteRegisterResourceOutputs` sets a
-component's outputs to what it registered). A kubeconfig among them stays secret there.
+The engine sets a component's outputs to what it registered (pulumi/pulumi `pkg/resource/deploy/
+step_executor.go` `ExecuteRegisterResourceOutputs`) and hands AnalyzeStack a resource's outputs, not its
+inputs (`step_generator.go` `AnalyzeResources`); the state keeps them too. A kubeconfig among them stays
+secret there.
 """
 
 from __future__ import annotations

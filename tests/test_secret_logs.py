@@ -1,8 +1,9 @@
 """No secret reaches `pulumi up`'s log: a command whose stdout the program keeps secret does not log it.
 
-pulumi-command logs a command's stdout and stderr unless its `logging` input says otherwise ("Defaults to
-logging both stdout and stderr": pulumi-command's schema, `Logging` in pulumi_command/local/_enums.py);
-`additionalSecretOutputs` hides the captured output in the state, not what the engine already printed.
+pulumi-command logs a command's stdout and stderr unless its `logging` input says otherwise (pulumi-command
+`provider/pkg/provider/local/logging.go` `ShouldLogStdout`: no `logging`, logged; `commandOutputs.go` `run`
+logs each line as it comes, secret or not). `additionalSecretOutputs` hides the captured output in the state,
+not what was already printed.
 """
 
 from __future__ import annotations

@@ -23,13 +23,16 @@ no secret reached a command line. What each fake follows upstream:
   After any of them only pki/ca.crt is left of the join's credentials: that is what a retry finds.
 * `kubectl --kubeconfig F ... create -f -` / `delete secret|node NAME [--ignore-not-found]`
   (kubectl `create`/`delete`): objects live as JSON files. A created object must be one the API takes:
-  kubectl maps its apiVersion and kind to a resource before sending it (no mapping, no request), and its
-  default `--validate=strict` has the API server refuse unknown fields (server-side field validation). The
-  fake checks it against Kubernetes' own OpenAPI schema at the tenant's version (kubernetes-validate,
-  strict) and fails as kubectl does, exit 1; its message is not kubectl's. It is stricter in one case: an
-  object with no apiVersion at all, which apimachinery's unstructured decoding lets through (`unstructured.go`
-  `unstructuredJSONScheme.Decode`, TODO 109023) and the API server may default from the request's path; the
-  scripts always set it. Deleting a missing object without
+  kubectl maps its apiVersion and kind to a resource before sending it (cli-runtime `pkg/resource/mapper.go`
+  `infoForData`: no mapping, no request), the API server decodes it into the type registered for that kind
+  (a kind it does not register, such as `secret`, which client-go's discovery mapper still maps, is refused
+  there), and kubectl's default `--validate=strict` has the server refuse unknown fields (server-side field
+  validation, kubectl `pkg/cmd/util/helpers.go` `AddValidateFlags`). The fake checks it against Kubernetes'
+  own OpenAPI schema at the tenant's version (kubernetes-validate, strict) and fails, exit 1; its message is
+  not kubectl's. It is stricter in one case: an object with no apiVersion at all, which apimachinery's
+  unstructured decoding lets through (`pkg/apis/meta/v1/unstructured/helpers.go` `unstructuredJSONScheme.Decode`,
+  TODO 109023) and the server may default from the request's path; the scripts always set it. Deleting a
+  missing object without
   --ignore-not-found fails with `Error from server (NotFound)` and exit 1, as kubectl does. With
   `forbidden_creates=N` the first N creates are refused with `Error from server (Forbidden)`: a fresh
   tenant's admin group gets its rights only once Kamaji's tenant-side controllers have run
