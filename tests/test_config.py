@@ -85,6 +85,8 @@ MODE_CONFIGS: list[tuple[str, dict[str, Any], str]] = [
     ("mismatch policy in sim", with_tenants({"name": "a", "gpus": [A100]}, inventoryMismatch="warn"), "gpu-tenancy:inventoryMismatch: is only for mode 'real' (sim builds its own kind cluster and workers)"),
     ("kubeconfig in sim-nvml", {"mode": "sim-nvml", "tenants": [{"name": "a", "gpus": [A100]}], "managementKubeconfig": "x"}, "gpu-tenancy:managementKubeconfig: is only for mode 'real' (sim-nvml builds its own kind cluster and workers)"),
     ("control-plane address in sim", with_tenants({"name": "a", "gpus": [A100], "controlPlaneAddress": "10.0.0.5"}), "gpu-tenancy:tenants[0].controlPlaneAddress: is only for mode 'real' (sim takes MetalLB's address)"),
+    ("node port in sim", with_tenants({"name": "a", "gpus": [A100], "nodePort": 30443}), "gpu-tenancy:tenants[0].nodePort: is only for mode 'real' with controlPlane.serviceType NodePort"),
+    ("pool addresses in sim", with_tenants({"name": "a", "gpus": [A100]}, metallb={"addresses": ["10.0.0.0/28"]}), "gpu-tenancy:metallb.addresses: sim derives the pool from the kind network; remove it"),
     ("metallb off in sim", with_tenants({"name": "a", "gpus": [A100]}, metallb={"enabled": False}), "gpu-tenancy:metallb.enabled: sim needs MetalLB for the control planes' LoadBalancer services"),
     ("kind in real", real({"name": "a", "gpus": [A100], "workers": [HOST]}, kind={"network": "kind"}), "gpu-tenancy:kind: is only for modes 'sim' and 'sim-nvml' (real uses the cluster in managementKubeconfig)"),
     ("real without ssh key", {**real({"name": "a", "gpus": [A100], "workers": [HOST]}), "sshPrivateKey": None}, "gpu-tenancy:sshPrivateKey: is required in mode 'real' to prepare and join the worker hosts"),
@@ -152,6 +154,11 @@ def test_one_machine_under_a_name_and_an_address_is_refused() -> None:
         load_config(config, frozenset(SECRETS), resolve=lambda address: resolved.get(address, set()))
     # A name that does not resolve here is left to the machine-id check at prepare time.
     assert load_config(config, frozenset(SECRETS), resolve=lambda address: set())
+
+
+def test_a_pool_of_exactly_one_address_per_tenant_is_enough() -> None:
+    config = load_config(with_tenants({"name": "a", "gpus": [A100]}, {"name": "b", "gpus": [A100]}, metallb={"poolSize": 2}))
+    assert config.metallb.pool_size == 2
 
 
 @pytest.mark.parametrize(("case", "config", "expected"), BAD_CONFIGS + MODE_CONFIGS, ids=[c[0] for c in BAD_CONFIGS + MODE_CONFIGS])
