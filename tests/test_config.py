@@ -87,6 +87,7 @@ MODE_CONFIGS: list[tuple[str, dict[str, Any], str]] = [
     ("control-plane address in sim", with_tenants({"name": "a", "gpus": [A100], "controlPlaneAddress": "10.0.0.5"}), "gpu-tenancy:tenants[0].controlPlaneAddress: is only for mode 'real' (sim takes MetalLB's address)"),
     ("node port in sim", with_tenants({"name": "a", "gpus": [A100], "nodePort": 30443}), "gpu-tenancy:tenants[0].nodePort: is only for mode 'real' with controlPlane.serviceType NodePort"),
     ("pool addresses in sim", with_tenants({"name": "a", "gpus": [A100]}, metallb={"addresses": ["10.0.0.0/28"]}), "gpu-tenancy:metallb.addresses: sim derives the pool from the kind network; remove it"),
+    ("control-plane service in sim", with_tenants({"name": "a", "gpus": [A100]}, controlPlane={"serviceType": "LoadBalancer"}), "gpu-tenancy:controlPlane: is only for mode 'real' (sim exposes control planes through MetalLB)"),
     ("metallb off in sim", with_tenants({"name": "a", "gpus": [A100]}, metallb={"enabled": False}), "gpu-tenancy:metallb.enabled: sim needs MetalLB for the control planes' LoadBalancer services"),
     ("kind in real", real({"name": "a", "gpus": [A100], "workers": [HOST]}, kind={"network": "kind"}), "gpu-tenancy:kind: is only for modes 'sim' and 'sim-nvml' (real uses the cluster in managementKubeconfig)"),
     ("real without ssh key", {**real({"name": "a", "gpus": [A100], "workers": [HOST]}), "sshPrivateKey": None}, "gpu-tenancy:sshPrivateKey: is required in mode 'real' to prepare and join the worker hosts"),
