@@ -370,6 +370,10 @@ def nvml_stack(unknowns: bool = False) -> list[Recorded]:
     return _once(("dev-nvml", unknowns), lambda: record_engine_view(nvml_config(), stack="dev-nvml", unknowns=unknowns))
 
 
+# The example stacks by their stack name (Pulumi.<name>.yaml).
+EXAMPLE_STACKS = {"dev": dev_stack, "dev-nvml": nvml_stack, "gpu": gpu_stack}
+
+
 # --------------------------------------------------------------------------- crafting variants
 
 

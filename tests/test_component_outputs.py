@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import pytest
 from harness import is_secret
-from policy_support import dev_stack, gpu_stack, nvml_stack
-
-STACKS = {"dev": dev_stack, "dev-nvml": nvml_stack, "gpu": gpu_stack}
+from policy_support import EXAMPLE_STACKS, STACK_TYPE
 
 OUTPUT_KEYS = {
     "gpu-tenancy:bootstrap_token:BootstrapToken": set(),
@@ -37,23 +35,23 @@ OUTPUT_KEYS = {
 }
 
 
-@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("stack", EXAMPLE_STACKS)
 def test_each_component_registers_its_outputs_under_these_names(stack: str) -> None:
-    for component in (r for r in STACKS[stack]() if not r.custom and r.type != "pulumi:pulumi:Stack"):
+    for component in (r for r in EXAMPLE_STACKS[stack]() if not r.custom and r.type != STACK_TYPE):
         assert set(component.registered_outputs or {}) == OUTPUT_KEYS[component.type], component.urn
 
 
 @pytest.mark.parametrize("stack", ["dev", "dev-nvml"])
 def test_the_management_cluster_outputs_its_name_and_a_secret_kubeconfig(stack: str) -> None:
-    (cluster,) = [r for r in STACKS[stack]() if r.type == "gpu-tenancy:kind_cluster:KindCluster"]
+    (cluster,) = [r for r in EXAMPLE_STACKS[stack]() if r.type == "gpu-tenancy:kind_cluster:KindCluster"]
     outputs = cluster.registered_outputs or {}
     assert outputs["clusterName"] == {"dev": "gpu-tenancy-dev", "dev-nvml": "gpu-tenancy-dev-nvml"}[stack]
     assert is_secret(outputs["kubeconfig"])
 
 
-@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("stack", EXAMPLE_STACKS)
 def test_every_kubeconfig_a_component_outputs_is_secret(stack: str) -> None:
-    kubeconfigs = [r.registered_outputs["kubeconfig"] for r in STACKS[stack]()
+    kubeconfigs = [r.registered_outputs["kubeconfig"] for r in EXAMPLE_STACKS[stack]()
                    if not r.custom and "kubeconfig" in (r.registered_outputs or {})]
     assert len(kubeconfigs) == {"dev": 5, "dev-nvml": 5, "gpu": 4}[stack]
     assert all(is_secret(kubeconfig) for kubeconfig in kubeconfigs)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from harness import TEST_SECRETS, dev_config, gpu_config, nodeport_gpu_config, nvml_config, registered_gpus
-from policy_support import Recorded, dev_stack, gpu_stack, nvml_stack, record_engine_view
+from policy_support import EXAMPLE_STACKS, Recorded, record_engine_view
 from replacement_model import replacements
 from test_lifecycle import CHANGES, _baseline, _changed
 
@@ -43,7 +43,7 @@ def _before(stack: str) -> list[Recorded]:
         if stack not in _RECORDED:
             _RECORDED[stack] = _record(stack, nodeport_gpu_config())
         return _RECORDED[stack]
-    return {"dev": dev_stack, "dev-nvml": nvml_stack, "gpu": gpu_stack}[stack]()
+    return EXAMPLE_STACKS[stack]()
 
 
 Change = Callable[[dict[str, Any]], None]

@@ -14,19 +14,18 @@ from pathlib import Path
 
 import pytest
 from deletion_model import dead_workers, destroy, lab_world, terminating_at_the_end
-from policy_support import Recorded, dev_stack, find, gpu_stack, nvml_stack
+from policy_support import EXAMPLE_STACKS, Recorded, dev_stack, find
 from worker_fakes import FakeHost
 
 from gpu_tenancy.builders import kube_objects
 from gpu_tenancy.builders.worker import worker_join
 
-STACKS = {"dev": dev_stack, "dev-nvml": nvml_stack, "gpu": gpu_stack}
 KUBECONFIG = "apiVersion: v1\nkind: Config\nusers: [{name: admin, user: {token: tenant-admin-secret}}]\n"
 
 
-@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("stack", EXAMPLE_STACKS)
 def test_destroy_waits_for_nothing_on_a_dead_worker(stack: str) -> None:
-    resources = STACKS[stack]()
+    resources = EXAMPLE_STACKS[stack]()
     nodes = dead_workers(resources)
     assert len(nodes) == 2
     world = lab_world(resources, nodes)
@@ -64,7 +63,7 @@ def test_with_live_workers_nothing_waits_on_pods_either() -> None:
 
 
 def test_everything_that_runs_pods_on_a_tenant_worker_is_deleted_in_the_background() -> None:
-    for stack in STACKS.values():
+    for stack in EXAMPLE_STACKS.values():
         for resource in stack():
             if resource.type in ("kubernetes:apps/v1:Deployment", "kubernetes:apps/v1:DaemonSet") and not resource.read:
                 annotations = resource.inputs["metadata"].get("annotations") or {}

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from harness import dev_config, gpu_config, nvml_config, registered_gpus
-from policy_support import Recorded, dev_stack, gpu_stack, nvml_stack, record_engine_view
+from policy_support import EXAMPLE_STACKS, Recorded, record_engine_view
 from replacement_model import deleted_first_with, replacements, undoing_replacements
 
 OTHER_DIGEST = "sha256:" + "1" * 64
@@ -47,7 +47,7 @@ def _record(stack: str, config: dict[str, Any]) -> list[Recorded]:
 
 
 def _baseline(stack: str) -> list[Recorded]:
-    return {"dev": dev_stack, "dev-nvml": nvml_stack, "gpu": gpu_stack}[stack]()
+    return EXAMPLE_STACKS[stack]()
 
 
 _CHANGED: dict[tuple[str, str], list[Recorded]] = {}

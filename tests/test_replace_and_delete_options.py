@@ -14,9 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from policy_support import Recorded, dev_stack, gpu_stack, nvml_stack
-
-STACKS = {"dev": dev_stack, "dev-nvml": nvml_stack, "gpu": gpu_stack}
+from policy_support import EXAMPLE_STACKS, Recorded, gpu_stack
 
 KIND_WORKERS_DELETE_FIRST = {
     "management-create",  # the kind cluster: its create adopts a running cluster of that name
@@ -48,17 +46,17 @@ def _annotations(resource: Recorded) -> dict[str, Any]:
     return annotations if isinstance(annotations, dict) else {}
 
 
-@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("stack", EXAMPLE_STACKS)
 def test_exactly_these_resources_are_replaced_delete_first(stack: str) -> None:
-    resources = STACKS[stack]()
+    resources = EXAMPLE_STACKS[stack]()
     assert {r.name for r in resources if r.delete_before_replace} == DELETE_FIRST[stack]
     # Every other resource leaves it to its provider (the option unset, not set false).
     assert [r.name for r in resources if r.delete_before_replace is False] == []
 
 
-@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("stack", EXAMPLE_STACKS)
 def test_exactly_these_objects_are_deleted_in_the_background(stack: str) -> None:
-    resources = STACKS[stack]()
+    resources = EXAMPLE_STACKS[stack]()
     policies = {r.name: _annotations(r).get("pulumi.com/deletionPropagationPolicy") for r in resources}
     assert {name for name, policy in policies.items() if policy is not None} == BACKGROUND_DELETION[stack]
     assert {policies[name] for name in BACKGROUND_DELETION[stack]} == {"background"}

@@ -9,9 +9,7 @@ not what was already printed.
 from __future__ import annotations
 
 import pytest
-from policy_support import dev_stack, gpu_stack, nvml_stack
-
-STACKS = {"dev": dev_stack, "dev-nvml": nvml_stack, "gpu": gpu_stack}
+from policy_support import EXAMPLE_STACKS
 
 # Each command whose stdout is secret, and what it logs: "none" for the management cluster's kubeconfig,
 # "stderr" for a bootstrap token's mint (its errors help, its stdout is the token).
@@ -25,11 +23,11 @@ SECRET_STDOUT_LOGGING = {
 }
 
 
-@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("stack", EXAMPLE_STACKS)
 def test_a_command_whose_stdout_is_secret_does_not_log_it(stack: str) -> None:
     secret_stdout = {
         resource.name: resource.inputs.get("logging")
-        for resource in STACKS[stack]()
+        for resource in EXAMPLE_STACKS[stack]()
         if resource.type.startswith("command:") and "stdout" in resource.additional_secret_outputs
     }
     assert secret_stdout == SECRET_STDOUT_LOGGING[stack]

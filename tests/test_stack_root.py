@@ -10,9 +10,7 @@ reads ownership from the parent chain (`policies/tenancy_lib.py`) would no longe
 from __future__ import annotations
 
 import pytest
-from policy_support import dev_stack, gpu_stack, nvml_stack
-
-STACKS = {"dev": dev_stack, "dev-nvml": nvml_stack, "gpu": gpu_stack}
+from policy_support import EXAMPLE_STACKS, stack_root
 
 _SHARED = {
     ("gpu-tenancy:kamaji:Kamaji", "kamaji"),
@@ -31,8 +29,8 @@ AT_THE_ROOT = {
 }
 
 
-@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("stack", EXAMPLE_STACKS)
 def test_only_the_architecture_sits_at_the_stack_root(stack: str) -> None:
-    resources = STACKS[stack]()
-    (root,) = [r for r in resources if r.type == "pulumi:pulumi:Stack"]
-    assert {(r.type, r.name) for r in resources if r.parent == root.urn} == AT_THE_ROOT[stack]
+    resources = EXAMPLE_STACKS[stack]()
+    root = stack_root(resources).urn
+    assert {(r.type, r.name) for r in resources if r.parent == root} == AT_THE_ROOT[stack]
