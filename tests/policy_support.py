@@ -14,6 +14,7 @@ dependencies, property dependencies, provider reference and, for components, wha
 
 from __future__ import annotations
 
+import base64
 import functools
 import hashlib
 import json
@@ -26,6 +27,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
+import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
 from harness import gpu_config, nvml_config, record_mocks, registered_gpus, wrapped_monitor
 from import_scan import imported_names
 from pulumi.output import Unknown
@@ -557,3 +561,25 @@ def run_stack_policy(policy: Any, resources: list[Recorded], config: dict[str, A
 
     policy.validate(stack_args(resources, config), report)
     return out
+
+
+def kubeadm_ca_hash(kubeconfig: str) -> str:
+    """kubeadm's --discovery-token-ca-cert-hash: sha256 of the CA's DER SubjectPublicKeyInfo
+    (kubernetes cmd/kubeadm/app/util/pubkeypin `Hash`)."""
+    cluster = yaml.safe_load(kubeconfig)["clusters"][0]["cluster"]
+    ca = x509.load_pem_x509_certificate(base64.b64decode(cluster["certificate-authority-data"]))
+    spki = ca.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    return "sha256:" + hashlib.sha256(spki).hexdigest()
+
+
+def tenant_api_servers(stack: list[Recorded]) -> dict[str, tuple[str, str]]:
+    """Per tenant, the API endpoint (host:port) and CA hash a worker must join, read from the kubeconfig its
+    Kubernetes provider was given, not from the code under test."""
+    servers = {}
+    for provider in stack:
+        if provider.type == "pulumi:providers:kubernetes" and provider.name.startswith("tenant-"):
+            kubeconfig = provider.state["kubeconfig"]["value"]
+            server = yaml.safe_load(kubeconfig)["clusters"][0]["cluster"]["server"]
+            servers[provider.name.removesuffix("-kubernetes")] = (server.removeprefix("https://"),
+                                                                   kubeadm_ca_hash(kubeconfig))
+    return servers

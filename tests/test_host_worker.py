@@ -3,17 +3,13 @@ it, against tests/worker_fakes.py's `kubectl`, and its place in the HostWorker's
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import re
 from pathlib import Path
 
 import yaml
-from cryptography import x509
-from cryptography.hazmat.primitives import serialization
 from harness import gpu_config, is_secret, registered_gpus
-from policy_support import Recorded, gpu_stack, record_engine_view
+from policy_support import gpu_stack, record_engine_view, tenant_api_servers
 from worker_fakes import FakeHost
 
 from gpu_tenancy.builders.host_worker import hostprep
@@ -62,33 +58,11 @@ HOSTS = (
 )
 
 
-def _kubeadm_ca_hash(kubeconfig: str) -> str:
-    """kubeadm's --discovery-token-ca-cert-hash: sha256 of the CA's DER SubjectPublicKeyInfo
-    (kubernetes cmd/kubeadm/app/util/pubkeypin `Hash`)."""
-    cluster = yaml.safe_load(kubeconfig)["clusters"][0]["cluster"]
-    ca = x509.load_pem_x509_certificate(base64.b64decode(cluster["certificate-authority-data"]))
-    spki = ca.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
-    return "sha256:" + hashlib.sha256(spki).hexdigest()
-
-
-def _tenant_api_servers(stack: list[Recorded]) -> dict[str, tuple[str, str]]:
-    """Per tenant, the API endpoint (host:port) and CA hash a worker must join, read from the kubeconfig its
-    Kubernetes provider was given, not from the code under test."""
-    servers = {}
-    for provider in stack:
-        if provider.type == "pulumi:providers:kubernetes" and provider.name.startswith("tenant-"):
-            kubeconfig = provider.state["kubeconfig"]["value"]
-            server = yaml.safe_load(kubeconfig)["clusters"][0]["cluster"]["server"]
-            servers[provider.name.removesuffix("-kubernetes")] = (server.removeprefix("https://"),
-                                                                   _kubeadm_ca_hash(kubeconfig))
-    return servers
-
-
 def test_the_policy_pack_sees_where_each_host_joins() -> None:
     """The HostWorker's inputs are what `worker-joins-own-tenant` reads: its tenant, its address, the node it
     becomes and the API server it joins (the tenant provider's server), under the tenant's component."""
     stack = gpu_stack()
-    servers = _tenant_api_servers(stack)
+    servers = tenant_api_servers(stack)
     hosts = {r.name: r for r in stack if r.type == "gpu-tenancy:host_worker:HostWorker"}
     assert set(hosts) == {"tenant-a-gpu-a100-01", "tenant-b-gpu-l4-01"}
     for tenant, node, address, _ in HOSTS:
@@ -119,7 +93,7 @@ def test_what_re_prepares_and_re_joins_a_host() -> None:
     """prepare: a new address or Kubernetes version; the Node and the join: a re-prepared host, another control
     plane (its CA) or a moved API endpoint."""
     stack = gpu_stack()
-    servers = _tenant_api_servers(stack)
+    servers = tenant_api_servers(stack)
     by_name = {r.name: r for r in stack if r.type.startswith("command:")}
     for tenant, node, address, _ in HOSTS:
         prefix = f"{tenant}-{node}"
@@ -145,7 +119,7 @@ def test_each_host_is_prepared_by_the_script_on_stdin_and_joins_its_own_tenant()
     token) names the tenant's API server and CA, the host's own name and labels, and ignores no preflight check
     (a real host passes them all, unlike a kind node)."""
     stack = gpu_stack()
-    servers = _tenant_api_servers(stack)
+    servers = tenant_api_servers(stack)
     by_name = {r.name: r for r in stack if r.type == "command:remote:Command"}
     for tenant, node, _, _ in HOSTS:
         assert by_name[f"{tenant}-{node}-prepare"].inputs["create"] == "sudo -n bash -s"

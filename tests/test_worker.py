@@ -21,7 +21,7 @@ from harness import (
     unwrap,
     wrapped_monitor,
 )
-from policy_support import Recorded, record_engine_view, shared_recording
+from policy_support import Recorded, record_engine_view, shared_recording, tenant_api_servers
 from pulumi.runtime import rpc
 from replacement_model import replacements
 
@@ -410,6 +410,17 @@ def test_join_removes_its_node_first_when_replaced(registrations: dict[str, Any]
     # A moved API endpoint (MetalLB gave the control plane another address) makes the kubelet join again:
     # pulumi-command re-runs `create` on a plain update, and the join script keeps a joined node as it is.
     assert env["CONTROL_PLANE_ENDPOINT"] in inputs["triggers"]
+
+
+@pytest.mark.parametrize("tenant", ["tenant-a", "tenant-b"])
+def test_a_kind_node_joins_its_own_tenants_api_server(engine_view: list[Recorded], tenant: str) -> None:
+    """The join configuration names the API endpoint and CA hash of the tenant's own control plane, read from
+    the kubeconfig its Kubernetes provider was given, and the container's own name as the node's."""
+    endpoint, ca_hash = tenant_api_servers(engine_view)[tenant]
+    environment = _join_of(engine_view, tenant).inputs["environment"]
+    discovery = yaml.safe_load(environment["GPU_TENANCY_JOIN_CONFIGURATION"])["discovery"]["bootstrapToken"]
+    assert (discovery["apiServerEndpoint"], discovery["caCertHashes"]) == (endpoint, [ca_hash])
+    assert environment["CONTROL_PLANE_ENDPOINT"] == endpoint
 
 
 def test_a_real_hosts_join_follows_its_endpoint(gpu_registrations: dict[str, Any]) -> None:
