@@ -27,8 +27,6 @@ class WorkerArgs:
     depends_on: list[pulumi.Resource]
     pod_cidr: str = ""
     service_cidr: str = ""
-    # The host environment kind would read the proxy settings from (os.environ by default).
-    environ: Mapping[str, str] | None = None
 
 
 class Worker(pulumi.ComponentResource):
@@ -127,7 +125,7 @@ class Worker(pulumi.ComponentResource):
     def _node_env(self, args: WorkerArgs) -> pulumi.Input[list[str]] | None:
         """What kind passes to its node containers from the host environment: the proxy settings and the
         containerd snapshotter (kind_node.node_env); absent when none is set, exactly like kind's arguments."""
-        environ = os.environ if args.environ is None else args.environ
+        environ = os.environ
         snapshotter = kind_node.snapshotter_env(environ)
         proxy = self._proxy_env(args, environ)
         if proxy is None:
