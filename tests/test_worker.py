@@ -22,6 +22,7 @@ from harness import (
     wrapped_monitor,
 )
 from policy_support import Recorded, record_engine_view, shared_recording, tenant_api_servers
+from pulumi.output import Unknown
 from pulumi.runtime import rpc
 from replacement_model import replacements
 
@@ -655,6 +656,15 @@ def test_worker_container_gets_the_hosts_proxy_as_kind_nodes_do(monkeypatch: pyt
         no_proxy = envs["NO_PROXY"].split(",")
         assert no_proxy[0] == "fc00:f853:ccd:e793::/64" and "172.18.0.0/16" in no_proxy
         assert container.inputs["name"] in no_proxy and ".svc.cluster.local" in no_proxy
+
+
+def test_a_first_preview_reads_the_kind_network_for_the_proxy_only_once_it_exists(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kind network is made by `kind create cluster`: on a fresh stack the lookup of its subnets must wait
+    for the worker's dependencies (the engine answers such an invoke `unknown`, pulumi `source_eval.go`
+    `resmon.Invoke`); asked earlier, Docker has no network `kind` yet and the first preview fails."""
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy:3128")
+    containers = [r for r in record_stack(unknowns=True) if r.typ == "docker:index/container:Container"]
+    assert len(containers) == 2 and all(isinstance(c.inputs["envs"], Unknown) for c in containers)
 
 
 def test_proxy_credentials_stay_secret_in_the_state(monkeypatch: pytest.MonkeyPatch) -> None:
