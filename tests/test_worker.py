@@ -648,14 +648,20 @@ def test_worker_container_gets_the_hosts_proxy_as_kind_nodes_do(monkeypatch: pyt
     monkeypatch.setenv("HTTP_PROXY", "http://proxy:3128")
     monkeypatch.delenv("NO_PROXY", raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
-    containers = [r for r in record_stack() if r.typ == "docker:index/container:Container"]
+    stack = record_stack()
+    containers = [r for r in stack if r.typ == "docker:index/container:Container"]
+    networks = {r.name.removesuffix("-control-plane-tcp"): r.inputs["spec"]["networkProfile"]
+                for r in stack if r.typ == "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane"}
     assert len(containers) == 2
     for container in containers:
         envs = dict(e.split("=", 1) for e in container.inputs["envs"])
         assert envs["HTTP_PROXY"] == envs["http_proxy"] == "http://proxy:3128"
-        no_proxy = envs["NO_PROXY"].split(",")
-        assert no_proxy[0] == "fc00:f853:ccd:e793::/64" and "172.18.0.0/16" in no_proxy
-        assert container.inputs["name"] in no_proxy and ".svc.cluster.local" in no_proxy
+        # The kind network's subnets, the tenant cluster's service and pod subnets, the node, the DNS suffixes.
+        tenant = container.inputs["labels"][0]["value"]
+        network = networks[tenant]
+        assert envs["NO_PROXY"] == envs["no_proxy"] == ",".join([
+            "fc00:f853:ccd:e793::/64", "172.18.0.0/16", *network["serviceCidrs"], *network["podCidrs"],
+            container.inputs["name"], ".svc", ".svc.cluster", ".svc.cluster.local"])
 
 
 def test_a_first_preview_reads_the_kind_network_for_the_proxy_only_once_it_exists(monkeypatch: pytest.MonkeyPatch) -> None:
