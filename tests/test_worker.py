@@ -416,7 +416,7 @@ def test_join_removes_its_node_first_when_replaced(registrations: dict[str, Any]
 @pytest.mark.parametrize("tenant", ["tenant-a", "tenant-b"])
 def test_a_kind_node_joins_its_own_tenants_api_server(engine_view: list[Recorded], tenant: str) -> None:
     """The join configuration names the API endpoint and CA hash of the tenant's own control plane, read from
-    the kubeconfig its Kubernetes provider was given, and the container's own name as the node's."""
+    the kubeconfig its Kubernetes provider was given."""
     endpoint, ca_hash = tenant_api_servers(engine_view)[tenant]
     environment = _join_of(engine_view, tenant).inputs["environment"]
     discovery = yaml.safe_load(environment["GPU_TENANCY_JOIN_CONFIGURATION"])["discovery"]["bootstrapToken"]
@@ -657,8 +657,8 @@ def test_worker_container_gets_the_hosts_proxy_as_kind_nodes_do(monkeypatch: pyt
         envs = dict(e.split("=", 1) for e in container.inputs["envs"])
         assert envs["HTTP_PROXY"] == envs["http_proxy"] == "http://proxy:3128"
         # The kind network's subnets, the tenant cluster's service and pod subnets, the node, the DNS suffixes.
-        tenant = container.inputs["labels"][0]["value"]
-        network = networks[tenant]
+        labels = {label["label"]: label["value"] for label in container.inputs["labels"]}
+        network = networks[labels[kube_objects.TENANT_LABEL]]
         assert envs["NO_PROXY"] == envs["no_proxy"] == ",".join([
             "fc00:f853:ccd:e793::/64", "172.18.0.0/16", *network["serviceCidrs"], *network["podCidrs"],
             container.inputs["name"], ".svc", ".svc.cluster", ".svc.cluster.local"])
