@@ -477,6 +477,15 @@ def _evaluate(mocks: LabMocks, config: dict[str, Any], preview: bool, stack: str
     gc_threshold = gc.get_threshold()
     try:
         program()
+    except BaseException:
+        # A failed program leaves futures whose exception nobody retrieved; their finalizer logs it with a
+        # traceback, and 3.11's traceback module calls `ast.parse` for its carets. Run from a collection inside
+        # another `ast.parse` (a later test's import under pytest's assertion rewriting), that nested parse
+        # resets the conversion depth the two share (module state) and the outer one fails with "AST constructor
+        # recursion depth mismatch" (CPython 3.11 Python/Python-ast.c `PyAST_mod2obj`).
+        # Collected here, they are logged while nothing else is parsing.
+        gc.collect()
+        raise
     finally:
         gc.set_threshold(*gc_threshold)
 
