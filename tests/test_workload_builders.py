@@ -53,11 +53,12 @@ def test_limits_are_in_every_container_with_small_cpu_memory() -> None:
     spec = wl.deployment_spec("tenant-a", workload(containers=[{"gpus": 1, "gpumemMiB": 1024}, {"gpus": 2}]))
     containers = spec["template"]["spec"]["containers"]
     assert [c["name"] for c in containers] == ["gpu-0", "gpu-1"]
-    assert containers[0]["resources"]["limits"]["nvidia.com/gpumem"] == "1024"
-    assert containers[1]["resources"]["limits"]["nvidia.com/gpu"] == "2"
+    assert containers[0]["resources"]["limits"] == {
+        "cpu": "50m", "memory": "32Mi", "nvidia.com/gpu": "1", "nvidia.com/gpumem": "1024",
+    }
+    assert containers[1]["resources"]["limits"] == {"cpu": "50m", "memory": "32Mi", "nvidia.com/gpu": "2"}
     for c in containers:
         assert c["resources"]["requests"] == {"cpu": "10m", "memory": "16Mi"}
-        assert c["resources"]["limits"]["memory"] == "32Mi"
         # GPU resources are limits only: Kubernetes defaults an extended resource's request to its limit.
         assert not any(k.startswith("nvidia.com/") for k in c["resources"]["requests"])
 
@@ -140,6 +141,16 @@ def test_every_object_carries_the_tenant_label() -> None:
                  wl.resource_quota_metadata("tenant-a"), wl.deployment_spec("tenant-a", w)["template"]["metadata"]):
         assert meta["labels"][kube_objects.TENANT_LABEL] == "tenant-a"
         assert meta["labels"][kube_objects.COMPONENT_LABEL] == "workload"
+
+
+def test_a_deployment_and_its_pods_are_labelled_with_tenant_component_and_workload() -> None:
+    labels = {
+        "gpu-tenancy.io/tenant": "tenant-a", "gpu-tenancy.io/component": "workload",
+        "gpu-tenancy.io/workload": "b-notebook",
+    }
+    w = workload(name="b-notebook")
+    assert wl.deployment_metadata("tenant-a", w)["labels"] == labels
+    assert wl.deployment_spec("tenant-a", w)["template"]["metadata"]["labels"] == labels
 
 
 def test_selector_selects_the_template() -> None:
