@@ -161,8 +161,10 @@ def test_selector_selects_the_template() -> None:
 
 
 def test_updates_never_surge_past_the_plan() -> None:
-    strategy = wl.deployment_spec("t", workload())["strategy"]
-    assert strategy["rollingUpdate"]["maxSurge"] == 0
+    # With maxSurge 0 the API server needs maxUnavailable above 0 (apps/validation ValidateRollingUpdateDeployment).
+    assert wl.deployment_spec("t", workload())["strategy"] == {
+        "type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1},
+    }
 
 
 @pytest.mark.parametrize(
