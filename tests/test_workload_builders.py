@@ -121,6 +121,7 @@ def test_pods_are_hardened() -> None:
     assert pod["securityContext"]["runAsUser"] != 0
     assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
     assert pod["automountServiceAccountToken"] is False
+    assert pod["enableServiceLinks"] is False  # no other Service's address in its environment
     assert not {"hostNetwork", "hostPID", "hostIPC", "volumes", "nodeName"} & set(pod)
     for c in pod["containers"]:
         sc = c["securityContext"]
@@ -160,11 +161,12 @@ def test_selector_selects_the_template() -> None:
     assert selector[wl.WORKLOAD_LABEL] == "b-notebook"
 
 
-def test_updates_never_surge_past_the_plan() -> None:
+def test_a_rollout_replaces_one_pod_at_a_time_without_surging_past_the_plan() -> None:
     # With maxSurge 0 the API server needs maxUnavailable above 0 (apps/validation ValidateRollingUpdateDeployment).
-    assert wl.deployment_spec("t", workload())["strategy"] == {
-        "type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1},
-    }
+    spec = wl.deployment_spec("t", workload())
+    assert spec["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
+    # So a rollout replaces one pod at a time, each old one giving its share back within 5 s, not the default 30.
+    assert spec["template"]["spec"]["terminationGracePeriodSeconds"] == 5
 
 
 @pytest.mark.parametrize(
