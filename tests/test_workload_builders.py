@@ -133,7 +133,12 @@ def test_pods_are_hardened() -> None:
 def test_namespace_enforces_pod_security_restricted() -> None:
     meta = wl.namespace_metadata("tenant-a")
     assert meta["name"] == "workloads"
-    assert meta["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+    # A version label is "latest" or "v1.<minor>", nothing else
+    # (https://kubernetes.io/docs/tasks/configure-pod-container/enforce-standards-admission-controller/).
+    assert meta["labels"] == {
+        "gpu-tenancy.io/tenant": "tenant-a", "gpu-tenancy.io/component": "workload",
+        "pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest",
+    }
 
 
 def test_every_object_carries_the_tenant_label() -> None:
