@@ -198,8 +198,9 @@ def test_quota_map_covers_every_config_key() -> None:
 
 
 def test_unknown_quota_key_is_rejected() -> None:
-    with pytest.raises(ValueError, match=r"requests\.cpu"):
-        wl.resource_quota_hard({"requests.cpu": 1})
+    with pytest.raises(ValueError) as raised:
+        wl.resource_quota_hard({"requests.memory": 1, "limits.nvidia.com/gpu": 1, "requests.cpu": 1})
+    assert str(raised.value) == "unknown quota key(s): requests.cpu, requests.memory"
 
 
 @pytest.mark.parametrize(
