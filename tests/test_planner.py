@@ -224,6 +224,20 @@ def test_webhook_denies_over_quota_pods_at_creation_and_they_hold_no_gpu_quota()
     assert "limits.nvidia.com/gpucores 0+300 > 250" in plan([node(n=2)], [two], Quota(gpucores=250)).failures[0].reason
 
 
+def test_the_webhook_denies_a_pod_asking_one_mib_or_one_core_past_a_used_up_quota() -> None:
+    """fitResourceQuota compares used + request with the limit for any non-zero request: a single MiB or a
+    single core past the limit is denied at creation, not left to the scheduler's Fit."""
+    fill = Workload("fill", (ContainerRequest(gpumem_mib=1000),))
+    one_mib = Workload("one-mib", (ContainerRequest(gpumem_mib=1),))
+    assert [f.reason for f in plan([node()], [fill, one_mib], Quota(gpumem=1000)).failures] == [
+        WEBHOOK_DENIED + "exceeding resource quota (limits.nvidia.com/gpumem 1000+1 > 1000)"]
+    # A percentage is Memreq 0 to the webhook, so only the core counts.
+    cores = Workload("cores", (ContainerRequest(gpumem_percentage=10, gpucores=100),))
+    one_core = Workload("one-core", (ContainerRequest(gpumem_percentage=10, gpucores=1),))
+    assert [f.reason for f in plan([node()], [cores, one_core], Quota(gpucores=100)).failures] == [
+        WEBHOOK_DENIED + "exceeding resource quota (limits.nvidia.com/gpucores 100+1 > 100)"]
+
+
 def test_a_node_refused_under_a_memory_quota_fits_a_later_replica() -> None:
     """Fit takes cards greedily against what the quota has left (device.go fitQuota, checked per card), so
     a node refused with more quota left can fit once less is left. Node a's cards are walked 70000, 30000,
