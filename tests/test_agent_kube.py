@@ -76,6 +76,10 @@ class FakeCoreV1:
         self.calls.append(("list_pod_for_all_namespaces", None, kwargs))
         return client.V1PodList(items=self.pods)
 
+    def list_node(self, **kwargs: Any) -> client.V1NodeList:
+        self.calls.append(("list_node", None, kwargs))
+        return client.V1NodeList(items=[self.node])
+
     def patch_node(self, name: str, body: Any, **kwargs: Any) -> None:
         self.calls.append(("patch_node", body, kwargs))
         self._own_node(name)
@@ -203,3 +207,113 @@ def test_dict_patches_go_out_as_strategic_merge_and_lists_as_json_patch() -> Non
         "application/strategic-merge-patch+json",
         "application/json-patch+json",
     ]
+
+
+class Stop(BaseException):
+    """Ends a loop that runs forever: the agent catches `Exception` only."""
+
+
+class ScriptedWatch:
+    """kubernetes/watch/watch.py `Watch.stream(func, *args, **kwargs)`: calls `func(watch=True, ...)` and yields
+    its events until the server ends the watch (`timeout_seconds`) or the connection fails. Each `stream` here
+    runs the next step of a script instead, recording what it was asked to watch."""
+
+    def __init__(self, steps: list[Any]) -> None:
+        self.steps = steps
+        self.streams: list[tuple[Any, dict[str, Any]]] = []
+
+    def __call__(self) -> ScriptedWatch:
+        return self
+
+    def stream(self, func: Any, **kwargs: Any) -> Any:
+        self.streams.append((func, kwargs))
+        return self.steps.pop(0)()
+
+
+def test_a_watch_wakes_the_loop_on_each_event_and_again_whenever_it_restarts(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    api = FakeCoreV1(fresh_node(), [])
+    worker = agent(api)
+    seen: list[bool] = []
+
+    def events() -> Any:
+        seen.append(worker._wake.is_set())
+        yield {"type": "ADDED", "object": {}}
+        seen.append(worker._wake.is_set())  # woken by the event
+        worker._wake.clear()
+        # the server ends the watch after timeout_seconds
+
+    def connection_reset() -> Any:
+        seen.append(worker._wake.is_set())  # woken again: a restarted watch lists the current objects
+        worker._wake.clear()
+        raise ConnectionResetError("connection reset by peer")
+
+    def stop() -> Any:
+        seen.append(worker._wake.is_set())  # and again after a failure
+        raise Stop
+
+    scripted = ScriptedWatch([events, connection_reset, stop])
+    sleeps: list[float] = []
+    monkeypatch.setattr(kube.watch, "Watch", scripted)
+    monkeypatch.setattr(kube.time, "sleep", sleeps.append)
+    with pytest.raises(Stop):
+        worker._watch_forever(api.list_node, field_selector="metadata.name=tenant-a-worker")
+    assert seen == [False, True, True, True]
+    assert scripted.streams == [
+        (api.list_node, {"timeout_seconds": 300, "deserialize": False, "field_selector": "metadata.name=tenant-a-worker"})
+    ] * 3
+    assert sleeps == [2]
+    assert [r.getMessage() for r in caplog.records] == ["watch failed, restarting"]
+    assert caplog.records[0].exc_info is not None
+
+
+def test_a_failed_reconcile_is_logged_and_the_loop_goes_on(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    worker = agent(FakeCoreV1(fresh_node(), []))
+
+    def fail() -> None:
+        raise ApiException(status=500, reason="etcdserver: request timed out")
+
+    monkeypatch.setattr(worker, "reconcile_once", fail)
+    worker._safe_reconcile()
+    assert [r.getMessage() for r in caplog.records] == ["reconcile failed"]
+    assert caplog.records[0].exc_info is not None
+
+
+def test_the_agent_watches_its_own_pods_and_node_and_reconciles_at_each_wake(monkeypatch: pytest.MonkeyPatch) -> None:
+    api = FakeCoreV1(fresh_node(), [])
+    worker = agent(api)
+    threads: list[tuple[Any, tuple[Any, ...], dict[str, Any], bool]] = []
+    started: list[Any] = []
+
+    class RecordedThread:
+        def __init__(self, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any], daemon: bool) -> None:
+            threads.append((target, args, kwargs, daemon))
+            self.target = target
+
+        def start(self) -> None:
+            started.append(self.target)
+
+    reconciles: list[int] = []
+    waits: list[float] = []
+
+    def wait(resync_seconds: float) -> bool:
+        waits.append(resync_seconds)
+        if len(waits) == 2:
+            raise Stop
+        return True
+
+    monkeypatch.setattr(kube.threading, "Thread", RecordedThread)
+    monkeypatch.setattr(worker, "reconcile_once", lambda: reconciles.append(1))
+    monkeypatch.setattr(worker, "wait_for_work", wait)
+    with pytest.raises(Stop):
+        worker.run_forever(30.0)
+    # Daemon threads: the process ends with the loop, whatever the watches are doing.
+    assert threads == [
+        (worker._watch_forever, (api.list_pod_for_all_namespaces,), {"field_selector": "spec.nodeName=tenant-a-worker"}, True),
+        (worker._watch_forever, (api.list_node,), {"field_selector": "metadata.name=tenant-a-worker"}, True),
+    ]
+    assert started == [worker._watch_forever] * 2
+    assert reconciles == [1, 1] and waits == [30.0, 30.0]
