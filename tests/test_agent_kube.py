@@ -255,8 +255,14 @@ def test_a_watch_wakes_the_loop_on_each_event_and_again_whenever_it_restarts(
 
     scripted = ScriptedWatch([events, connection_reset, stop])
     sleeps: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        if len(sleeps) > 3:  # a watch that fails every time would loop here forever
+            raise Stop
+
     monkeypatch.setattr(kube.watch, "Watch", scripted)
-    monkeypatch.setattr(kube.time, "sleep", sleeps.append)
+    monkeypatch.setattr(kube.time, "sleep", sleep)
     with pytest.raises(Stop):
         worker._watch_forever(api.list_node, field_selector="metadata.name=tenant-a-worker")
     assert seen == [False, True, True, True]
