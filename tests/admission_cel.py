@@ -95,3 +95,25 @@ def denials(spec: Mapping[str, Any], request: Request) -> list[str]:
     for variable in spec.get("variables") or []:
         activation["variables"] = {**activation["variables"], variable["name"]: evaluate(variable["expression"], activation)}
     return [v["message"] for v in spec.get("validations") or [] if evaluate(v["expression"], activation) is not True]
+
+
+def binding_denials(
+    spec: Mapping[str, Any], binding: Mapping[str, Any], request: Request, params_found: bool = True
+) -> list[str]:
+    """What a request meets through a binding: the messages that reject it (empty: admitted, warned or audited).
+
+    Follows kubernetes staging/src/k8s.io/apiserver/pkg/admission/plugin/policy/generic/policy_dispatcher.go
+    (`collectParams`: a binding whose `paramRef` finds no object fails with `parameterNotFoundAction: Deny`, a
+    configuration error the policy's failurePolicy turns into a rejection; with `Allow` there is nothing to
+    evaluate) and .../policy/validating/dispatcher.go (a failed validation rejects only under
+    `validationActions: [Deny]`; `Warn` and `Audit` admit the request).
+    """
+    if not in_scope(spec, request):
+        return []
+    param_ref = binding.get("paramRef")
+    if param_ref is not None and not params_found:
+        if param_ref.get("parameterNotFoundAction") == "Deny" and spec.get("failurePolicy", "Fail") == "Fail":
+            return [f"no params found for policy binding {binding.get('policyName')!r} with `Deny` parameterNotFoundAction"]
+        return []
+    failed = denials(spec, request)
+    return failed if "Deny" in (binding.get("validationActions") or []) else []

@@ -29,7 +29,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 import yaml
-from admission_cel import Request, denials
+from admission_cel import Request, binding_denials, denials
 from harness import gpu_config, record_stack, registered_gpus, unwrap
 from policy_support import shared_recording
 
@@ -220,6 +220,56 @@ def test_the_admission_policy_and_the_pack_agree(case: str, obj: dict[str, Any],
     refused = denials(spec, Request("pods", "CREATE", "team", obj))
     assert (not refused) is admitted, refused
     assert (not gpu_access.pod_problems(obj["spec"])) is admitted
+
+
+# What HAMi v2.10.0's device plugin puts in a GPU container's environment (pkg/device-plugin/nvidiadevice/nvinternal/
+# plugin/server.go `Allocate`: the device list, HAMi-core's limits, its cache and switches) and what its webhook
+# adds (pkg/device/nvidia/device.go `MutateAdmission`: util.TaskPriority); `CUDA_DISABLE_CONTROL=true` in the
+# spec makes the plugin leave out /etc/ld.so.preload. A pod setting any of them itself overrides HAMi.
+HAMI_CORE_VARIABLES = [
+    ("NVIDIA_VISIBLE_DEVICES", "all"),
+    ("CUDA_DEVICE_MEMORY_LIMIT_0", "80000m"),
+    ("CUDA_DEVICE_SM_LIMIT", "100"),
+    ("CUDA_DEVICE_MEMORY_SHARED_CACHE", "/tmp/mine.cache"),
+    ("CUDA_OVERSUBSCRIBE", "true"),
+    ("GPU_CORE_UTILIZATION_POLICY", "disable"),
+    ("CUDA_DISABLE_CONTROL", "true"),
+    ("CUDA_TASK_PRIORITY", "0"),
+]
+
+
+@pytest.mark.parametrize(("name", "value"), HAMI_CORE_VARIABLES, ids=[n for n, _ in HAMI_CORE_VARIABLES])
+def test_every_variable_hami_sets_is_refused_from_a_pod(name: str, value: str) -> None:
+    obj = pod(ctr(gpu=True, env=[{"name": name, "value": value}]))
+    assert denials(gpu_access.validating_admission_policy_spec(), Request("pods", "CREATE", "team", obj))
+    assert gpu_access.pod_problems(obj["spec"])
+
+
+def _registered_gpu_access() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The tenant's policy, binding and parameters as the program registers them (dev stack)."""
+    from policy_support import dev_stack, find
+
+    stack = dev_stack()
+    admission = "kubernetes:admissionregistration.k8s.io/v1:"
+    policy = unwrap(find(stack, admission + "ValidatingAdmissionPolicy", "tenant-a-gpu-access-policy").inputs)
+    binding = unwrap(find(stack, admission + "ValidatingAdmissionPolicyBinding", "tenant-a-gpu-access-binding").inputs)
+    params = unwrap(find(stack, "kubernetes:core/v1:ConfigMap", "tenant-a-gpu-access-params").inputs)
+    return policy, binding, params
+
+
+def test_the_binding_denies_and_denies_every_pod_without_its_parameters() -> None:
+    """A binding that only warns or audits, or one that lets pods by when its ConfigMap is missing, admits a
+    pod with NVIDIA_VISIBLE_DEVICES=all."""
+    policy, binding, params = _registered_gpu_access()
+    spec, bound = policy["spec"], binding["spec"]
+    assert bound["policyName"] == policy["metadata"]["name"]
+    assert (bound["paramRef"]["name"], bound["paramRef"]["namespace"]) == (
+        params["metadata"]["name"], params["metadata"]["namespace"])
+    around = Request("pods", "CREATE", "team", pod(ctr(env=nvd("all"))), params=params)
+    assert binding_denials(spec, bound, around)
+    plain = Request("pods", "CREATE", "team", pod(ctr()), params=params)
+    assert binding_denials(spec, bound, plain) == []
+    assert binding_denials(spec, bound, plain, params_found=False)
 
 
 def test_ephemeral_containers_are_checked_when_added() -> None:

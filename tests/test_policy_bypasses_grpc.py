@@ -168,6 +168,20 @@ def test_a_workload_reaching_the_node_or_the_gpus(
     expect(mandatory(analyze(pack, stack), "workload-safety"), "'tenant-a-workloads-a-infer'", fragment)
 
 
+def test_a_privileged_cron_job(pack: Any, stack: list[Recorded]) -> None:
+    """A CronJob's pod template sits under spec.jobTemplate.spec.template (batch/v1 CronJobSpec.JobTemplateSpec)."""
+    workloads = tenant_component(stack, "tenant-a", "gpu-tenancy:workloads:Workloads")
+    template = {"spec": {"containers": [{"name": "shell", "image": "registry.k8s.io/pause:3.10.1",
+                                         "securityContext": {"privileged": True}}], "restartPolicy": "Never"}}
+    craft(
+        stack, "kubernetes:batch/v1:CronJob", "tenant-a-nightly",
+        {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "nightly", "namespace": "workloads"},
+         "spec": {"schedule": "0 3 * * *", "jobTemplate": {"spec": {"template": template}}}},
+        parent=workloads, provider=find(stack, PROVIDER, "tenant-a-kubernetes"),
+    )
+    expect(mandatory(analyze(pack, stack), "workload-safety"), "'tenant-a-nightly'", "is privileged")
+
+
 def test_a_host_path_through_a_persistent_volume(pack: Any, stack: list[Recorded]) -> None:
     workloads = tenant_component(stack, "tenant-a", "gpu-tenancy:workloads:Workloads")
     craft(

@@ -6,7 +6,7 @@ import base64
 from typing import Any
 
 import yaml
-from admission_cel import Request, denials
+from admission_cel import Request, binding_denials, denials
 from harness import dev_config, is_secret, tenant_kubeconfig, unwrap
 from policy_support import find, record_engine_view, run_resource_policy, run_stack_policy
 from pulumi_policy import StackValidationPolicy
@@ -74,6 +74,22 @@ def test_services_with_external_ips_are_refused_in_the_users_namespace() -> None
     assert denials(spec, Request("services", "CREATE", "workloads", service(externalIPs=["10.20.0.11"])))
     assert denials(spec, Request("services", "CREATE", "workloads", service())) == []
     assert denials(spec, Request("services", "CREATE", "other", service(externalIPs=["10.20.0.11"]))) == []
+
+
+def test_the_registered_service_policy_refuses_external_ips_on_create_and_update() -> None:
+    """As the program registers policy and binding: an UPDATE that adds externalIPs to an admitted Service is
+    refused like a CREATE (CVE-2020-8554 needs only one of them), and the binding denies, not only warns."""
+    stack = record_engine_view(with_user_access())
+    policy = unwrap(find(stack, "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy",
+                         "tenant-a-user-access-services-policy").inputs)
+    binding = unwrap(find(stack, "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding",
+                          "tenant-a-user-access-services-policy-binding").inputs)
+    assert binding["spec"]["policyName"] == policy["metadata"]["name"]
+    spec, bound = policy["spec"], binding["spec"]
+    captured = service(externalIPs=["10.20.0.11"])
+    assert binding_denials(spec, bound, Request("services", "CREATE", "workloads", captured))
+    assert binding_denials(spec, bound, Request("services", "UPDATE", "workloads", captured, old=service()))
+    assert binding_denials(spec, bound, Request("services", "UPDATE", "workloads", service(), old=service())) == []
 
 
 def test_the_kubeconfig_builder_decodes_the_token() -> None:
