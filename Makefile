@@ -21,6 +21,14 @@ comma := ,
 empty :=
 space := $(empty) $(empty)
 STACK_TOOLS := $(subst $(space),$(comma),$(filter-out docker,$(PREREQUISITES)))
+# A simulated stack needs no passphrase typed by hand: with neither PULUMI_CONFIG_PASSPHRASE nor
+# PULUMI_CONFIG_PASSPHRASE_FILE set, preflight generates $(STATE_DIR)/passphrase (mode 0600) and make passes it on
+# to every pulumi call. A real stack's secrets (SSH keys, kubeconfigs) stay under a passphrase its user chooses.
+PASSPHRASE_FILE := $(STATE_DIR)/passphrase
+GENERATE_PASSPHRASE := $(and $(SIMULATED),$(if $(PULUMI_CONFIG_PASSPHRASE)$(PULUMI_CONFIG_PASSPHRASE_FILE),,yes))
+ifneq ($(and $(GENERATE_PASSPHRASE),$(or $(wildcard $(PASSPHRASE_FILE)),$(filter up preview destroy,$(MAKECMDGOALS)))),)
+export PULUMI_CONFIG_PASSPHRASE_FILE := $(PASSPHRASE_FILE)
+endif
 # Only a simulated stack changes without asking. Anything else (real hosts) gets Pulumi's own prompt after the
 # preview, and `pulumi up/destroy` refuse to run without a terminal, unless CONFIRM=1.
 AUTO_APPROVE := $(if $(SIMULATED),--yes,$(if $(filter 1,$(CONFIRM)),--yes))
@@ -54,6 +62,9 @@ preflight: ## Check the stack file, Docker engine (sim, sim-nvml), passphrase; i
 	@if [ "$(MODE)" != real ]; then \
 	  command -v docker >/dev/null 2>&1 || { echo "missing prerequisite(s): docker (see README: Prerequisites)"; exit 1; }; \
 	  docker info >/dev/null 2>&1 || { echo "docker: the Docker engine is not reachable (is the daemon running, may this user use it?)"; exit 1; }; fi
+	@if [ -n "$(GENERATE_PASSPHRASE)" ] && [ ! -e "$(PASSPHRASE_FILE)" ]; then \
+	  mkdir -p "$(STATE_DIR)" && (umask 077 && set -C && od -An -N32 -tx1 /dev/urandom | tr -d ' \n' > "$(PASSPHRASE_FILE)") \
+	  && echo "preflight: generated $(PASSPHRASE_FILE) (mode 0600), the passphrase of this stack's secrets: keep it with ./state"; fi
 	@test -n "$$PULUMI_CONFIG_PASSPHRASE$$PULUMI_CONFIG_PASSPHRASE_FILE" || { echo "set PULUMI_CONFIG_PASSPHRASE (secrets in the local state are encrypted with it)"; exit 1; }
 	@$(PYTHON) -m gpu_tenancy.cli.tools install --dir $(TOOLS_DIR) --only $(STACK_TOOLS)
 
@@ -124,6 +135,7 @@ mutation: $(BIN)/mutmut ## Mutation score per module (MODULES="gpu_tenancy/build
 # check that cannot run fails the run; E2E_STRICT=0 lets it skip instead (a local dry run).
 E2E_STRICT ?= 1
 FAULT_CHECKS := tests/integration/test_faults.py
+# FAULTS="test_f1 or test_f2" runs some of them (a pytest -k expression; CI splits them over several jobs).
 E2E_SUITE = GPU_TENANCY_E2E=1 GPU_TENANCY_E2E_STRICT=$(E2E_STRICT) GPU_TENANCY_E2E_STACK=$(1) $(BIN)/pytest $(2) -m e2e -v -rs
 
 e2e: venv tools ## Live suite: deploy a throwaway copy of the dev stack (sim) on this host, check it, destroy it
@@ -133,7 +145,7 @@ e2e-nvml: venv tools ## Live suite on a copy of dev-nvml (sim-nvml: HAMi's devic
 	$(call E2E_SUITE,dev-nvml,tests/integration --ignore=$(FAULT_CHECKS))
 
 e2e-faults: venv tools ## Live fault checks (tests/integration/test_faults.py) on a throwaway copy of the dev stack
-	$(call E2E_SUITE,dev,$(FAULT_CHECKS))
+	$(call E2E_SUITE,dev,$(FAULT_CHECKS) $(if $(FAULTS),-k "$(FAULTS)"))
 
 # Promotions checked by `make promotion-diff` (from:to stack names); PROMOTIONS="dev:gpu" checks one.
 PROMOTIONS ?= dev:gpu dev:dev-nvml dev-nvml:gpu

@@ -48,14 +48,19 @@ def test_a_healthy_host_has_no_problems(tmp_path: Path) -> None:
         (HostCase().answer("df", ["-Pk"], df_output(4 * 1024 * 1024)), "disk: 4.0 GiB free under /var/lib/docker"),
         (HostCase().answer("free", ["-b"], free_output(2 * 1024**3)), "memory: 2.0 GiB available"),
         (HostCase().answer("kind", ["version"], "kind v0.31.0 go1.24.2 linux/amd64\n"),
-         f"kind: version 'kind v0.31.0 go1.24.2 linux/amd64' is not the pinned {versions.KIND_BINARY}"),
-        (HostCase().without("kind"), "kind: not found on PATH"),
-        (HostCase().answer("kubectl", ["version", "--client"], json.dumps({"clientVersion": {"gitVersion": "v1.31.4"}})),
-         "kubectl: client v1.31.4 is more than one minor away"),
-        (HostCase().answer("pulumi", ["version"], "v3.200.0\n"), "pulumi: CLI v3.200.0 is older than 3.272.0"),
+         f"kind: v0.31.0 is not the pinned {versions.KIND_BINARY}. Fix: `make tools` installs"),
+        (HostCase().without("kind"), f"kind: not found on PATH. Fix: `make tools` installs kind {versions.KIND_BINARY}"),
+        (HostCase().answer("kubectl", ["version", "--client"], json.dumps({"clientVersion": {"gitVersion": "v1.35.4"}})),
+         f"kubectl: v1.35.4 is not the pinned {versions.KUBECTL_BINARY}. Fix: `make tools`"),
+        (HostCase().without("kubectl"), "kubectl: not found on PATH. Fix: `make tools`"),
+        (HostCase().answer("pulumi", ["version"], "v3.200.0\n"), "pulumi: v3.200.0 is not the pinned v3.272.0"),
+        # newer is not the pin either: `make tools` would install the pin over it, so the two must agree
+        (HostCase().answer("pulumi", ["version"], "v3.273.0\n"), "pulumi: v3.273.0 is not the pinned v3.272.0"),
+        (HostCase().without("pulumi"), "pulumi: not found on PATH. Fix: `make tools` installs pulumi v3.272.0"),
     ],
     ids=["engine-down", "no-docker-cli", "old-docker", "cgroup-v1", "rootless", "docker-desktop", "inotify-instances",
-         "inotify-watches", "disk", "memory", "kind-version", "no-kind", "kubectl-skew", "old-pulumi"],
+         "inotify-watches", "disk", "memory", "kind-version", "no-kind", "kubectl-version", "no-kubectl", "old-pulumi",
+         "newer-pulumi", "no-pulumi"],
 )
 def test_each_host_case_is_one_problem_with_its_fix(tmp_path: Path, case: HostCase, expected: str) -> None:
     result, _ = case.run(tmp_path, "--stack", "dev")
@@ -63,6 +68,21 @@ def test_each_host_case_is_one_problem_with_its_fix(tmp_path: Path, case: HostCa
     assert result.returncode == 1
     assert len(found) == 1, found
     assert expected in found[0] and ". Fix: " in found[0], found
+
+
+def test_every_tool_the_tools_installer_accepts_doctor_accepts_and_no_other() -> None:
+    """One set of pins and parsers: what `make tools` leaves in place, doctor does not complain about."""
+    from gpu_tenancy.cli import tools
+
+    shape = doctor_host.LabShape("dev", "sim", "gpu-tenancy-dev", "kind", ())
+    outputs = {"kind": "kind {} go1.26.3 linux/amd64", "pulumi": "{}\n",
+               "kubectl": json.dumps({"clientVersion": {"gitVersion": "{}"}}).replace("{}", "%s")}
+    for tool in tools.TOOLS:
+        for version, accepted in ((tool.version, True), (tool.version.replace(".", ".9", 1), False)):
+            text = outputs[tool.name].format(version) if tool.name != "kubectl" else outputs["kubectl"] % version
+            assert (tool.parse_version(text) == tool.version) is accepted
+            found = doctor_host.tool_problems(doctor_host.HostFacts(tool_versions={tool.name: text}), shape)
+            assert (found == []) is accepted, (tool.name, version, found)
 
 
 def test_every_problem_is_found_in_one_pass(tmp_path: Path) -> None:
@@ -309,6 +329,17 @@ def test_outputs_that_cannot_be_read_are_a_problem_not_silence(tmp_path: Path) -
                              "error: getting secrets manager: passphrase must be set with PULUMI_CONFIG_PASSPHRASE\n", 255)
     (found,) = problems(case.run(tmp_path, "--stack", "dev")[0])
     assert found.startswith("pulumi: cannot read the stack's outputs") and "PULUMI_CONFIG_PASSPHRASE" in found
+
+
+def test_a_missing_pulumi_is_one_problem_and_no_passphrase_advice(tmp_path: Path) -> None:
+    (found,) = problems(HostCase().without("pulumi").run(tmp_path, "--stack", "dev")[0])
+    assert found.startswith("pulumi: not found on PATH. Fix: `make tools`") and "PASSPHRASE" not in found
+
+
+def test_outputs_failing_for_another_reason_get_no_passphrase_advice(tmp_path: Path) -> None:
+    case = HostCase().answer("pulumi", ["stack", "output"], "", "error: could not read backend: permission denied\n", 255)
+    (found,) = problems(case.run(tmp_path, "--stack", "dev")[0])
+    assert "permission denied" in found and "PASSPHRASE" not in found and "pulumi stack output --stack dev" in found
 
 
 def test_an_unknown_stack_is_refused_in_one_line(tmp_path: Path) -> None:

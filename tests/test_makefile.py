@@ -21,7 +21,7 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 MAKE = shutil.which("make")
-SYSTEM_TOOLS = ("sed", "tr", "awk", "mkdir", "touch", "cat", "chmod", "cp")
+SYSTEM_TOOLS = ("sed", "tr", "awk", "mkdir", "touch", "cat", "chmod", "cp", "od")
 ALL_TOOLS = ("pulumi", "docker", "kind", "kubectl")
 
 pytestmark = pytest.mark.skipif(MAKE is None, reason="GNU make is not on PATH")
@@ -80,7 +80,8 @@ def run_make(
             f'echo "{tool} $*" >> "{log}"\n'
             f'case "{tool} $*" in "{tool} $FAKE_FAIL"*) echo "error: {tool} $FAKE_FAIL failed in the stub" >&2; exit 255;; esac\n'
             f'case "{tool} $*" in "docker context inspect"*) echo "${{FAKE_CONTEXT_HOST:-}}";; '
-            f'"pulumi up"*) echo "pulumi-env DOCKER_HOST=${{DOCKER_HOST:-}}" >> "{log}";; '
+            f'"pulumi up"*) echo "pulumi-env DOCKER_HOST=${{DOCKER_HOST:-}}" >> "{log}"; '
+            f'echo "pulumi-passphrase-file ${{PULUMI_CONFIG_PASSPHRASE_FILE:-}}" >> "{log}";; '
             f'"pulumi destroy"*) [ -z "${{GPU_TENANCY_LAB_GONE:-}}${{PULUMI_K8S_DELETE_UNREACHABLE:-}}" ] || echo '
             f'"pulumi-destroy-env LAB_GONE=${{GPU_TENANCY_LAB_GONE:-}} DELETE_UNREACHABLE=${{PULUMI_K8S_DELETE_UNREACHABLE:-}}" '
             f'>> "{log}";; esac',
@@ -338,3 +339,28 @@ def test_destroy_of_a_lab_whose_kind_cluster_is_gone_drops_what_cannot_answer(tm
         "pulumi destroy --stack dev --refresh --yes"]
     assert "destroy: the kind cluster of stack dev is gone" in run.output
     assert "pulumi-destroy-env LAB_GONE=1 DELETE_UNREACHABLE=true" in run.calls
+
+
+def test_a_sim_stack_gets_a_generated_passphrase_file_once(tmp_path: Path) -> None:
+    run = run_make(tmp_path, "up", PULUMI_CONFIG_PASSPHRASE="")
+    assert run.returncode == 0, run.output
+    passphrase = run.repo / "state" / "passphrase"
+    assert f"pulumi-passphrase-file {passphrase}" in run.calls
+    assert passphrase.stat().st_mode & 0o777 == 0o600
+    assert re.fullmatch(r"[0-9a-f]{64}", passphrase.read_text()), "32 random bytes, hex"
+    first = passphrase.read_text()
+    again = run_make(tmp_path, "up", PULUMI_CONFIG_PASSPHRASE="")
+    assert again.returncode == 0 and passphrase.read_text() == first, "never replaced: the state is encrypted with it"
+    assert "generated" not in again.output
+
+
+def test_a_passphrase_of_the_users_own_is_left_alone(tmp_path: Path) -> None:
+    run = run_make(tmp_path, "up", PULUMI_CONFIG_PASSPHRASE="mine")
+    assert run.returncode == 0, run.output
+    assert "pulumi-passphrase-file " in run.calls and not (run.repo / "state" / "passphrase").exists()
+
+
+def test_a_real_stack_still_asks_for_a_chosen_passphrase(tmp_path: Path) -> None:
+    run = run_make(tmp_path, "up", "STACK=gpu", PULUMI_CONFIG_PASSPHRASE="")
+    assert run.returncode != 0
+    assert "set PULUMI_CONFIG_PASSPHRASE" in run.output and not (run.repo / "state" / "passphrase").exists()

@@ -92,7 +92,7 @@ def test_unknown_stack_is_pulumis_one_line(stub: Path, tmp_path: Path, capsys: p
 def test_pulumi_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
     assert kubeconfig_cli.main(["--tenant", "tenant-a", "--dir", str(tmp_path)]) == 1
-    assert one_error_line(capsys) == "kubeconfig: pulumi: not found on PATH (see README: Prerequisites)"
+    assert one_error_line(capsys) == "kubeconfig: pulumi: not found on PATH (`make tools` installs it)"
 
 
 def test_stack_deployed_before_the_split_says_so(

@@ -38,7 +38,7 @@ def _last_error_line(stderr: str) -> str:
 def read_outputs(stack: str, env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Every output of `stack`, secrets in plaintext; OutputsError (one line) when pulumi fails."""
     if shutil.which(PULUMI, path=None if env is None else env.get("PATH")) is None:
-        raise OutputsError("pulumi: not found on PATH (see README: Prerequisites)")
+        raise OutputsError("pulumi: not found on PATH (`make tools` installs it)")
     command = [PULUMI, "stack", "output", "--json", "--show-secrets", "--stack", stack]
     try:
         done = subprocess.run(

@@ -5,9 +5,12 @@
 
 Each tool is downloaded from its upstream release URL into a temporary file next to the target, its
 sha256 compared with the one recorded below for exactly that version and platform, and only then made
-executable under its own name; a mismatch leaves nothing behind. A tool already on PATH at the pinned
-version is used as it is; one of another version is shadowed by the project's copy (the Makefile puts
-the directory first on PATH). Docker, Python and make stay the only host prerequisites.
+executable under its own name; a mismatch leaves nothing behind. A tool whose sha256 could not be recorded
+(``published_direct``: the Pulumi CLI) is checked against the checksum file its own release publishes, fetched
+from the release host itself, never through a mirror; the sha256 that file named is kept in
+``<dir>/../published-sha256.txt`` and any later download of the same version must match it. A tool already
+on PATH at the pinned version is used as it is; one of another version is shadowed by the project's copy (the
+Makefile puts the directory first on PATH). Docker, Python and make stay the only host prerequisites.
 
 Standard library only: `make up` runs this before the project's venv exists.
 
@@ -45,9 +48,8 @@ from gpu_tenancy.contract import versions
 # A download mirror (e.g. a corporate proxy cache): https://<host>/<path> is fetched from <mirror>/<host>/<path>.
 # Checksums are verified all the same, so a mirror cannot change what is installed.
 MIRROR_ENV = "GPU_TENANCY_TOOLS_MIRROR"
-# Explicit opt-in for an artifact with no sha256 recorded here: verify it against the checksum file its release
-# publishes instead (same origin as the file: it catches a broken download, not a forged release).
-TRUST_PUBLISHED_ENV = "GPU_TENANCY_TOOLS_TRUST_PUBLISHED_CHECKSUMS"
+# Where the sha256 a release published is kept after its first verified install (next to the tools' directory).
+PUBLISHED_LOCK = "published-sha256.txt"
 PLATFORMS = ("linux-amd64", "linux-arm64")
 DOWNLOAD_TIMEOUT = 120
 
@@ -62,6 +64,8 @@ class Tool:
     version: str  # as upstream tags it, with the leading v
     # (version, platform) -> the artifact's sha256. A version bump without its checksums is refused.
     sha256: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    # No sha256 recorded: check against the release's own checksum file, fetched directly (see the docstring).
+    published_direct: bool = False
 
     def url(self, target: str) -> str:
         os_name, arch = target.split("-")
@@ -128,9 +132,9 @@ TOOLS = (
             ("v1.35.5", "linux-arm64"): "ac69e06fd6860d69786692f5af1c3a1208ed54f8366a4d97ab15c172e99765ee",
         },
     ),
-    # Not recorded yet: pulumi-3.272.0-checksums.txt could not be read from where this was written. Until it
-    # is, `make tools` refuses the download unless GPU_TENANCY_TOOLS_TRUST_PUBLISHED_CHECKSUMS=1.
-    Tool("pulumi", versions.PULUMI_CLI, {}),
+    # Not recorded: pulumi-3.272.0-checksums.txt could not be read from where this was written (no GitHub access;
+    # no registry ships the CLI). Until `published` prints it for recording, the release's own file is used.
+    Tool("pulumi", versions.PULUMI_CLI, {}, published_direct=True),
 )
 TOOLS_BY_NAME = {tool.name: tool for tool in TOOLS}
 
@@ -212,31 +216,55 @@ class Installer:
     target: str | None  # None: a platform no tool is pinned for (only tools already on PATH can be used)
     fetch: Fetch = fetch
     mirror: str | None = None
-    trust_published: bool = False
     say: Callable[[str], None] = print
 
-    def expected_sha256(self, tool: Tool, target: str) -> str:
+    @property
+    def lock_path(self) -> Path:
+        return self.bin_dir.parent / PUBLISHED_LOCK
+
+    def locked_sha256(self, tool: Tool, target: str) -> str | None:
+        """The sha256 a first verified install took from the release's checksum file, if any."""
+        try:
+            lines = self.lock_path.read_text().splitlines()
+        except OSError:
+            return None
+        for line in lines:
+            fields = line.split()
+            if fields[:3] == [tool.name, tool.version, target] and len(fields) == 4:
+                return fields[3]
+        return None
+
+    def expected_sha256(self, tool: Tool, target: str) -> tuple[str, str]:
+        """(sha256, how it is known) for ``tool``'s artifact on ``target``."""
         recorded = tool.sha256.get((tool.version, target))
         if recorded:
-            return recorded
+            return recorded, "recorded in gpu_tenancy/cli/tools.py"
         published_url = tool.published_checksums_url(target)
-        if not self.trust_published:
+        if not tool.published_direct:
             raise ToolError(
                 f"{tool.name} {tool.version} ({target}): no sha256 recorded in gpu_tenancy/cli/tools.py, so it is "
-                f"not downloaded. Record the one {published_url} publishes, install {tool.name} {tool.version} "
-                f"yourself, or set {TRUST_PUBLISHED_ENV}=1 to check it against that file at download"
+                f"not downloaded. Record the one {published_url} publishes "
+                f"(`python -m gpu_tenancy.cli.tools published`), or install {tool.name} {tool.version} yourself"
             )
         with tempfile.TemporaryDirectory(dir=self.bin_dir) as scratch:
             sums = Path(scratch) / "checksums"
-            self.fetch(mirrored(published_url, self.mirror), sums)
+            self.fetch(published_url, sums)  # never through the mirror: it must not vouch for its own copy
             published = parse_published_checksum(tool, target, sums.read_text(errors="replace"))
         if not published:
             raise ToolError(f"{published_url} names no sha256 for {tool.url(target).rsplit('/', 1)[1]}")
-        self.say(
-            f"{tool.name} {tool.version}: no sha256 recorded; checking against {published_url} "
-            f"({TRUST_PUBLISHED_ENV}=1): {published}"
-        )
-        return published
+        locked = self.locked_sha256(tool, target)
+        if locked and locked != published:
+            raise ToolError(
+                f"{tool.name} {tool.version}: {published_url} now names sha256 {published}, but {locked} was "
+                f"verified here before ({self.lock_path}): the release changed, nothing is installed"
+            )
+        return published, f"published in {published_url}"
+
+    def _lock(self, tool: Tool, target: str, sha256: str) -> None:
+        if self.locked_sha256(tool, target) == sha256:
+            return
+        with self.lock_path.open("a") as lock:
+            lock.write(f"{tool.name} {tool.version} {target} {sha256}\n")
 
     def ensure(self, tool: Tool) -> str:
         """Make ``tool`` available at its pinned version; returns the executable used."""
@@ -262,7 +290,7 @@ class Installer:
                 f"{', '.join(PLATFORMS)}: install it yourself"
             )
         self.bin_dir.mkdir(parents=True, exist_ok=True)
-        expected = self.expected_sha256(tool, self.target)
+        expected, source = self.expected_sha256(tool, self.target)
         url = tool.url(self.target)
         with tempfile.TemporaryDirectory(dir=self.bin_dir, prefix=f".{tool.name}-") as scratch:
             download = Path(scratch) / "download"
@@ -281,7 +309,10 @@ class Installer:
         installed = reported_version(tool, str(self.bin_dir / tool.name))
         if installed != tool.version:
             raise ToolError(f"{tool.name} from {url} reports {installed or 'no version'}, pinned {tool.version}")
-        self.say(f"{tool.name} {tool.version}: installed into {self.bin_dir} ({why}; sha256 {actual[:12]}… verified)")
+        if not tool.sha256.get((tool.version, self.target)):
+            self._lock(tool, self.target, actual)
+        self.say(f"{tool.name} {tool.version}: installed into {self.bin_dir} ({why}; sha256 {actual[:12]}… verified, "
+                 f"{source})")
 
     @staticmethod
     def _unpack(tool: Tool, archive: Path, scratch: Path) -> dict[str, Path]:
@@ -340,12 +371,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "published":
             return published(mirror=mirror)
-        installer = Installer(
-            args.dir.resolve(),
-            host_platform(),
-            mirror=mirror,
-            trust_published=os.environ.get(TRUST_PUBLISHED_ENV) == "1",
-        )
+        installer = Installer(args.dir.resolve(), host_platform(), mirror=mirror)
         for tool in selected(args.only):
             installer.ensure(tool)
     except ToolError as error:

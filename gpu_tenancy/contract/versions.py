@@ -30,10 +30,10 @@ The set fits together (evidence: shared reference `versions.md`):
   runtimeClassName`/`createRuntimeClass`) puts its plugin and GPU pods under it. Not exercised on real GPUs
   by this project's CI.
 - The CLIs on the machine that runs `pulumi up` (gpu_tenancy/cli/tools.py installs them with `make tools`, each
-  checked against a sha256 recorded there): kind KIND_BINARY (its node images above), kubectl KUBECTL_BINARY
-  (the tenant's minor: no client/server skew), the Pulumi CLI PULUMI_CLI = the `pulumi` SDK pinned in
-  requirements.txt (the CLI runs the SDK's language host; `pulumi config set --raw`, used by the gpu
-  preview, exists from v3.247.0).
+  checked against a sha256 recorded there, Pulumi against its release's own checksum file): kind KIND_BINARY
+  (its node images above), kubectl KUBECTL_BINARY (the tenant's minor: no client/server skew), the Pulumi CLI
+  PULUMI_CLI = the `pulumi` SDK pinned in requirements.txt (the CLI runs the SDK's language host; `pulumi
+  config set --raw`, used by the gpu preview, exists from v3.247.0). `make doctor` wants exactly these too.
 Every value can be overridden per stack under `gpu-tenancy:versions` (docs/configuration.md); the three CLIs cannot.
 """
 
@@ -85,6 +85,5 @@ KUBE_SCHEDULER_REGISTRY = "registry.k8s.io"
 KUBE_SCHEDULER_REPOSITORY = "kube-scheduler"
 
 # --- Host tools `make doctor` checks (gpu_tenancy/cli/doctor/host.py) ---------------------------------------------
-# kind must be KIND_BINARY exactly; kubectl within one minor of TENANT_KUBERNETES_VERSION (version skew policy).
+# kind, kubectl and the Pulumi CLI must be exactly the pins above (what `make tools` installs).
 DOCKER_ENGINE_MINIMUM = "24.0"  # README Prerequisites (kind v0.32.0 is tested on Docker 28)
-PULUMI_CLI_MINIMUM = "3.272.0"  # the pulumi SDK pinned in requirements.txt

@@ -107,10 +107,7 @@ def gather_host(shape: LabShape, environ: Mapping[str, str]) -> HostFacts:
     if kubectl is None:
         facts.tool_versions["kubectl"] = None
     else:
-        try:
-            facts.tool_versions["kubectl"] = json.loads(kubectl[1])["clientVersion"]["gitVersion"]
-        except (ValueError, KeyError, TypeError):
-            facts.tool_versions["kubectl"] = ""
+        facts.tool_versions["kubectl"] = kubectl[1] if kubectl[0] == 0 else ""
     if not shape.simulated:
         return facts
     facts.tool_versions["kind"] = _first_line(run(["kind", "version"]))
@@ -309,18 +306,27 @@ def lab_gone(args: argparse.Namespace) -> bool:
     return listed is not None and listed[0] == 0 and str(cluster) not in listed[1].split()
 
 
+def outputs_fix(error: str, stack: str) -> str:
+    if "passphrase" in error.lower():
+        return ("set PULUMI_CONFIG_PASSPHRASE (or PULUMI_CONFIG_PASSPHRASE_FILE) to the passphrase this stack was "
+                "created with; a sim stack made by `make up` without one uses state/passphrase, which make passes on")
+    return (f"see the whole error with `pulumi stack output --stack {stack}` (outside make: "
+            "export PULUMI_BACKEND_URL=file://$PWD/state)")
+
+
 def diagnose(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[list[Problem], list[str]]:
     shape = read_shape(args.stack, args.stack_file or Path(f"Pulumi.{args.stack}.yaml"))
     notes: list[str] = []
     host = gather_host(shape, environ)
     problems: list[Problem] = []
-    try:
-        outputs = stack_outputs.read_outputs(args.stack)
-    except stack_outputs.OutputsError as error:
-        outputs = {}
-        if "no stack named" not in str(error):
-            fix = "set PULUMI_CONFIG_PASSPHRASE (and PULUMI_BACKEND_URL outside make) as for `make up`"
-            problems.append(Problem("pulumi", f"cannot read the stack's outputs ({error})", fix))
+    outputs: dict[str, Any] = {}
+    if host.tool_versions.get("pulumi") is not None:  # a missing CLI is named by the tool checks alone
+        try:
+            outputs = stack_outputs.read_outputs(args.stack)
+        except stack_outputs.OutputsError as error:
+            if "no stack named" not in str(error):
+                problems.append(Problem("pulumi", f"cannot read the stack's outputs ({error})",
+                                        outputs_fix(str(error), args.stack)))
     deployed = bool(outputs) or (shape.simulated and shape.cluster_name in host.kind_clusters)
     problems = host_problems(host, shape, deployed) + problems
     if not outputs:

@@ -18,7 +18,7 @@ each with its fix. Where a fact comes from, and why it matters:
   containerd, so the instances needed grow with the tenants).
 * `df -Pk <DockerRootDir>` and `free -b` (procps): free disk and available memory against the lab's footprint
   (docs/live-suite.md, "Footprint"), when the lab is not there yet.
-* `kind version`, `kubectl version --client -o json`, `pulumi version` against gpu_tenancy/contract/versions.py.
+* `kind version`, `kubectl version --client -o json`, `pulumi version` against the exact pins `make tools` installs.
 * another lab on the same Docker network: worker containers labelled `gpu-tenancy.io/component=worker`
   and kind clusters named `gpu-tenancy-*` whose nodes sit on it. Every lab takes its MetalLB pool from the top of that
   network's IPv4 subnet (gpu_tenancy/builders/metallb/netpool.py), so two labs would hand out the same addresses.
@@ -32,6 +32,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from gpu_tenancy.cli.tools import TOOLS_BY_NAME
 from gpu_tenancy.contract import versions
 
 GIB = 1024**3
@@ -211,35 +212,31 @@ def capacity_problems(facts: HostFacts, shape: LabShape, deployed: bool) -> list
     return problems
 
 
+DOCKER_INSTALL = ("install Docker Engine (https://docs.docker.com/engine/install/, or your distribution's docker.io "
+                  "package), start it and let this user use it (`sudo usermod -aG docker $USER`, then log in again)")
+
+
 def tool_problems(facts: HostFacts, shape: LabShape) -> list[Problem]:
-    tools = ["kubectl", "pulumi", *(["docker", "kind"] if shape.simulated else [])]
+    """The CLIs at exactly the versions `make tools` installs (gpu_tenancy/cli/tools.py, the same pins and parsers)."""
+    names = ["kubectl", "pulumi", *(["docker", "kind"] if shape.simulated else [])]
     problems = []
-    for tool in tools:
-        if tool not in facts.tool_versions:
+    for name in names:
+        if name not in facts.tool_versions:
             continue
-        text = facts.tool_versions[tool]
+        text = facts.tool_versions[name]
+        if name == "docker":
+            if text is None:
+                problems.append(Problem("docker", "not found on PATH", DOCKER_INSTALL))
+            continue
+        tool = TOOLS_BY_NAME[name]
         if text is None:
-            problems.append(Problem(tool, "not found on PATH", "install it (README: Prerequisites)"))
+            problems.append(Problem(name, "not found on PATH", f"`make tools` installs {name} {tool.version}"))
             continue
-        found = _version(text)
-        if tool == "kind":
-            pinned = _version(versions.KIND_BINARY)
-            if found != pinned:
-                problems.append(Problem("kind", f"version {text.strip()!r} is not the pinned {versions.KIND_BINARY}",
-                                        f"install kind {versions.KIND_BINARY} (README: Prerequisites)"))
-        elif tool == "kubectl":
-            minor = _version(versions.TENANT_KUBERNETES_VERSION)
-            if found is None or minor is None or found[0] != minor[0] or abs(found[1] - minor[1]) > 1:
-                problems.append(Problem(
-                    "kubectl", f"client {text.strip() or '?'} is more than one minor away from the tenants' "
-                    f"{versions.TENANT_KUBERNETES_VERSION} (Kubernetes version skew policy)",
-                    f"install kubectl v{minor[0]}.{minor[1]}" if minor else "install kubectl"))
-        elif tool == "pulumi":
-            minimum = _version(versions.PULUMI_CLI_MINIMUM)
-            if found is None or (minimum and found < minimum):
-                problems.append(Problem(
-                    "pulumi", f"CLI {text.strip() or '?'} is older than {versions.PULUMI_CLI_MINIMUM}, the SDK the "
-                    "program pins", f"install Pulumi CLI {versions.PULUMI_CLI_MINIMUM} or newer"))
+        found = tool.parse_version(text)
+        if found != tool.version:
+            problems.append(Problem(name, f"{found or repr(text.strip()) or 'an unknown version'} is not the pinned "
+                                    f"{tool.version}", f"`make tools` installs {tool.version} into .tools/bin, "
+                                    "which make puts first on PATH"))
     return problems
 
 
