@@ -26,7 +26,9 @@ __all__ = [
     "EXCLUSIVE_DEVICE_ALLOCATE_CONFLICT",
     "NODE_INSUFFICIENT_DEVICE",
     "RESOURCE_QUOTA_NOT_FIT",
+    "TOO_MANY_PODS",
     "gen_reason",
+    "type_terms",
 ]
 
 # HAMi reason strings (pkg/device/common), spelled exactly.
@@ -40,6 +42,8 @@ EXCLUSIVE_DEVICE_ALLOCATE_CONFLICT = "ExclusiveDeviceAllocateConflict"
 NODE_INSUFFICIENT_DEVICE = "NodeInsufficientDevice"
 ALLOCATED_CARDS_INSUFFICIENT_REQUEST = "AllocatedCardsInsufficientRequest"
 RESOURCE_QUOTA_NOT_FIT = "ResourceQuotaNotFit"
+# kube-scheduler's NodeResourcesFit when the node already runs its allocatable pods (noderesources/fit.go).
+TOO_MANY_PODS = "Too many pods"
 
 _NVIDIA = "nvidia"
 # The request type of an NVIDIA container (nvidia.NvidiaGPUDevice); ComputeScore only counts the
@@ -102,10 +106,12 @@ class _Scores:
 
 
 class _DevState:
-    __slots__ = ("dev", "request_counts", "sort_keys", "used", "usedcores", "usedmem")
+    __slots__ = ("dev", "numa", "request_counts", "sort_keys", "used", "usedcores", "usedmem")
 
     def __init__(self, dev: Device, scores: _Scores) -> None:
         self.dev = dev
+        # The declared plan breaks a tie on an unknown NUMA node as NUMA 0; ``orders`` tries every tie.
+        self.numa = 0 if dev.numa is None else dev.numa
         self.used = 0
         self.usedmem = 0
         self.usedcores = 0
@@ -120,7 +126,7 @@ class _DevState:
 
     def keys_for(self, score: float) -> tuple[tuple[float, int], tuple[float, int]]:
         """DeviceUsageList.Less's keys (spread, binpack), indexed by ``binpack``: see _fit_container."""
-        return (-score, self.dev.numa), (score, self.dev.numa)
+        return (-score, self.numa), (score, self.numa)
 
     def add(self, mem: int, cores: int, scores: _Scores) -> None:
         self.used += 1
@@ -130,7 +136,9 @@ class _DevState:
 
 
 class _NodeState:
-    __slots__ = ("all_devs", "capacity", "devs", "idx", "node", "score", "used", "usedcores", "usedmem", "version")
+    __slots__ = (
+        "all_devs", "capacity", "devs", "idx", "node", "pods", "score", "used", "usedcores", "usedmem", "version"
+    )
 
     def __init__(self, node: Node, idx: int, scores: _Scores) -> None:
         self.node = node
@@ -150,6 +158,7 @@ class _NodeState:
         self.usedmem = 0
         self.version = 0
         self.score = 0.0
+        self.pods = 0  # planned pods on the node, against its max_pods
 
     def compute_score(self, scores: _Scores) -> float:
         """ComputeDefaultScore: 10 x (used/slots + cores/total + mem/total) over the node's devices,
@@ -164,10 +173,18 @@ class _QuotaUse:
     cores: int = 0
 
 
+def type_terms(entries: Sequence[str]) -> list[str]:
+    """A type filter's terms as HAMi reads the annotation (pkg/device/devices.go ``CheckType``): the entries
+    are joined with ",", split on ",", each part trimmed, empty parts dropped, compared upper-cased."""
+    return [t.strip().upper() for entry in entries for t in entry.split(",") if t.strip()]
+
+
 def _type_ok(dev_type: str, use: Sequence[str], nouse: Sequence[str]) -> bool:
-    t = dev_type.lower()
-    use_l = [u.strip().lower() for u in use if u.strip()]
-    nouse_l = [u.strip().lower() for u in nouse if u.strip()]
+    """CheckType: a card passes when some use term is a substring of its type (if any is set) and no
+    nouse term is."""
+    t = dev_type.upper()
+    use_l = type_terms(use)
+    nouse_l = type_terms(nouse)
     if use_l and not any(u in t for u in use_l):
         return False
     return not (nouse_l and any(u in t for u in nouse_l))
@@ -244,7 +261,7 @@ def _fit_container(
     # A device's keys from its usage alone are kept up to date as placements land (_DevState.add).
     sign = 1.0 if binpack else -1.0
     keys = [
-        (sign * _device_score(s, req, *eff(s), scores), s.dev.numa)
+        (sign * _device_score(s, req, *eff(s), scores), s.numa)
         if s.request_counts or (pending and id(s) in pending)
         else s.sort_keys[binpack]
         for s in order
@@ -301,6 +318,8 @@ def _fit_pod(
     qused: _QuotaUse,
     scores: _Scores,
 ) -> tuple[list[list[_Alloc]] | None, str]:
+    if ns.pods >= ns.node.max_pods:
+        return None, TOO_MANY_PODS
     pending: dict[int, list[int]] = {}
     allocs: list[list[_Alloc]] = []
     order = list(ns.devs)

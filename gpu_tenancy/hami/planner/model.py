@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 __all__ = [
+    "KUBELET_MAX_PODS",
     "MAX_DEVICES_PER_NODE",
     "QUOTA_GPU",
     "QUOTA_GPUCORES",
@@ -38,6 +39,8 @@ _POLICIES = ("binpack", "spread")
 # (sort/zsortinterface.go); HAMi sorts a node's whole device list, so tied devices on a node with more
 # devices keep an order the planner does not reproduce.
 MAX_DEVICES_PER_NODE = 12
+# The kubelet's default maxPods (KubeletConfiguration); the program sets none when it joins a node.
+KUBELET_MAX_PODS = 110
 _MIG = "mig"
 
 
@@ -53,7 +56,8 @@ class Device:
     devmem: int  # MiB
     devcore: int = 100
     count: int = 10  # split slots (time-slicing count)
-    numa: int = 0
+    # The card's NUMA node as HAMi reads it from sysfs; None = not known, so it may break a tie either way.
+    numa: int | None = 0
     health: bool = True
     index: int = 0
     mode: str = ""
@@ -70,9 +74,15 @@ class Node:
     name: str
     devices: tuple[Device, ...]
     tenant: str | None = None
+    # Pods the kubelet admits for the planned workloads: its maxPods (110 unless set when the node joins)
+    # minus the pods the program itself runs there. kube-scheduler's NodeResourcesFit refuses the rest
+    # ("Too many pods") before HAMi is asked.
+    max_pods: int = KUBELET_MAX_PODS
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "devices", tuple(self.devices))
+        if self.max_pods < 0:
+            raise ValueError(f"node {self.name!r}: max_pods must be >= 0")
         ids = [d.id for d in self.devices]
         if len(set(ids)) != len(ids):
             raise ValueError(f"node {self.name!r}: duplicate device ids")
@@ -206,7 +216,10 @@ class Quota:
 
 
 def node_from_register(
-    node_name: str, devices: Iterable[Mapping[str, Any]], tenant: str | None = None
+    node_name: str,
+    devices: Iterable[Mapping[str, Any]],
+    tenant: str | None = None,
+    max_pods: int = KUBELET_MAX_PODS,
 ) -> Node:
     """Build a Node from ``hami.io/node-nvidia-register``-shaped device dicts.
 
@@ -214,6 +227,7 @@ def node_from_register(
     (``custominfo``, ``migProfiles`` ...) are ignored. HAMi writes every DeviceInfo field ``omitempty`` and
     reads them back with json.Unmarshal (pkg/device/devices.go UnMarshalNodeDevices), so an absent key
     is Go's zero value: no ``health`` is an unhealthy card, no ``count`` no slots, no ``devcore`` no cores.
+    ``numa: null`` is the planner's own spelling for a card whose NUMA node is not known.
     """
     out = []
     for pos, d in enumerate(devices):
@@ -229,13 +243,13 @@ def node_from_register(
                 devmem=int(d["devmem"]),
                 devcore=int(d.get("devcore", 0)),
                 count=int(d.get("count", 0)),
-                numa=int(d.get("numa", 0)),
+                numa=None if "numa" in d and d["numa"] is None else int(d.get("numa") or 0),
                 health=bool(health),
                 index=int(d.get("index", 0)),
                 mode=str(d.get("mode") or ""),
             )
         )
-    return Node(name=node_name, devices=tuple(out), tenant=tenant)
+    return Node(name=node_name, devices=tuple(out), tenant=tenant, max_pods=max_pods)
 
 
 # Name kept as in the brief; returns one Node.

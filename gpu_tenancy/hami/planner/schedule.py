@@ -245,6 +245,7 @@ def plan(
                     qused.cores += cores
                     placements.append(Placement(wl.name, r, ci, ns.node.name, s.dev.id, mem, cores))
             ns.version += 1
+            ns.pods += 1
             new_score = ns.compute_score(scores)
             if not quota_decides:
                 candidates.pop()
