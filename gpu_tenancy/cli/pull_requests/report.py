@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from gpu_tenancy.cli.pull_requests.github_comments import MAX_COMMENT, publish
+from gpu_tenancy.cli.pull_requests.stack_file import StackFileRefused, take_config_file
 
 MANDATORY = "mandatory"  # apitype.Mandatory (pulumi sdk/go/common/apitype/policy.go); advisory, remediate, disabled
 OUTPUT_BUDGET = MAX_COMMENT - 8_000  # room for the heading and the violations
@@ -202,6 +203,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     preview = commands.add_parser("preview", help="preview a stack with policy packs and publish the result")
     preview.add_argument("--stack", required=True)
     preview.add_argument("--policy-pack", action="append", required=True)
+    preview.add_argument("--subject", help="the comment this preview updates (default: preview:<stack>)")
+    stack_config = commands.add_parser(
+        "stack-config", help="take only the config: of a pull request's stack file into the default branch's one"
+    )
+    stack_config.add_argument("pull_request_file", type=Path)
+    stack_config.add_argument("base_file", type=Path)
     plan = commands.add_parser("plan", help="publish the plans `make plan` wrote into a directory")
     plan.add_argument("directory", type=Path)
     plan.add_argument("--pictures-url")
@@ -212,12 +219,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             directory.mkdir(parents=True, exist_ok=True)
             print(f"file backend directory: {directory}")
         return 0
+    if args.command == "stack-config":
+        try:
+            take_config_file(args.pull_request_file, args.base_file)
+        except StackFileRefused as error:
+            print(f"::error::{error}", file=sys.stderr)
+            return 1
+        print(f"{args.base_file}: config taken from {args.pull_request_file}")
+        return 0
     if args.command == "preview":
         run = run_preview(args.stack, args.policy_pack)
         print(run.output)
         if run.error:
             print(run.error, file=sys.stderr)
-        print(publish(f"preview:{args.stack}", preview_comment(run)))
+        print(publish(args.subject or f"preview:{args.stack}", preview_comment(run)))
         return 0 if run.succeeded else 1
     results = read_plans(args.directory)
     if not results:

@@ -1,0 +1,55 @@
+"""A pull request's stack file taken as data (gpu_tenancy/cli/pull_requests/stack_file.py): only `config:`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gpu_tenancy.cli.pull_requests.report import main
+from gpu_tenancy.cli.pull_requests.stack_file import StackFileRefused, take_config
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+BASE = "encryptionsalt: v1:abc\nconfig:\n  gpu-tenancy:mode: sim\n"
+
+
+def test_only_the_config_is_taken() -> None:
+    merged = yaml.safe_load(take_config("encryptionsalt: v1:abc\nconfig:\n  gpu-tenancy:mode: sim-nvml\n", BASE))
+    assert merged == {"encryptionsalt": "v1:abc", "config": {"gpu-tenancy:mode": "sim-nvml"}}
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("encryptionsalt: v1:other\nconfig: {}\n", "encryptionsalt"),  # secrets would decrypt differently
+        ("config: {}\n", "encryptionsalt"),  # dropped: also a change
+        ("encryptionsalt: v1:abc\nsecretsprovider: awskms://x\nconfig: {}\n", "secretsprovider"),
+        ("encryptionsalt: v1:abc\nenvironment: [prod]\nconfig: {}\n", "environment"),
+        ("encryptionsalt: v1:abc\nruntime: python\nconfig: {}\n", "runtime"),  # a project key, unknown here
+        ("encryptionsalt: v1:abc\nconfig: [1]\n", "config"),
+        ("- a\n", "mapping"),
+        ("config: [\n", "not YAML"),
+    ],
+)
+def test_anything_else_is_refused_naming_the_key(text: str, named: str) -> None:
+    with pytest.raises(StackFileRefused, match=named):
+        take_config(text, BASE)
+
+
+def test_the_command_rewrites_the_base_file_or_leaves_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base, theirs = tmp_path / "Pulumi.dev.yaml", tmp_path / "pr.yaml"
+    base.write_text(BASE)
+    theirs.write_text("encryptionsalt: v1:other\nconfig: {}\n")
+    assert main(["stack-config", str(theirs), str(base)]) == 1 and base.read_text() == BASE
+    assert "::error::" in capsys.readouterr().err
+    assert main(["stack-config", str(tmp_path / "missing.yaml"), str(base)]) == 1
+    theirs.write_text("encryptionsalt: v1:abc\nconfig:\n  gpu-tenancy:mode: real\n")
+    assert main(["stack-config", str(theirs), str(base)]) == 0
+    assert yaml.safe_load(base.read_text())["config"] == {"gpu-tenancy:mode": "real"}
+
+
+def test_every_stack_file_of_this_repository_is_taken_unchanged() -> None:
+    for path in REPO_ROOT.glob("Pulumi.*.yaml"):
+        text = path.read_text()
+        assert yaml.safe_load(take_config(text, text)) == yaml.safe_load(text), path.name
