@@ -53,7 +53,9 @@ class Tenant(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: TenantArgs, opts: pulumi.ResourceOptions | None = None):
         tenant = args.config.name
-        self._gpu_nodes = gpu_nodes.tenant_gpu_nodes(args.stack.simulated, args.cluster_name, args.config)
+        self._gpu_nodes = gpu_nodes.tenant_gpu_nodes(
+            args.stack.simulated, args.cluster_name, args.config, args.stack.device_layer == "mock-agent"
+        )
         # What the tenant declares, as plain JSON: the policy pack (gpu-plan-fits, no-mock-gpus-in-real)
         # reads it from the component's inputs at preview and from its outputs in the stack view.
         declaration = {
@@ -62,11 +64,18 @@ class Tenant(pulumi.ComponentResource):
             "gpus": [gpu.model_dump(by_alias=True) for gpu in args.config.gpus],
             # Where the cards are, under the node names the cluster will have (the device layer).
             "gpuNodes": [
-                {"name": node.name, "gpus": [gpu.model_dump(by_alias=True) for gpu in node.gpus]}
+                {
+                    "name": node.name,
+                    "gpus": [gpu.model_dump(by_alias=True) for gpu in node.gpus],
+                    # Each card's NUMA node as HAMi will read it (None: unknown) and the pods left for workloads.
+                    "numa": list(node.numa),
+                    "maxPods": gpu_nodes.workload_pods_per_node(args.stack.device_layer),
+                }
                 for node in self._gpu_nodes
             ],
             "workloads": [workload.model_dump(by_alias=True) for workload in args.config.workloads],
             "quota": dict(args.config.quota),
+            "orderedWorkloads": args.stack.ordered_workloads,
         }
         super().__init__(
             "gpu-tenancy:tenant:Tenant",
@@ -134,6 +143,7 @@ class Tenant(pulumi.ComponentResource):
                     workloads=list(args.config.workloads),
                     quota=dict(args.config.quota),
                     depends_on=gpu_ready,
+                    ordered=args.stack.ordered_workloads,
                 ),
                 child,
             )

@@ -19,6 +19,9 @@ class WorkloadsArgs:
     quota: dict[str, int]
     # HAMi (its webhook and scheduler) and, in sim, the mock-GPU agent that registers the devices.
     depends_on: list[pulumi.Resource] = field(default_factory=list)
+    # Stack setting orderedWorkloads: each Deployment waits for the previous one (pulumi-kubernetes awaits
+    # a Deployment's rollout before it counts as created), so pods reach HAMi in the planned order.
+    ordered: bool = False
 
 
 class Workloads(pulumi.ComponentResource):
@@ -46,15 +49,20 @@ class Workloads(pulumi.ComponentResource):
             )
         # The quota first, so HAMi's quota manager has it before the first pod is admitted.
         before_pods = [self.namespace, *([self.quota] if self.quota else [])]
-        self.deployments = {
-            workload.name: k8s.apps.v1.Deployment(
+        self.deployments = {}
+        previous: list[pulumi.Resource] = []
+        for workload in args.workloads:
+            deployment = k8s.apps.v1.Deployment(
                 f"{name}-{workload.name}",
                 metadata=builders.deployment_metadata(tenant, workload),
                 spec=builders.deployment_spec(tenant, workload),
-                opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=before_pods),
+                opts=pulumi.ResourceOptions(
+                    parent=self, provider=args.provider, depends_on=[*before_pods, *previous]
+                ),
             )
-            for workload in args.workloads
-        }
+            self.deployments[workload.name] = deployment
+            if args.ordered:
+                previous = [deployment]
         self.register_outputs({
             "namespace": self.namespace.metadata.name,
             "deployments": sorted(self.deployments),

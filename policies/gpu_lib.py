@@ -31,6 +31,11 @@ MOCK_NVML_DRIVER_ROOT = nvml_mock.DRIVER_ROOT
 
 def stack_config(key: str) -> Any:
     """A `gpu-tenancy:<key>` stack config value as the engine hands it to the pack (PULUMI_CONFIG)."""
+    return stack_config_in(f"{STACK_CONFIG_NAMESPACE}:{key}")
+
+
+def stack_config_in(full_key: str) -> Any:
+    """A stack config value by its namespaced key (`<namespace>:<key>`), JSON-decoded where it is JSON."""
     raw = os.environ.get("PULUMI_CONFIG")
     if not raw:
         return None
@@ -38,7 +43,7 @@ def stack_config(key: str) -> Any:
         config = json.loads(raw)
     except json.JSONDecodeError:
         return None
-    value = config.get(f"{STACK_CONFIG_NAMESPACE}:{key}") if isinstance(config, dict) else None
+    value = config.get(full_key) if isinstance(config, dict) else None
     if isinstance(value, str):
         try:
             return json.loads(value)
@@ -61,14 +66,15 @@ def _count(value: Any) -> int:
 
 def planner_inputs(
     tenant: str,
-    nodes: Sequence[tuple[str, Sequence[Mapping[str, Any]]]],
+    nodes: Sequence[tuple[Any, ...]],
     workloads: Sequence[Mapping[str, Any]],
     quota: Mapping[str, Any] | None,
     split_count: int,
 ) -> tuple[list[Any], list[Any], Any]:
     """The tenant's declaration (Tenant props / stack config, by alias) as gpu_tenancy.hami.planner.model inputs.
 
-    `nodes` are (node name, the GPU groups on it). Each node's register is what HAMi's device plugin writes
+    `nodes` are (node name, the GPU groups on it[, each card's NUMA node or None when unknown, the pods the
+    kubelet admits for workloads]). Each node's register is what HAMi's device plugin writes
     for its cards (gpu_tenancy.hami.protocol.device_inventory, memory from the GPU catalogue where the declaration
     leaves it out); fitting itself is left to gpu_tenancy.hami.planner.schedule.plan. Raises ValueError on a malformed
     declaration.
@@ -79,7 +85,9 @@ def planner_inputs(
 
     try:
         planned_nodes = []
-        for node_name, gpus in nodes:
+        for node_name, gpus, *known in nodes:
+            numa = known[0] if known else None
+            max_pods = known[1] if len(known) > 1 and known[1] is not None else None
             groups = [
                 {
                     "model": str(g["model"]),
@@ -90,7 +98,12 @@ def planner_inputs(
             ]
             key = tenant if len(nodes) == 1 else f"{tenant}/{node_name}"
             devices = hami.device_inventory(key, groups, split_count)
-            planned_nodes.append(node_from_register(node_name, devices, tenant))
+            # Unknown NUMA nodes (no list, or null entries) leave every tie-break possible.
+            numas = list(numa) if isinstance(numa, list) and len(numa) == len(devices) else [None] * len(devices)
+            devices = [{**d, "numa": None if n is None else int(n)} for d, n in zip(devices, numas, strict=True)]
+            planned_nodes.append(
+                node_from_register(node_name, devices, tenant, *([int(max_pods)] if max_pods is not None else []))
+            )
         planned = [
             Workload(
                 name=str(w["name"]),

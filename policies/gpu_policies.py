@@ -19,7 +19,6 @@ from gpu_lib import (
     MOCK_AGENT_COMPONENT,
     MOCK_NVML_COMPONENT,
     MOCK_NVML_DRIVER_ROOT,
-    planner_inputs,
     stack_config,
 )
 from pod_lib import chart_name, containers, pod_spec
@@ -33,7 +32,6 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 from resource_lib import (
-    HELM_RELEASE_TYPE,
     HELM_TYPES,
     MOCK_AGENT_TYPE,
     MOCK_NVML_TYPE,
@@ -359,110 +357,4 @@ no_mock_gpus_in_real = StackValidationPolicy(
             }
         }
     ),
-)
-
-
-# --------------------------------------------------------------------------- 12 gpu-plan-fits (issue 7)
-
-
-def _declaration(tenant_res: Res) -> dict[str, Any] | None:
-    """A tenant's gpus by node, workloads and quota, from its Tenant outputs or else the stack config; None when
-    neither has them.
-
-    `nodes` is [(node name, GPU groups)] as the cluster will name its GPU nodes (gpu_tenancy.builders.gpu_nodes)."""
-    props = tenant_res.props
-    if isinstance(props.get("gpuNodes"), list) and not contains_unknown(
-        [props.get("gpuNodes"), props.get("workloads"), props.get("quota")]
-    ):
-        return {
-            "nodes": [(str(n["name"]), as_list(n.get("gpus"))) for n in props["gpuNodes"] if isinstance(n, dict)],
-            "workloads": as_list(props.get("workloads")),
-            "quota": as_dict(props.get("quota")),
-        }
-    # The engine's stack view of a component is what it passed to register_outputs; until the Tenant
-    # registers its declaration there, fall back to the stack config the engine hands to the pack.
-    name = tenant_component_name(tenant_res)
-    for tenant in as_list(stack_config("tenants")):
-        if isinstance(tenant, dict) and tenant.get("name") == name and isinstance(tenant.get("gpus"), list):
-            return {
-                "nodes": _stack_config_nodes(tenant),
-                "workloads": as_list(tenant.get("workloads")),
-                "quota": as_dict(tenant.get("quota")),
-            }
-    return None
-
-
-def _stack_config_nodes(tenant: dict[str, Any]) -> list[tuple[str, list[Any]]]:
-    """A tenant's GPU nodes from its stack config: a host each (real; a tenant's only host has its gpus), or
-    its one worker container (sim, sim-nvml). A tenant's only node is named in no verdict (`planner_inputs`
-    keys its cards by the tenant), so the worker container's name is left out of the fallback."""
-    workers = [w for w in as_list(tenant.get("workers")) if isinstance(w, dict)]
-    if len(workers) == 1:
-        return [(str(workers[0].get("name")), as_list(workers[0].get("gpus") or tenant["gpus"]))]
-    if workers:
-        return [(str(w.get("name")), as_list(w.get("gpus"))) for w in workers]
-    return [(f"{tenant['name']}-worker", tenant["gpus"])]
-
-
-def _split_count(resources: list[Res], tenant: str) -> int:
-    for res in resources:
-        if res.kind == "DaemonSet" and res.is_kubernetes and ancestor_tenant(res) == tenant:
-            for container in containers(pod_spec(res) or {}):
-                for env in as_list(container.get("env")):
-                    if isinstance(env, dict) and env.get("name") == "SPLIT_COUNT":
-                        count = quantity(env.get("value"))
-                        if count:
-                            return count
-        if res.type == HELM_RELEASE_TYPE and ancestor_tenant(res) == tenant:
-            count = quantity(dig(res.props, "values", "devicePlugin", "deviceSplitCount"))
-            if count:
-                return count
-    return DEFAULT_SPLIT_COUNT
-
-
-def validate_gpu_plan_fits(args: StackValidationArgs, report: ReportViolation) -> None:
-    from gpu_tenancy.hami.planner.schedule import plan
-
-    resources = from_policy_resources(args.resources)
-    for res in resources:
-        if res.type != TENANT_TYPE:
-            continue
-        tenant = tenant_component_name(res)
-        declaration = _declaration(res)
-        if declaration is None:
-            report(
-                f"tenant {tenant!r}: cannot check its GPU plan, the Tenant component exposes no gpus/workloads/"
-                "quota and the stack config has none for it; register them as Tenant outputs.",
-                res.urn,
-            )
-            continue
-        try:
-            nodes, workloads, quota = planner_inputs(
-                tenant,
-                declaration["nodes"],
-                declaration["workloads"],
-                declaration["quota"],
-                _split_count(resources, tenant),
-            )
-            # A verdict, not a card-by-card prediction: large nodes are planned with ties in registration order.
-            result = plan(nodes, workloads, quota, exact_device_order=False)
-        except ValueError as error:
-            report(f"tenant {tenant!r}: its GPU declaration cannot be planned: {error}.", res.urn)
-            continue
-        for failure in result.failures:
-            report(
-                f"tenant {tenant!r}: workload {failure.workload!r} replica {failure.replica} cannot be placed "
-                f"on its declared GPUs: {failure.reason}.",
-                res.urn,
-            )
-
-
-gpu_plan_fits = StackValidationPolicy(
-    name="gpu-plan-fits",
-    description=(
-        "Every replica of a tenant's declared workloads fits its declared GPU inventory and quota as HAMi would "
-        "schedule it (gpu_tenancy.hami.planner); reasons are HAMi's own. Add GPUs, lower requests or raise the quota."
-    ),
-    validate=validate_gpu_plan_fits,
-    enforcement_level=MANDATORY,
 )

@@ -15,10 +15,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from allowlist_policies import field_allowlist, known_types, type_allowances
 from control_plane_policies import tcp_dedicated_namespace, tcp_konnectivity_enabled
 from data_plane_policies import tenant_cidrs_disjoint, worker_joins_own_tenant
-from gpu_policies import gpu_plan_fits, gpu_requests_fractional, no_mock_gpus_in_real
+from gpu_policies import gpu_requests_fractional, no_mock_gpus_in_real
 from pinning_policies import charts_pinned, images_pinned, tcp_version_pinned
+from plan_policies import gpu_plan_fits, gpu_plan_order
 from provider_policies import DEFAULT_MANAGEMENT_COMPONENTS, tenant_provider_isolation
 from pulumi_policy import Policy, ReportViolation
 from resource_lib import TCP_TYPE, TENANT_TYPE
@@ -33,20 +35,27 @@ __all__ = [
     "TCP_TYPE",
     "TENANT_TYPE",
     "charts_pinned",
+    "field_allowlist",
     "gpu_plan_fits",
+    "gpu_plan_order",
     "gpu_requests_fractional",
     "images_pinned",
+    "known_types",
     "no_mock_gpus_in_real",
     "tcp_dedicated_namespace",
     "tcp_konnectivity_enabled",
     "tcp_version_pinned",
     "tenant_cidrs_disjoint",
     "tenant_provider_isolation",
+    "type_allowances",
     "worker_joins_own_tenant",
     "workload_safety",
 ]
 
 ALL_POLICIES: list[Policy] = [
+    known_types,
+    type_allowances,
+    field_allowlist,
     tenant_provider_isolation,
     tcp_konnectivity_enabled,
     tcp_dedicated_namespace,
@@ -59,6 +68,7 @@ ALL_POLICIES: list[Policy] = [
     no_mock_gpus_in_real,
     workload_safety,
     gpu_plan_fits,
+    gpu_plan_order,
 ]
 
 POLICIES_BY_NAME: dict[str, Policy] = {p.name: p for p in ALL_POLICIES}

@@ -97,19 +97,25 @@ def assert_violation(messages: list[str], *fragments: str) -> None:
 
 def test_every_policy_is_named_described_and_levelled() -> None:
     names = [p.name for p in tp.ALL_POLICIES]
-    assert len(names) == len(set(names)) == 12
+    assert len(names) == len(set(names)) == 16
     assert set(names) >= {
         "tenant-provider-isolation", "tcp-konnectivity-enabled", "tcp-dedicated-namespace", "tcp-version-pinned",
         "images-pinned", "charts-pinned", "gpu-requests-fractional", "tenant-cidrs-disjoint",
         "worker-joins-own-tenant", "no-mock-gpus-in-real", "workload-safety", "gpu-plan-fits",
+        "known-types", "type-allowances", "field-allowlist", "gpu-plan-order",
     }
     for policy in tp.ALL_POLICIES:
         assert len(policy.description) > 40
-        assert policy.enforcement_level == EnforcementLevel.MANDATORY, policy.name
+        # Only the note of what a stack allowed, and why, and a plan that depends on the order do not fail a
+        # preview.
+        advisory = ("type-allowances", "gpu-plan-order")
+        expected = EnforcementLevel.ADVISORY if policy.name in advisory else EnforcementLevel.MANDATORY
+        assert policy.enforcement_level == expected, policy.name
     stack_policies = {p.name for p in tp.ALL_POLICIES if isinstance(p, StackValidationPolicy)}
     assert stack_policies == {
         "tenant-provider-isolation", "tcp-dedicated-namespace", "tcp-version-pinned", "tenant-cidrs-disjoint",
-        "worker-joins-own-tenant", "no-mock-gpus-in-real", "gpu-plan-fits",
+        "worker-joins-own-tenant", "no-mock-gpus-in-real", "gpu-plan-fits", "gpu-plan-order", "known-types",
+        "type-allowances",
     }
 
 
@@ -1604,7 +1610,7 @@ def test_overcommitted_workload_is_flagged_in_hamis_words(stack: list[Recorded],
     messages = run(tp.gpu_plan_fits, stack)
     assert_violation(
         messages,
-        "tenant 'tenant-a': workload 'a-infer' replica 5 cannot be placed on its declared GPUs: 1/1 "
+        "tenant 'tenant-a': workload 'a-infer' replica 5 cannot be placed on its declared GPUs in any order: 1/1 "
         "CardInsufficientCore.",
     )
     assert len(messages) == 4  # replicas 5..8; 5 x 20 cores fill the one A100
@@ -1614,7 +1620,7 @@ def test_quota_exceeded_is_flagged(stack: list[Recorded], pack_env: None) -> Non
     declare(stack, "tenant-b", quota={"limits.nvidia.com/gpu": 1})
     assert_violation(
         run(tp.gpu_plan_fits, stack),
-        "tenant 'tenant-b': workload 'b-notebook' replica 1 cannot be placed on its declared GPUs: "
+        "tenant 'tenant-b': workload 'b-notebook' replica 1 cannot be placed on its declared GPUs in any order: "
         "ResourceQuotaNotFit: limits.nvidia.com/gpu 1+1 > 1.",
     )
 
@@ -1644,14 +1650,14 @@ def test_a_sixteen_gpu_tenant_is_planned(stack: list[Recorded], pack_env: None) 
     ])
     assert_violation(
         run(tp.gpu_plan_fits, stack),
-        "tenant 'tenant-b': workload 'b-infer' replica 16 cannot be placed on its declared GPUs: ResourceQuotaNotFit "
+        "tenant 'tenant-b': workload 'b-infer' replica 16 cannot be placed on its declared GPUs in any order: ResourceQuotaNotFit "
         "at admission: admission webhook \"vgpu.hami.io\" denied the request: exceeding resource quota "
         "(limits.nvidia.com/gpumem 23034+23034 > 36864, limits.nvidia.com/gpucores 100+100 > 150).",
     )
 
 
 MANY = [{"name": "a-many", "replicas": 3, "containers": [{"gpus": 1, "gpumemMiB": 1024, "gpucores": 10}]}]
-SLOTS_FULL = ("tenant 'tenant-a': workload 'a-many' replica 2 cannot be placed on its declared GPUs: "
+SLOTS_FULL = ("tenant 'tenant-a': workload 'a-many' replica 2 cannot be placed on its declared GPUs in any order: "
               "1/1 CardTimeSlicingExhausted.")
 
 
@@ -1716,9 +1722,9 @@ def test_plan_from_the_stack_config_keeps_real_hosts_apart(real: list[Recorded],
         {"name": "b-whole", "replicas": 2, "containers": [{"gpus": 1, "gpumemMiB": 23034, "gpucores": 100}]}])
     monkeypatch.setenv("PULUMI_CONFIG", engine_config(config))
     assert sorted(run(tp.gpu_plan_fits, real)) == [
-        "tenant 'tenant-a': workload 'a-train' replica 2 cannot be placed on its declared GPUs: "
+        "tenant 'tenant-a': workload 'a-train' replica 2 cannot be placed on its declared GPUs in any order: "
         "gpu-a100-01: 1/1 CardInsufficientMemory; gpu-a100-02: 1/1 CardInsufficientMemory.",
-        "tenant 'tenant-b': workload 'b-whole' replica 1 cannot be placed on its declared GPUs: "
+        "tenant 'tenant-b': workload 'b-whole' replica 1 cannot be placed on its declared GPUs in any order: "
         "1/1 CardInsufficientMemory.",
     ]
 
@@ -1740,7 +1746,7 @@ def test_a_declaration_not_known_yet_is_read_from_the_stack_config(
     }
     declare(stack, "tenant-b", **{"quota": {}, unknown: not_known[unknown]})
     assert run(tp.gpu_plan_fits, stack) == [
-        "tenant 'tenant-b': workload 'b-notebook' replica 1 cannot be placed on its declared GPUs: "
+        "tenant 'tenant-b': workload 'b-notebook' replica 1 cannot be placed on its declared GPUs in any order: "
         "ResourceQuotaNotFit: limits.nvidia.com/gpu 1+1 > 1."
     ]
 
@@ -1751,7 +1757,7 @@ def test_a_tenants_gpu_nodes_from_its_outputs_are_named_in_its_verdicts(stack: l
             gpuNodes=[{"name": "node-1", "gpus": one_a100}, {"name": "node-2", "gpus": one_a100}],
             workloads=[{"name": "a-train", "replicas": 3, "containers": [{"gpus": 1, "gpumemMiB": 81920, "gpucores": 100}]}])
     assert run(tp.gpu_plan_fits, stack) == [
-        "tenant 'tenant-a': workload 'a-train' replica 2 cannot be placed on its declared GPUs: "
+        "tenant 'tenant-a': workload 'a-train' replica 2 cannot be placed on its declared GPUs in any order: "
         "node-1: 1/1 CardInsufficientMemory; node-2: 1/1 CardInsufficientMemory."
     ]
 

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import grpc
@@ -44,11 +45,17 @@ def _read_port(process: subprocess.Popen[bytes]) -> int:
 
 @pytest.fixture(scope="module")
 def analyzer() -> Iterator[analyzer_pb2_grpc.AnalyzerStub]:
+    with running_pack() as stub:
+        yield stub
+
+
+@contextmanager
+def running_pack(extra_config: dict[str, Any] | None = None) -> Iterator[analyzer_pb2_grpc.AnalyzerStub]:
+    """The pack's analyzer process for the dev stack's config plus `extra_config` (fully namespaced keys)."""
     env = dict(os.environ)
-    # As the engine does: the stack's config reaches the pack in PULUMI_CONFIG.
-    env["PULUMI_CONFIG"] = json.dumps(
-        {f"gpu-tenancy:{k}": v if isinstance(v, str) else json.dumps(v) for k, v in dev_config().items()}
-    )
+    # As the engine does: the stack's config reaches the pack in PULUMI_CONFIG, each value a string.
+    config = {f"gpu-tenancy:{k}": v for k, v in dev_config().items()} | (extra_config or {})
+    env["PULUMI_CONFIG"] = json.dumps({k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()})
     env.pop("PYTHONPATH", None)  # the pack must find the project's modules on its own
     process = subprocess.Popen(
         [sys.executable, "__main__.py", "127.0.0.1:1"],
@@ -142,7 +149,10 @@ def test_analyzer_info_lists_every_policy_with_its_level(analyzer: analyzer_pb2_
     info = analyzer.GetAnalyzerInfo(empty_pb2.Empty(), timeout=RPC_TIMEOUT)
     assert info.name == "gpu-tenancy"
     levels = {p.name: p.enforcementLevel for p in info.policies}
-    assert levels == {p.name: MANDATORY for p in tp.ALL_POLICIES}
+    # Every policy fails a preview but the one that only prints what the stack allowed, and why, and the one
+    # naming replicas whose fit depends on the order.
+    advisory = ("type-allowances", "gpu-plan-order")
+    assert levels == {p.name: ADVISORY if p.name in advisory else MANDATORY for p in tp.ALL_POLICIES}
     described = {p.name: p.description for p in info.policies}
     assert all(described[p.name] == p.description for p in tp.ALL_POLICIES)
     schema = {p.name: json_format.MessageToDict(p.configSchema) for p in info.policies}
@@ -172,6 +182,7 @@ def test_bad_resources_get_mandatory_and_advisory_diagnostics(analyzer: analyzer
         "tcp-konnectivity-enabled": MANDATORY,
         "images-pinned": MANDATORY,
         "workload-safety": MANDATORY,
+        "field-allowlist": MANDATORY,  # hostPID is no field the program sets on a tenant's workload
     }
     konnectivity = next(m for n, _, m in found if n == "tcp-konnectivity-enabled")
     # The engine shows "<policy description>\n<reported message>".

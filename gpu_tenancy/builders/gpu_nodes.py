@@ -24,10 +24,37 @@ class GpuNode:
     # Seeds the cards' ids (unique on a node): the tenant for a tenant's only node, so on its one simulated
     # node they are the ids the mock-GPU agent and the mock NVML give its cards.
     device_key: str
+    # Each card's NUMA node as HAMi will read it; None where nobody declared it (see planned_register).
+    numa: tuple[int | None, ...] = ()
 
     def register(self, split_count: int = hami.DEFAULT_SPLIT_COUNT) -> list[dict[str, Any]]:
         """The node's `hami.io/node-nvidia-register` entries as HAMi's device plugin writes them."""
         return hami.device_inventory(self.device_key, [gpu.model_dump(by_alias=True) for gpu in self.gpus], split_count)
+
+    def planned_register(self, split_count: int = hami.DEFAULT_SPLIT_COUNT) -> list[dict[str, Any]]:
+        """``register`` for the planner: each card's NUMA node as known (``None``: not known)."""
+        devices = self.register(split_count)
+        return [{**d, "numa": numa} for d, numa in zip(devices, self.numa, strict=True)] if self.numa else devices
+
+
+# DaemonSets the program runs on every GPU node of a tenant, by who registers the GPUs: kindnet and
+# kube-proxy (components/tenant_network.py), Kamaji's konnectivity agent (addons.konnectivity.agent.mode
+# DaemonSet, builders/tenant_control_plane), and the mock-GPU agent (sim, components/mock_gpu_agent.py),
+# or HAMi's device plugin (chart devicePlugin.enabled unless mock-agent, builders/hami/hami_chart.py) and
+# the mock NVML (sim-nvml, components/mock_nvml.py).
+NODE_DAEMONSETS: dict[str, tuple[str, ...]] = {
+    "mock-agent": ("kindnet", "kube-proxy", "konnectivity-agent", "mock-gpu-agent"),
+    "nvml-mock": ("kindnet", "kube-proxy", "konnectivity-agent", "hami-device-plugin", "nvml-mock"),
+    "nvidia": ("kindnet", "kube-proxy", "konnectivity-agent", "hami-device-plugin"),
+}
+
+
+def workload_pods_per_node(device_layer: str) -> int:
+    """Pods the kubelet admits for workloads on a GPU node: its default maxPods (the program sets none
+    when it joins a node) minus the program's own DaemonSet pods there."""
+    from gpu_tenancy.hami.planner.model import KUBELET_MAX_PODS
+
+    return KUBELET_MAX_PODS - len(NODE_DAEMONSETS[device_layer])
 
 
 def worker_container_name(cluster_name: str, tenant: str) -> str:
@@ -35,17 +62,28 @@ def worker_container_name(cluster_name: str, tenant: str) -> str:
     return f"{cluster_name}-{tenant}-worker"
 
 
-def tenant_gpu_nodes(simulated: bool, cluster_name: str, tenant: TenantConfig) -> list[GpuNode]:
+def tenant_gpu_nodes(
+    simulated: bool, cluster_name: str, tenant: TenantConfig, mock_agent: bool = True
+) -> list[GpuNode]:
+    """``mock_agent``: the mock-GPU agent registers the simulated cards (NUMA 0 each); HAMi's device plugin
+    over the mock NVML reads a NUMA node the plan does not know."""
     if simulated:
         name = worker_container_name(cluster_name, tenant.name)
-        return [GpuNode(name, tenant.name, tuple(tenant.gpus), tenant.name)]
+        cards = sum(g.count for g in tenant.gpus)
+        numa_known: tuple[int | None, ...] = (0,) * cards if mock_agent else (None,) * cards
+        return [GpuNode(name, tenant.name, tuple(tenant.gpus), tenant.name, numa=numa_known)]
     single = len(tenant.workers) == 1
     return [
-        GpuNode(host.name, tenant.name, tuple(host.gpus), tenant.name if single else f"{tenant.name}/{host.name}")
+        GpuNode(host.name, tenant.name, tuple(host.gpus), tenant.name if single else f"{tenant.name}/{host.name}",
+                numa=tuple(host.numa) if host.numa else tuple(None for g in host.gpus for _ in range(g.count)))
         for host in tenant.workers
     ]
 
 
 def gpu_nodes(config: StackConfig, cluster_name: str) -> list[GpuNode]:
     """Every tenant's GPU nodes, tenants in declaration order."""
-    return [node for tenant in config.tenants for node in tenant_gpu_nodes(config.simulated, cluster_name, tenant)]
+    mock_agent = config.device_layer == "mock-agent"
+    return [
+        node for tenant in config.tenants
+        for node in tenant_gpu_nodes(config.simulated, cluster_name, tenant, mock_agent)
+    ]

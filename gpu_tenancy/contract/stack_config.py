@@ -38,6 +38,11 @@ class StackConfig(ConfigModel):
     datastore: DataStoreConfig = Field(default_factory=DataStoreConfig)
     inventory_mismatch: Literal["error", "warn"] = Field(default="error", alias="inventoryMismatch")
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
+    # Create each tenant's GPU workloads one after the other, in declaration order, each once the previous
+    # one is ready: HAMi then sees them in the planned order (docs/planner.md).
+    ordered_workloads: bool = Field(default=False, alias="orderedWorkloads")
+    # What `gpu-plan-fits` does with a replica whose fit depends on the order Kubernetes takes.
+    order_dependent_plan: Literal["warn", "refuse"] = Field(default="warn", alias="orderDependentPlan")
     # Secrets (mode real): set with `pulumi config set --secret`; SecretStr keeps them out of reprs.
     management_kubeconfig: SecretStr | None = Field(default=None, alias="managementKubeconfig")
     ssh_private_key: SecretStr | None = Field(default=None, alias="sshPrivateKey")

@@ -172,6 +172,16 @@ class WorkerHostConfig(ConfigModel):
     gpus: list[GpuConfig] = Field(default_factory=list)
     # Required in mode real (config_checks.mode_errors): without it pulumi-command accepts any host key.
     host_key: Annotated[str, AfterValidator(_host_key)] | None = Field(default=None, alias="hostKey")
+    # Each card's NUMA node (`nvidia-smi topo -m`), in the order of `gpus`: HAMi breaks ties between cards
+    # of equal score by it. Unset, the planner takes every tie-break as possible.
+    numa: list[Annotated[int, Field(ge=0)]] | None = None
+
+    @model_validator(mode="after")
+    def _numa_per_card(self) -> WorkerHostConfig:
+        cards = sum(g.count for g in self.gpus)
+        if self.numa is not None and self.gpus and len(self.numa) != cards:
+            raise ValueError(f"numa lists {len(self.numa)} NUMA node(s) for {cards} card(s): give one per card")
+        return self
 
     @field_validator("address")
     @classmethod

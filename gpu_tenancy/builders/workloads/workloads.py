@@ -3,8 +3,8 @@
 What HAMi v2.10 reads, checked at the source (Project-HAMi/HAMi):
 - container limits `nvidia.com/gpu`, `nvidia.com/gpumem` (MiB) or `nvidia.com/gpumem-percentage`,
   `nvidia.com/gpucores` (chart values resourceName/resourceMem/resourceMemPercentage/resourceCores);
-- pod annotations `nvidia.com/use-gputype` / `nvidia.com/nouse-gputype` (comma list, split on "," without
-  trimming, upper-cased substring match on the device type: pkg/device/nvidia/device.go checkGPUtype) and
+- pod annotations `nvidia.com/use-gputype` / `nvidia.com/nouse-gputype` (comma list, split on "," and each
+  part trimmed, upper-cased substring match on the device type: pkg/device/devices.go CheckType) and
   `hami.io/gpu-scheduler-policy` / `hami.io/node-scheduler-policy` (binpack|spread);
 - ResourceQuota keys `limits.nvidia.com/gpumem` and `limits.nvidia.com/gpucores` only: the quota manager
   keeps `limits.<ResourceMemoryName>` and `limits.<ResourceCoreName>` (pkg/device/quota.go IsManagedQuota).
@@ -100,7 +100,7 @@ def pod_annotations(workload: WorkloadConfig) -> dict[str, str]:
     annotations: dict[str, str] = {}
     for key, types in ((USE_GPU_TYPE_ANNOTATION, workload.use_gpu_type),
                        (NOUSE_GPU_TYPE_ANNOTATION, workload.nouse_gpu_type)):
-        # HAMi splits on "," and does not trim, so " L4" would never match.
+        # HAMi splits the annotation on "," and trims each part (devices.go CheckType): the same terms.
         cleaned = [t.strip() for t in types if t.strip()]
         if cleaned:
             annotations[key] = ",".join(cleaned)
@@ -210,8 +210,9 @@ def plan_document(stack: StackConfig, cluster_name: str) -> dict[str, Any]:
     """
     workloads: list[dict[str, Any]] = []
     quota: dict[str, dict[str, int]] = {}
+    max_pods = gpu_nodes.workload_pods_per_node(stack.device_layer)
     nodes = [
-        {"name": node.name, "tenant": node.tenant, "devices": node.register()}
+        {"name": node.name, "tenant": node.tenant, "maxPods": max_pods, "devices": node.planned_register()}
         for node in gpu_nodes.gpu_nodes(stack, cluster_name)
     ]
     for tenant in stack.tenants:

@@ -38,6 +38,7 @@ from gpu_tenancy.contract.platform_config import KindConfig
 from gpu_tenancy.contract.stack_config import StackConfig
 from gpu_tenancy.contract.tenant_config import TenantConfig, WorkloadConfig
 from gpu_tenancy.hami.planner.model import (
+    KUBELET_MAX_PODS,
     MAX_DEVICES_PER_NODE,
     ContainerRequest,
     Node,
@@ -79,7 +80,8 @@ class RegisteredDevice(_Strict):
     devmem: int = Field(default=0, ge=0)
     devcore: int = Field(default=0, ge=0)
     type: NonEmpty
-    numa: int = Field(default=0, ge=0)
+    # null: the planner's spelling for a NUMA node nobody declared (every tie-break is then possible).
+    numa: int | None = Field(default=0, ge=0)
     mode: str = ""
     health: bool = False
 
@@ -94,6 +96,8 @@ class RegisteredDevice(_Strict):
 class RegisteredNode(_Strict):
     name: NonEmpty
     tenant: NonEmpty | None = None
+    # Pods the kubelet admits for workloads there (its maxPods minus the program's own pods).
+    max_pods: int = Field(default=KUBELET_MAX_PODS, alias="maxPods", ge=0)
     devices: list[RegisteredDevice] = Field(min_length=1)
 
     @field_validator("devices")
@@ -273,7 +277,7 @@ def load_document(path: str) -> PlanDocument:
 def planner_inputs(document: PlanDocument) -> Inputs:
     """The validated document as planner inputs (gpu_tenancy.hami.planner.model)."""
     nodes = [
-        node_from_register(n.name, [d.model_dump() for d in n.devices], n.tenant)
+        node_from_register(n.name, [d.model_dump() for d in n.devices], n.tenant, n.max_pods)
         for n in document.nodes
     ]
     workloads = [
