@@ -32,8 +32,11 @@ endif
 # Only a simulated stack changes without asking. Anything else (real hosts) gets Pulumi's own prompt after the
 # preview, and `pulumi up/destroy` refuse to run without a terminal, unless CONFIRM=1.
 AUTO_APPROVE := $(if $(SIMULATED),--yes,$(if $(filter 1,$(CONFIRM)),--yes))
-# Targets that reach a stack: the prerequisite check runs before the venv is built for them.
+# Targets that reach a stack. preview and destroy check their prerequisites before the venv is built; up builds
+# the runtime venv first, so that its preflight names every problem of the host at once (`make doctor`'s checks).
 DEPLOY_GOALS := up preview destroy
+UP_GOAL := $(filter up,$(MAKECMDGOALS))
+DOCKER_INSTALL := install Docker Engine (https://docs.docker.com/engine/install/, or your distribution's docker.io package) and let this user use it (sudo usermod -aG docker \$$USER, then log in again)
 # kind and the docker CLI follow the current Docker context; pulumi-docker only DOCKER_HOST (else the
 # default socket). Pin both to the same daemon unless DOCKER_HOST is set already.
 ifneq ($(and $(SIMULATED),$(filter $(DEPLOY_GOALS),$(MAKECMDGOALS))),)
@@ -41,45 +44,60 @@ export DOCKER_HOST ?= $(shell docker context inspect --format '{{.Endpoints.dock
 endif
 
 .DEFAULT_GOAL := help
-.PHONY: help venv tools preflight up doctor preview destroy plan test lint typecheck unit e2e e2e-nvml e2e-faults bench promotion-diff mutation
+.PHONY: help runtime venv tools stack-file preflight up doctor preview destroy plan test lint typecheck unit e2e e2e-nvml e2e-faults bench promotion-diff mutation
 
 help: ## List the targets
 	@echo "usage: make <target> [STACK=<name>: Pulumi.<name>.yaml, default dev] [CONFIRM=1: no prompt on a real stack]"
 	@awk 'BEGIN {FS = ":[^#]*## "} /^[a-zA-Z0-9_.-]+:[^#]*## / {printf "  %-22s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-$(BIN)/.installed: requirements.txt requirements-dev.txt gpu_tenancy/hami/agent/requirements.txt | $(if $(filter $(DEPLOY_GOALS),$(MAKECMDGOALS)),preflight)
+# The runtime (program, planner, doctor and the other CLIs), then the tests' tools on top, in the one .venv.
+$(BIN)/.runtime: requirements.txt gpu_tenancy/hami/agent/requirements.txt | $(if $(UP_GOAL),stack-file,$(if $(filter $(DEPLOY_GOALS),$(MAKECMDGOALS)),preflight))
 	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -c gpu_tenancy/hami/agent/requirements.txt -r requirements.txt
+	touch $@
+
+$(BIN)/.installed: $(BIN)/.runtime requirements-dev.txt
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $@
+
+runtime: $(BIN)/.runtime ## Create .venv with the pinned runtime dependencies only (what deploys and the CLIs need)
 
 venv: $(BIN)/.installed ## Create .venv with the pinned runtime and test dependencies
 
 tools: ## Install the pinned kind, kubectl and Pulumi CLI into .tools/bin (checksum-verified) unless on PATH at that version
 	@$(PYTHON) -m gpu_tenancy.cli.tools install --dir $(TOOLS_DIR)
 
-preflight: ## Check the stack file, Docker engine (sim, sim-nvml), passphrase; install the stack's tools if needed
+stack-file: ## Check that STACK names a stack file
 	@test -f $(STACK_FILE) || { echo "$(STACK_FILE) not found: STACK=$(STACK) names no stack file (have: $(wildcard Pulumi.*.yaml))"; exit 1; }
-	@if [ "$(MODE)" != real ]; then \
-	  command -v docker >/dev/null 2>&1 || { echo "missing prerequisite(s): docker (see README: Prerequisites)"; exit 1; }; \
-	  docker info >/dev/null 2>&1 || { echo "docker: the Docker engine is not reachable (is the daemon running, may this user use it?)"; exit 1; }; fi
-	@if [ -n "$(GENERATE_PASSPHRASE)" ] && [ ! -e "$(PASSPHRASE_FILE)" ]; then \
-	  mkdir -p "$(STATE_DIR)" && (umask 077 && set -C && od -An -N32 -tx1 /dev/urandom | tr -d ' \n' > "$(PASSPHRASE_FILE)") \
-	  && echo "preflight: generated $(PASSPHRASE_FILE) (mode 0600), the passphrase of this stack's secrets: keep it with ./state"; fi
-	@test -n "$$PULUMI_CONFIG_PASSPHRASE$$PULUMI_CONFIG_PASSPHRASE_FILE" || { echo "set PULUMI_CONFIG_PASSPHRASE (secrets in the local state are encrypted with it)"; exit 1; }
-	@$(PYTHON) -m gpu_tenancy.cli.tools install --dir $(TOOLS_DIR) --only $(STACK_TOOLS)
 
-# `make doctor`'s host checks first (nothing is created when they fail), then an `up` that refreshes from
-# the live lab (a worker removed or stopped by hand, an image gone) before it diffs.
-up: preflight venv ## Deploy STACK (created on first use): host checks, refresh, then preview with the policy pack
+preflight: stack-file | $(if $(UP_GOAL),runtime) ## Install the stack's tools, check Docker, the passphrase and (up) the whole host: every problem at once
+	@status=0; \
+	if [ -n "$(GENERATE_PASSPHRASE)" ] && [ ! -e "$(PASSPHRASE_FILE)" ]; then \
+	  mkdir -p "$(STATE_DIR)" && (umask 077 && set -C && od -An -N32 -tx1 /dev/urandom | tr -d ' \n' > "$(PASSPHRASE_FILE)") \
+	  && echo "preflight: generated $(PASSPHRASE_FILE) (mode 0600), the passphrase of this stack's secrets: keep it with ./state"; fi; \
+	$(PYTHON) -m gpu_tenancy.cli.tools install --dir $(TOOLS_DIR) --only $(STACK_TOOLS) || status=1; \
+	if [ -n "$(UP_GOAL)" ]; then \
+	  $(BIN)/python -m gpu_tenancy.cli.doctor --stack $(STACK) --state-dir $(STATE_DIR) --before-up || status=1; \
+	else \
+	  if [ "$(MODE)" != real ]; then \
+	    if ! command -v docker >/dev/null 2>&1; then echo "problem: docker: not found on PATH. Fix: $(DOCKER_INSTALL)"; status=1; \
+	    elif ! docker info >/dev/null 2>&1; then echo "problem: docker: the Docker engine does not answer \`docker info\`. Fix: start it (sudo systemctl start docker) and let this user use it (sudo usermod -aG docker \$$USER, then log in again)"; status=1; fi; \
+	  fi; \
+	  test -n "$$PULUMI_CONFIG_PASSPHRASE$$PULUMI_CONFIG_PASSPHRASE_FILE" || { echo "problem: passphrase: not set. Fix: export PULUMI_CONFIG_PASSPHRASE=<yours> (secrets in the local state are encrypted with it)"; status=1; }; \
+	fi; \
+	exit $$status
+
+# `make doctor`'s host checks first, in preflight (nothing is created when they fail), then an `up` that
+# refreshes from the live lab (a worker removed or stopped by hand, an image gone) before it diffs.
+up: preflight runtime ## Deploy STACK (created on first use): host checks, refresh, then preview with the policy pack
 	mkdir -p $(STATE_DIR)
 	pulumi stack select --create $(STACK)
-	$(BIN)/python -m gpu_tenancy.cli.doctor --stack $(STACK) --state-dir $(STATE_DIR) --before-up
 	pulumi up --stack $(STACK) --refresh --policy-pack policies $(AUTO_APPROVE)
 
-doctor: venv ## Check this host and, when deployed, the lab: one line per problem with its fix (exit 1 if any)
+doctor: runtime ## Check this host and, when deployed, the lab: one line per problem with its fix (exit 1 if any)
 	@$(BIN)/python -m gpu_tenancy.cli.doctor --stack $(STACK) --state-dir $(STATE_DIR)
 
-preview: preflight venv ## What `up` would change, with the policy pack (creates STACK on first use)
+preview: preflight runtime ## What `up` would change, with the policy pack (creates STACK on first use)
 	mkdir -p $(STATE_DIR)
 	pulumi stack select --create $(STACK)
 	pulumi preview --stack $(STACK) --policy-pack policies --diff
@@ -87,7 +105,7 @@ preview: preflight venv ## What `up` would change, with the policy pack (creates
 # A sim lab whose kind cluster is already gone cannot answer for its Kubernetes objects: those are dropped from
 # the state (pulumi-kubernetes deleteUnreachable, during the refresh) and the workers leave without removing
 # their Nodes (GPU_TENANCY_LAB_GONE); both say so per resource. Only when `doctor --lab-gone` saw the cluster gone.
-destroy: preflight venv ## Delete everything STACK deployed (also when its kind cluster was deleted by hand)
+destroy: preflight runtime ## Delete everything STACK deployed (also when its kind cluster was deleted by hand)
 	@if $(BIN)/python -m gpu_tenancy.cli.doctor --stack $(STACK) --lab-gone; then \
 	  echo "destroy: the kind cluster of stack $(STACK) is gone; dropping its Kubernetes objects from the state"; \
 	  GPU_TENANCY_LAB_GONE=1 PULUMI_K8S_DELETE_UNREACHABLE=true pulumi destroy --stack $(STACK) --refresh $(AUTO_APPROVE); \
@@ -95,7 +113,7 @@ destroy: preflight venv ## Delete everything STACK deployed (also when its kind 
 	  pulumi destroy --stack $(STACK) $(AUTO_APPROVE); \
 	fi
 
-plan: venv ## The planner's per-tenant, per-GPU report for STACK's workloads (PNG=<path> also draws it); exit 1: does not fit
+plan: runtime ## The planner's per-tenant, per-GPU report for STACK's workloads (PNG=<path> also draws it); exit 1: does not fit
 	@test -f $(STACK_FILE) || { echo "$(STACK_FILE) not found: STACK=$(STACK) names no stack file (have: $(wildcard Pulumi.*.yaml))"; exit 1; }
 	@$(BIN)/python -m gpu_tenancy.cli.plan report $(STACK_FILE) $(if $(PNG),--png $(PNG)) $(if $(WIDTH),--width $(WIDTH))
 
@@ -171,19 +189,19 @@ kubeconfig-env: ## Print `export KUBECONFIG=...` for eval, or on any error a sta
 	  && printf "export KUBECONFIG='%s'\n" "$$path" \
 	  || { printf '%s\n' '$(KUBECONFIG_REFUSED)'; exit 1; }
 
-kubeconfig: venv ## Write TENANT's admin kubeconfig (mode 0600) under state/kubeconfigs and print its path
+kubeconfig: runtime ## Write TENANT's admin kubeconfig (mode 0600) under state/kubeconfigs and print its path
 	@test -n "$(TENANT)" || { echo "kubeconfig: set TENANT=<name>, e.g. make kubeconfig TENANT=tenant-a" >&2; exit 2; }
 	@$(BIN)/python -m gpu_tenancy.cli.kubeconfig --stack $(STACK) --tenant "$(TENANT)" --dir $(STATE_DIR)/kubeconfigs
 
-kubeconfig-management: venv ## Write the management cluster's kubeconfig (mode 0600) and print its path
+kubeconfig-management: runtime ## Write the management cluster's kubeconfig (mode 0600) and print its path
 	@$(BIN)/python -m gpu_tenancy.cli.kubeconfig --stack $(STACK) --management --dir $(STATE_DIR)/kubeconfigs
 
 # Optional for status and tenants: TENANT="a b" (only these), JSON=1; for status also PODS=1 (per pod),
 # WATCH=<seconds> (redraw in place), SAVE=<file> (the objects read, for --objects), PNG=<file>.
 STATUS_OPTIONS = $(foreach t,$(TENANT),--tenant $(t)) $(if $(filter 1,$(JSON)),--json)
-status: venv ## Live GPU allocation per tenant and GPU, why pods wait, quota (TENANT=, PODS=1, WATCH=s, JSON=1)
+status: runtime ## Live GPU allocation per tenant and GPU, why pods wait, quota (TENANT=, PODS=1, WATCH=s, JSON=1)
 	@$(BIN)/python -m gpu_tenancy.cli.status --stack $(STACK) $(STATUS_OPTIONS) $(if $(filter 1,$(PODS)),--pods) \
 	  $(if $(WATCH),--watch $(WATCH)) $(if $(SAVE),--save $(SAVE)) $(if $(PNG),--png $(PNG))
 
-tenants: venv ## One row per tenant: version, control plane, nodes, GPUs, pods; exit 1 if any is unhealthy
+tenants: runtime ## One row per tenant: version, control plane, nodes, GPUs, pods; exit 1 if any is unhealthy
 	@$(BIN)/python -m gpu_tenancy.cli.tenants --stack $(STACK) $(STATUS_OPTIONS)

@@ -20,6 +20,8 @@ What each answer follows:
 * `pulumi version`: "v3.272.0"; `pulumi stack output` as tests/pulumi_stub.py; `pulumi stack export`: the
   deployment JSON (`deployment.pending_operations`).
 * `sysctl -n KEY`: the value alone; `df -Pk PATH`: POSIX format; `free -b`: procps-ng 3.3 columns.
+* `findmnt -n -o SOURCE --target PATH` (util-linux): the device alone; `firewall-cmd --state`: "running" (exit 0)
+  or "not running" (exit 252). Files under the host root (`host_files`): /proc/net/route, /etc/firewalld/...
 """
 
 from __future__ import annotations
@@ -59,8 +61,19 @@ DOCKER_INFO: dict[str, Any] = {
     "MemTotal": 16_000_000_000,
     "NCPU": 4,
 }
-KIND_NETWORK = [{"Name": "kind", "IPAM": {"Driver": "default", "Config": [
-    {"Subnet": "fc00:f853:ccd:e793::/64"}, {"Subnet": "172.18.0.0/16", "Gateway": "172.18.0.1"}]}}]
+KIND_NETWORK = [{"Name": "kind", "Id": "6b1f5c2a9e3d40c1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f70819", "Options": {},
+                 "IPAM": {"Driver": "default", "Config": [
+                     {"Subnet": "fc00:f853:ccd:e793::/64"}, {"Subnet": "172.18.0.0/16", "Gateway": "172.18.0.1"}]}}]
+KIND_BRIDGE = "br-6b1f5c2a9e3d"  # moby: "br-" + the network id's first 12
+# /proc/net/route (the kernel's fib_route_seq_show: destination, gateway and mask as native-endian hex): a default
+# route and the LAN on eth0, Docker's bridges for docker0 and the kind network.
+ROUTES = (
+    "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"
+    "eth0\t00000000\t0100A8C0\t0003\t0\t0\t100\t00000000\t0\t0\t0\n"
+    "eth0\t0000A8C0\t00000000\t0001\t0\t0\t100\t00FFFFFF\t0\t0\t0\n"
+    "docker0\t000011AC\t00000000\t0001\t0\t0\t0\t0000FFFF\t0\t0\t0\n"
+    f"{KIND_BRIDGE}\t000012AC\t00000000\t0001\t0\t0\t0\t0000FFFF\t0\t0\t0\n"
+)
 DF = ("Filesystem     1024-blocks      Used Available Capacity Mounted on\n"
       "/dev/sda1        102400000  20000000  82400000      20% /\n")
 FREE = ("               total        used        free      shared  buff/cache   available\n"
@@ -96,6 +109,9 @@ class HostCase:
         self.answer("sysctl", ["max_user_watches"], "1048576\n")
         self.answer("df", ["-Pk"], DF)
         self.answer("free", ["-b"], FREE)
+        self.answer("findmnt", ["SOURCE"], "/dev/sda1\n")
+        self.answer("firewall-cmd", ["--state"], "not running\n", "", 252)
+        self.host_files: dict[str, str] = {"proc/net/route": ROUTES}
 
     def answer(self, tool: str, match: list[str], stdout: str = "", stderr: str = "", rc: int = 0) -> HostCase:
         self.answers.setdefault(tool, []).insert(0, {"match": match, "stdout": stdout, "stderr": stderr, "rc": rc})
@@ -116,7 +132,11 @@ class HostCase:
     def run(self, tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], list[list[str]]]:
         bin_dir = tmp_path / "stub-bin"
         bin_dir.mkdir(parents=True, exist_ok=True)
-        tools = {"docker", "kind", "kubectl", "pulumi", "sysctl", "df", "free"} - self.missing
+        tools = {"docker", "kind", "kubectl", "pulumi", "sysctl", "df", "free", "findmnt", "firewall-cmd"} - self.missing
+        host_root = tmp_path / "host-root"  # /proc and /etc as doctor reads them (GPU_TENANCY_DOCTOR_HOST_ROOT)
+        for name, text in self.host_files.items():
+            (host_root / name).parent.mkdir(parents=True, exist_ok=True)
+            (host_root / name).write_text(text)
         for tool in tools:
             path = bin_dir / tool
             path.write_text(STUB.format(python=sys.executable))
@@ -124,7 +144,7 @@ class HostCase:
         answers, log = tmp_path / "answers.json", tmp_path / "calls.jsonl"
         answers.write_text(json.dumps(self.answers))
         env = {"PATH": str(bin_dir), "FAKE_TOOLS": str(answers), "FAKE_LOG": str(log),
-               "PYTHONPATH": str(REPO), "HOME": str(tmp_path), **self.env}
+               "PYTHONPATH": str(REPO), "HOME": str(tmp_path), "GPU_TENANCY_DOCTOR_HOST_ROOT": str(host_root), **self.env}
         done = subprocess.run([sys.executable, "-m", "gpu_tenancy.cli.doctor", *args], cwd=REPO, env=env,
                               capture_output=True, text=True, timeout=120)
         calls = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
-from doctor_stubs import DOCKER_INFO, HostCase, df_output, free_output, problems
+from doctor_stubs import DOCKER_INFO, KIND_BRIDGE, ROUTES, HostCase, df_output, free_output, problems
 
 from gpu_tenancy.cli.doctor import host as doctor_host
 from gpu_tenancy.contract import versions
@@ -167,7 +167,9 @@ def test_the_stacks_own_lab_is_not_another(tmp_path: Path) -> None:
 
 
 def test_a_real_stack_asks_nothing_of_docker(tmp_path: Path) -> None:
-    result, calls = HostCase().answer("docker", ["info"], "", "Cannot connect\n", 1).run(tmp_path, "--stack", "gpu")
+    case = HostCase().answer("docker", ["info"], "", "Cannot connect\n", 1)
+    case.env = {"PULUMI_CONFIG_PASSPHRASE": "mine"}
+    result, calls = case.run(tmp_path, "--stack", "gpu")
     assert problems(result) == []
     assert not [c for c in calls if c[0] in ("docker", "kind", "sysctl", "df", "free")]
 
@@ -390,3 +392,103 @@ def test_an_image_gone_from_a_worker_is_named_with_the_command_that_loads_it(tmp
     assert found == (
         "tenant tenant-a pod kube-system/tenant-a-mock-gpu-agent-x: image gpu-tenancy/mock-gpu-agent:0123 is gone from "
         f"node gpu-tenancy-dev-tenant-a-worker's containerd. Fix: `pulumi up --replace '{load}'` loads it again")
+
+
+# --------------------------------------------------------------------------- one pass, no traceback, right advice
+
+
+def test_with_docker_down_the_rest_of_the_host_is_still_checked(tmp_path: Path) -> None:
+    case = (HostCase().answer("docker", ["info"], "", "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. "
+                              "Is the docker daemon running?\n", 1)
+            .answer("sysctl", ["max_user_instances"], "128\n").without("kind").without("pulumi"))
+    found = problems(case.run(tmp_path, "--stack", "dev")[0])
+    assert [line.split(":", 1)[0] for line in found] == ["docker", "pulumi", "kind", "inotify"], found
+    assert all(". Fix: " in line for line in found)
+    assert "`make tools`" in found[1] and "`make tools`" in found[2]
+
+
+def test_docker_missing_gets_an_install_hint(tmp_path: Path) -> None:
+    (found,) = problems(HostCase().without("docker").run(tmp_path, "--stack", "dev")[0])
+    assert found.startswith("docker: not found on PATH. Fix: install Docker Engine (https://docs.docker.com/engine/install/")
+
+
+def test_a_yaml_error_in_the_stack_file_is_one_line_as_make_plan_says_it(tmp_path: Path) -> None:
+    from gpu_tenancy.cli.plan.plan_input import InputError, load_document
+
+    stack_file = tmp_path / "Pulumi.broken.yaml"
+    stack_file.write_text("config:\n  gpu-tenancy:mode: sim\n  gpu-tenancy:tenants: [\n")
+    result, _ = HostCase().run(tmp_path, "--stack", "broken", "--stack-file", str(stack_file))
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    with pytest.raises(InputError) as planner:
+        load_document(str(stack_file))
+    assert result.stderr.strip().splitlines() == [f"doctor: {planner.value}"]
+
+
+def test_a_stopped_kind_node_is_started_by_docker_not_by_up(tmp_path: Path) -> None:
+    case = _lab().answer("docker", ["{{.State.Status}}", "gpu-tenancy-dev-control-plane"], "exited\n")
+    (found,) = problems(case.run(tmp_path, "--stack", "dev")[0])
+    assert found.startswith("container gpu-tenancy-dev-control-plane: is exited, not running: the kind cluster's node")
+    assert "Fix: `docker start gpu-tenancy-dev-control-plane`" in found and "make up" not in found.split("Fix:")[1]
+
+
+# --------------------------------------------------------------------------- kind's known issues
+
+
+def _route(interface: str, network: str) -> str:
+    import ipaddress
+
+    net = ipaddress.IPv4Network(network)
+    little = [bytes(reversed(a.packed)).hex().upper() for a in (net.network_address, net.netmask)]
+    return f"{interface}\t{little[0]}\t00000000\t0001\t0\t0\t0\t{little[1]}\t0\t0\t0\n"
+
+
+def _snap(case: HostCase) -> HostCase:
+    return case.answer("docker", ["info"], _info(DockerRootDir="/var/snap/docker/common/var-lib-docker"))
+
+
+def _firewalld(case: HostCase, backend: str = "nftables") -> HostCase:
+    case.host_files["etc/firewalld/firewalld.conf"] = f"DefaultZone=public\nFirewallBackend={backend}\n"
+    return case.answer("firewall-cmd", ["--state"], "running\n")
+
+
+def _vpn_route(case: HostCase) -> HostCase:
+    case.host_files["proc/net/route"] = ROUTES + _route("tun0", "172.18.4.0/24")
+    return case
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        (_snap(HostCase()), "docker: Docker is installed as a snap, whose `docker` cannot read $TMPDIR"),
+        (_firewalld(HostCase()), "firewalld: firewalld runs with FirewallBackend=nftables"),
+        (_vpn_route(HostCase()), "kind network: the Docker network 'kind' (172.18.0.0/16) overlaps this host's route "
+                                 "172.18.4.0/24 via tun0"),
+        (HostCase().answer("docker", ["info"], _info(Driver="btrfs")), "disk: /var/lib/docker is on btrfs"),
+        (HostCase().answer("docker", ["info"], _info(Driver="overlay2", DriverStatus=[["Backing Filesystem", "btrfs"]])),
+         "disk: /var/lib/docker is on btrfs"),
+        (HostCase().answer("findmnt", ["SOURCE"], "/dev/mapper/luks-903aad3d-0c6b\n"),
+         "disk: /var/lib/docker is on a device-mapper device (/dev/mapper/luks-903aad3d-0c6b"),
+    ],
+    ids=["snap", "firewalld-nftables", "route-clash", "btrfs-driver", "btrfs-backing", "luks"],
+)
+def test_kinds_known_issues_are_named_with_their_fix(tmp_path: Path, case: HostCase, expected: str) -> None:
+    (found,) = problems(case.run(tmp_path, "--stack", "dev")[0])
+    assert found.startswith(expected) and ". Fix: " in found, found
+
+
+@pytest.mark.parametrize(
+    "case",
+    [_firewalld(HostCase(), "iptables"), HostCase().answer("firewall-cmd", ["--state"], "not running\n", "", 252)],
+    ids=["firewalld-iptables", "firewalld-stopped"],
+)
+def test_firewalld_is_fine_unless_it_runs_nftables(tmp_path: Path, case: HostCase) -> None:
+    case.host_files["etc/firewalld/firewalld.conf"] = case.host_files.get("etc/firewalld/firewalld.conf",
+                                                                          "FirewallBackend=nftables\n")
+    assert problems(case.run(tmp_path, "--stack", "dev")[0]) == []
+
+
+def test_routes_are_read_as_the_kernel_prints_them() -> None:
+    from gpu_tenancy.cli.doctor.known_issues import parse_proc_net_route
+
+    assert parse_proc_net_route(ROUTES) == [("eth0", "0.0.0.0/0"), ("eth0", "192.168.0.0/24"),
+                                            ("docker0", "172.17.0.0/16"), (KIND_BRIDGE, "172.18.0.0/16")]

@@ -161,12 +161,47 @@ def test_stack_selection_errors_are_not_hidden(tmp_path: Path) -> None:
     assert run.of("pulumi") == ["pulumi stack select --create dev"], "nothing may run after a failed select"
 
 
+DOCKER_MISSING = ("problem: docker: not found on PATH. Fix: install Docker Engine (https://docs.docker.com/engine/install/, "
+                  "or your distribution's docker.io package) and let this user use it (sudo usermod -aG docker $USER, "
+                  "then log in again)")
+
+
 @pytest.mark.parametrize("jobs", [[], ["-j4"]], ids=["serial", "parallel"])
-def test_prerequisites_are_checked_before_the_venv_is_built(tmp_path: Path, jobs: list[str]) -> None:
-    run = run_make(tmp_path, *jobs, "up", tools=("pulumi", "kind", "kubectl"))
+@pytest.mark.parametrize("goal", ["preview", "destroy"])
+def test_prerequisites_are_checked_before_the_venv_is_built(tmp_path: Path, jobs: list[str], goal: str) -> None:
+    run = run_make(tmp_path, *jobs, goal, tools=("pulumi", "kind", "kubectl"))
     assert run.returncode != 0
-    assert run.own_lines() == ["missing prerequisite(s): docker (see README: Prerequisites)"], run.output
-    assert not run.calls and not (run.repo / ".venv").exists(), run.calls
+    assert run.own_lines() == [DOCKER_MISSING], run.output
+    assert not (run.repo / ".venv").exists() and not run.of("pulumi"), run.calls
+
+
+def test_every_prerequisite_problem_is_named_in_one_pass(tmp_path: Path) -> None:
+    """Docker missing, a tool that cannot be installed and no passphrase: all three, not the first alone."""
+    run = run_make(tmp_path, "preview", "STACK=lab", tools=(), FAKE_TOOLS_EXIT="1", PULUMI_CONFIG_PASSPHRASE="",
+                   stack_files={"Pulumi.lab.yaml": "config:\n  gpu-tenancy:mode: sim\n"})
+    assert run.returncode != 0
+    assert any(c.startswith("python -m gpu_tenancy.cli.tools install") for c in run.calls), run.calls
+    assert run.own_lines()[1:] == [DOCKER_MISSING], run.output
+    assert run.own_lines()[0].startswith("preflight: generated "), "a sim stack's passphrase is made, not asked for"
+    (tmp_path / "real").mkdir()
+    real = run_make(tmp_path / "real", "preview", "STACK=gpu", tools=(), FAKE_TOOLS_EXIT="1", PULUMI_CONFIG_PASSPHRASE="")
+    assert real.own_lines() == [
+        "problem: passphrase: not set. Fix: export PULUMI_CONFIG_PASSPHRASE=<yours> (secrets in the local state are "
+        "encrypted with it)"], real.output
+    assert any(c.startswith("python -m gpu_tenancy.cli.tools install") for c in real.calls), real.calls
+
+
+def test_up_names_the_tools_and_the_hosts_problems_in_one_pass(tmp_path: Path) -> None:
+    """The tools that cannot be installed and doctor's host checks (Docker, inotify, ... from the runtime venv
+    alone) in the same run; nothing reaches Pulumi."""
+    run = run_make(tmp_path, "up", tools=(), FAKE_TOOLS_EXIT="1", FAKE_DOCTOR="1")
+    assert run.returncode != 0
+    assert any(c.startswith("python -m gpu_tenancy.cli.tools install") for c in run.calls), run.calls
+    assert any("gpu_tenancy.cli.doctor" in c and "--before-up" in c for c in run.calls), run.calls
+    assert not run.of("pulumi")
+    assert [c for c in run.of("pip")] == [
+        "pip install --quiet --disable-pip-version-check -c gpu_tenancy/hami/agent/requirements.txt -r requirements.txt"
+    ], "the runtime only, not the tests' tools"
 
 
 @pytest.mark.parametrize("goal", ["up", "preview", "destroy"])
@@ -279,18 +314,21 @@ def test_deploys_get_the_pinned_tools_first(tmp_path: Path, goal: str, stack: st
     assert run.returncode == 0, run.output
     install = f"python -m gpu_tenancy.cli.tools install --dir {run.repo}/.tools/bin --only {needed}"
     assert install in run.calls, run.calls
-    assert run.calls.index(install) < run.calls.index(next(c for c in run.calls if c.startswith("python -m venv"))), (
-        "tools before the venv: they need no venv"
-    )
+    if goal != "up":  # up builds the runtime venv first: its preflight runs doctor's host checks too
+        assert run.calls.index(install) < run.calls.index(next(c for c in run.calls if c.startswith("python -m venv"))), (
+            "tools before the venv: they need no venv"
+        )
     assert run.of("pulumi") and run.calls.index(install) < run.calls.index(run.of("pulumi")[0]), run.calls
     (path,) = [call.split(" ", 1)[1] for call in run.calls if call.startswith("tools-path ")]
     assert path.split(":")[0] == f"{run.repo}/.tools/bin", path
 
 
-def test_a_tool_that_cannot_be_installed_stops_the_deploy(tmp_path: Path) -> None:
-    run = run_make(tmp_path, "up", tools=("docker",), FAKE_TOOLS_EXIT="1")
+@pytest.mark.parametrize("goal", ["up", "preview"])
+def test_a_tool_that_cannot_be_installed_stops_the_deploy(tmp_path: Path, goal: str) -> None:
+    run = run_make(tmp_path, goal, tools=("docker",), FAKE_TOOLS_EXIT="1")
     assert run.returncode != 0
-    assert not run.of("pulumi") and not any(call.startswith("python -m venv") for call in run.calls), run.calls
+    assert not run.of("pulumi"), run.calls
+    assert any(call.startswith("python -m venv") for call in run.calls) is (goal == "up"), run.calls
 
 
 def test_plan_prints_the_planners_report_for_the_stack_file(tmp_path: Path) -> None:
@@ -318,9 +356,11 @@ def test_a_host_problem_stops_up_before_anything_is_created(tmp_path: Path) -> N
 
 
 def test_doctor_needs_no_deploy_tools(tmp_path: Path) -> None:
-    """It reports missing tools itself, so no preflight stands in its way."""
+    """It reports missing tools itself, so no preflight stands in its way; it needs the runtime, not the tests'
+    tools."""
     run = run_make(tmp_path, "doctor", tools=())
     assert run.returncode == 0, run.output
+    assert not [c for c in run.of("pip") if "requirements-dev.txt" in c], run.calls
     assert [c for c in run.calls if "gpu_tenancy.cli.doctor" in c] == [
         f"venv-python -m gpu_tenancy.cli.doctor --stack dev --state-dir {run.repo}/state"]
 
@@ -361,6 +401,6 @@ def test_a_passphrase_of_the_users_own_is_left_alone(tmp_path: Path) -> None:
 
 
 def test_a_real_stack_still_asks_for_a_chosen_passphrase(tmp_path: Path) -> None:
-    run = run_make(tmp_path, "up", "STACK=gpu", PULUMI_CONFIG_PASSPHRASE="")
+    run = run_make(tmp_path, "preview", "STACK=gpu", PULUMI_CONFIG_PASSPHRASE="")
     assert run.returncode != 0
-    assert "set PULUMI_CONFIG_PASSPHRASE" in run.output and not (run.repo / "state" / "passphrase").exists()
+    assert "export PULUMI_CONFIG_PASSPHRASE=" in run.output and not (run.repo / "state" / "passphrase").exists()

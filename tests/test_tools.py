@@ -411,3 +411,20 @@ def test_make_tools_enforces_the_recorded_checksums(tmp_path: Path, releases: Fa
         f"kind {versions.KIND_BINARY}", f"kubectl {versions.KUBECTL_BINARY}", f"pulumi {versions.PULUMI_CLI}"
     ], result.stdout
     assert releases.requests == ["/github.com/kubernetes-sigs/kind/releases/download/v0.32.0/kind-linux-amd64"]
+
+
+@pytest.mark.usefixtures("empty_path")
+def test_every_tool_that_cannot_be_installed_is_named_in_one_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No release server at all: each download fails, and each is named, not only the first.
+    bogus = "http://127.0.0.1:9"  # the discard port: nothing listens
+    monkeypatch.setenv(tools.MIRROR_ENV, bogus)
+    monkeypatch.setattr(tools, "host_platform", lambda: TARGET)
+    status = tools.main(["install", "--dir", str(tmp_path / "bin"), "--only", "kind,kubectl"])
+    errors = capsys.readouterr().err.splitlines()
+    assert status == 1
+    assert [line.split("download of ")[1].split(" ")[0] for line in errors] == [
+        f"{bogus}/github.com/kubernetes-sigs/kind/releases/download/{versions.KIND_BINARY}/kind-linux-amd64",
+        f"{bogus}/dl.k8s.io/release/{versions.KUBECTL_BINARY}/bin/linux/amd64/kubectl",
+    ], errors

@@ -368,16 +368,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands.add_parser("published", help="print each release's published sha256 next to the recorded one")
     args = parser.parse_args(argv)
     mirror = os.environ.get(MIRROR_ENV) or None
+    failed = 0
     try:
         if args.command == "published":
             return published(mirror=mirror)
         installer = Installer(args.dir.resolve(), host_platform(), mirror=mirror)
-        for tool in selected(args.only):
-            installer.ensure(tool)
+        chosen = selected(args.only)
     except ToolError as error:
         print(f"make tools: {error}", file=sys.stderr)
         return 1
-    return 0
+    for tool in chosen:  # every tool, so one run names every one that cannot be installed
+        try:
+            installer.ensure(tool)
+        except ToolError as error:
+            print(f"make tools: {error}", file=sys.stderr)
+            failed += 1
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

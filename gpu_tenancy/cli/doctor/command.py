@@ -38,10 +38,18 @@ from gpu_tenancy.cli.doctor.host import (
     parse_free_available,
     parse_network_subnets,
 )
+from gpu_tenancy.cli.doctor.known_issues import (
+    KnownIssueFacts,
+    bridge_name,
+    known_issue_problems,
+    parse_firewalld_backend,
+    parse_proc_net_route,
+)
 from gpu_tenancy.cli.doctor.lab import ClusterFacts, LabFacts, lab_problems
 from gpu_tenancy.contract import limits
 
 NAMESPACE = "gpu-tenancy"
+HOST_ROOT_ENV = "GPU_TENANCY_DOCTOR_HOST_ROOT"
 TIMEOUT_SECONDS = 30
 WORKER_LABEL = "gpu-tenancy.io/component=worker"
 
@@ -66,7 +74,11 @@ def run(argv: Sequence[str], timeout: float = TIMEOUT_SECONDS, stdin: str | None
 def read_shape(stack: str, stack_file: Path) -> LabShape:
     if not stack_file.is_file():
         raise UsageError(f"{stack_file} not found: STACK={stack} names no stack file")
-    config = (yaml.safe_load(stack_file.read_text()) or {}).get("config") or {}
+    try:
+        document = yaml.safe_load(stack_file.read_text())
+    except yaml.YAMLError as error:  # the same line `make plan` prints for this file
+        raise UsageError(f"{stack_file}: not valid YAML: {' '.join(str(error).split())}") from None
+    config = (document.get("config") if isinstance(document, dict) else None) or {}
     values = {key.split(":", 1)[1]: value for key, value in config.items() if key.startswith(f"{NAMESPACE}:")}
     kind_config = values.get("kind") or {}
     tenants = tuple(str(t.get("name")) for t in values.get("tenants") or [] if isinstance(t, dict))
@@ -111,6 +123,11 @@ def gather_host(shape: LabShape, environ: Mapping[str, str]) -> HostFacts:
     if not shape.simulated:
         return facts
     facts.tool_versions["kind"] = _first_line(run(["kind", "version"]))
+    # Limits of this host first: they hold whether the Docker engine answers or not.
+    facts.inotify_instances = _int(run(["sysctl", "-n", "fs.inotify.max_user_instances"]))
+    facts.inotify_watches = _int(run(["sysctl", "-n", "fs.inotify.max_user_watches"]))
+    memory = run(["free", "-b"])
+    facts.memory_available_bytes = parse_free_available(memory[1]) if memory and memory[0] == 0 else None
     info = run(["docker", "info", "--format", "{{json .}}"])
     if info is None:
         facts.tool_versions["docker"] = None
@@ -122,17 +139,13 @@ def gather_host(shape: LabShape, environ: Mapping[str, str]) -> HostFacts:
             facts.docker_info = json.loads(info[1])
         except ValueError:
             facts.docker_error = "`docker info` printed no JSON"
+    root = str((facts.docker_info or {}).get("DockerRootDir") or "/")
+    disk = run(["df", "-Pk", root]) or run(["df", "-Pk", "/"])
+    facts.disk_free_bytes = parse_df_available(disk[1]) if disk and disk[0] == 0 else None
     if facts.docker_info is None:
         return facts
     network = run(["docker", "network", "inspect", shape.network])
     facts.network_subnets = parse_network_subnets(network[1]) if network and network[0] == 0 else None
-    facts.inotify_instances = _int(run(["sysctl", "-n", "fs.inotify.max_user_instances"]))
-    facts.inotify_watches = _int(run(["sysctl", "-n", "fs.inotify.max_user_watches"]))
-    root = str(facts.docker_info.get("DockerRootDir") or "/")
-    disk = run(["df", "-Pk", root]) or run(["df", "-Pk", "/"])
-    facts.disk_free_bytes = parse_df_available(disk[1]) if disk and disk[0] == 0 else None
-    memory = run(["free", "-b"])
-    facts.memory_available_bytes = parse_free_available(memory[1]) if memory and memory[0] == 0 else None
     facts.kind_clusters = kind_clusters()
     for cluster in facts.kind_clusters:
         if cluster == shape.cluster_name or not cluster.startswith("gpu-tenancy-"):
@@ -147,6 +160,36 @@ def gather_host(shape: LabShape, environ: Mapping[str, str]) -> HostFacts:
     workers = run(["docker", "ps", "-a", "--filter", f"label={WORKER_LABEL}", "--filter", f"network={shape.network}",
                    "--format", "{{.Names}}"])
     facts.workers_on_network = workers[1].split() if workers and workers[0] == 0 else []
+    return facts
+
+
+def _host_file(path: str) -> str:
+    """A file of this host (GPU_TENANCY_DOCTOR_HOST_ROOT re-roots /proc and /etc for the tests); "" if unreadable."""
+    try:
+        return (Path(os.environ.get(HOST_ROOT_ENV, "/")) / path.lstrip("/")).read_text()
+    except OSError:
+        return ""
+
+
+def gather_known_issues(shape: LabShape, host: HostFacts) -> KnownIssueFacts:
+    docker = shutil.which("docker")
+    facts = KnownIssueFacts(docker_cli=os.path.realpath(docker) if docker else None,
+                            docker_info=dict(host.docker_info or {}))
+    state = run(["firewall-cmd", "--state"])
+    facts.firewalld_running = bool(state and state[0] == 0 and state[1].strip() == "running")
+    facts.firewalld_backend = parse_firewalld_backend(_host_file("/etc/firewalld/firewalld.conf"))
+    if host.docker_info is None:
+        return facts
+    facts.routes = parse_proc_net_route(_host_file("/proc/net/route"))
+    network = run(["docker", "network", "inspect", shape.network])
+    try:
+        inspected = json.loads(network[1]) if network and network[0] == 0 else []
+    except ValueError:
+        inspected = []
+    facts.network_bridge = bridge_name(inspected) if isinstance(inspected, list) else None
+    facts.network_subnets = list(host.network_subnets or [])
+    source = run(["findmnt", "-n", "-o", "SOURCE", "--target", str(host.docker_info.get("DockerRootDir") or "/")])
+    facts.data_root_source = source[1].strip() if source and source[0] == 0 else None
     return facts
 
 
@@ -329,6 +372,13 @@ def diagnose(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[list
                                         outputs_fix(str(error), args.stack)))
     deployed = bool(outputs) or (shape.simulated and shape.cluster_name in host.kind_clusters)
     problems = host_problems(host, shape, deployed) + problems
+    if shape.simulated:
+        problems += known_issue_problems(gather_known_issues(shape, host), shape.network)
+    passphrase = environ.get("PULUMI_CONFIG_PASSPHRASE") or environ.get("PULUMI_CONFIG_PASSPHRASE_FILE")
+    if not shape.simulated and not passphrase:  # a sim stack's is generated by `make up`
+        problems.append(Problem("passphrase", "neither PULUMI_CONFIG_PASSPHRASE nor PULUMI_CONFIG_PASSPHRASE_FILE is "
+                                "set: a real stack's secrets are encrypted with a passphrase you choose",
+                                "export PULUMI_CONFIG_PASSPHRASE=<yours> (the same every time for this stack)"))
     if not outputs:
         notes.append(f"stack {args.stack}: nothing deployed")
         lab = LabFacts(args.stack, shape.mode, None, host.kind_clusters, {}, [],

@@ -97,6 +97,11 @@ def container_problems(facts: LabFacts) -> list[Problem]:
         if state is None:
             fix = f"`make up STACK={facts.stack}`: its refresh sees it gone, creates it again and rejoins it"
             problems.append(Problem(f"container {name}", "removed outside Pulumi", fix))
+        elif state != "running" and name == f"{facts.cluster_name}-control-plane":
+            # kind's node belongs to a command with no Read: no refresh sees it stopped, so no `up` starts it.
+            problems.append(Problem(f"container {name}", f"is {state}, not running: the kind cluster's node, which "
+                                    "`make up` cannot see or start", f"`docker start {name}` (kind's nodes come "
+                                    "back with their state), then `make doctor`"))
         elif state != "running":
             problems.append(Problem(f"container {name}", f"is {state}, not running",
                                     f"`make up STACK={facts.stack}` starts it again (or `docker start {name}`)"))
