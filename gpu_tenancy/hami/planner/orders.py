@@ -150,7 +150,7 @@ def _node_score(node: Node, usage: _Usage) -> float:
 def _node_sig(node: Node, usage: _Usage, pods: int) -> tuple[object, ...]:
     """What makes two nodes interchangeable: the same cards (all but their ids) with the same usage."""
     return (node.tenant, node.max_pods, pods,
-            tuple(sorted(((d.type, d.devmem, d.devcore, d.count, d.health, d.numa), u)
+            tuple(sorted(((d.type, d.devmem, d.devcore, d.count, d.health, -1 if d.numa is None else d.numa), u)
                          for d, u in zip(node.devices, usage, strict=True))))
 
 
