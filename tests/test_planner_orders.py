@@ -108,6 +108,12 @@ def test_quota_admission_race_depends() -> None:
     assert _of(found, "late") == ["depends"]
     seen = outcomes(nodes, workloads, quota, False)
     assert {o[1] for o in seen} == {0, 1} and {o[0] for o in seen} == {1}
+    # With room for "late" in the GPU quota only when the webhook denies w's second pod outright (created
+    # after the first is filtered, it never exists and holds no GPU): depends, not never.
+    tight = Quota(gpu=2, gpumem=20000)
+    late = [Workload("w", (ContainerRequest(1, 12000),), replicas=2), Workload("late", (ContainerRequest(1, 1000),))]
+    assert _of(verdicts(nodes, late, tight), "late") == ["depends"]
+    assert {o[1] for o in outcomes(nodes, late, tight, False)} == {0, 1}
 
 
 def test_commas_in_type_filters_are_split_and_trimmed() -> None:
