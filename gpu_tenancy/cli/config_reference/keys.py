@@ -83,6 +83,19 @@ KEYS: dict[str, Key] = {
         "Nothing is redeployed; the next inventory check (when a host joins again) applies it.",
         modes=REAL,
     ),
+    "orderedWorkloads": Key(
+        "Create each tenant's GPU workloads one after the other, in the order they are declared: each "
+        "Deployment waits until the previous one's rollout is complete, so HAMi sees their pods in the planned "
+        "order. A Deployment whose pods do not all run stops the ones after it. See "
+        "[Planner](planner.md#order-and-ties).",
+        "Only the Deployments' dependencies change; nothing is replaced or restarted.",
+    ),
+    "orderDependentPlan": Key(
+        "What `pulumi preview` does with a replica whose fit depends on the order Kubernetes creates and "
+        "schedules pods or on how HAMi breaks a tie: `warn` reports it (policy `gpu-plan-order`, advisory), "
+        "`refuse` fails the preview (policy `gpu-plan-fits`). A replica that fits in no order always fails it.",
+        "Only the next preview's verdict changes.",
+    ),
     "metrics": Key("ServiceMonitors for HAMi's metrics; keys [below](#metrics).", "See each key."),
     "managementKubeconfig": Key(
         "**Secret.** The kubeconfig of the existing management cluster, where Kamaji, cert-manager, MetalLB "
@@ -240,6 +253,13 @@ KEYS: dict[str, Key] = {
         "`ssh-rsa` signatures, which OpenSSH 8.8 and later refuse.",
         "As `user`.",
         modes=REAL, default="required in `real`",
+    ),
+    "tenants[].workers[].numa": Key(
+        "Each card's NUMA node, in the order of the host's `gpus` (`nvidia-smi topo -m`, column NUMA "
+        "Affinity): HAMi orders cards of equal score by it. Unset, the planner counts every tie-break as "
+        "possible, so a fit that hangs on one is reported as depending on it.",
+        "Only the plan changes.",
+        modes=REAL,
     ),
     # Workloads.
     "tenants[].workloads[].name": Key(
