@@ -692,7 +692,10 @@ class FakeStack:
         return Result({"kindClusterName": "gpu-tenancy-e2e-fake", "managementKubeconfig": "SECRET-KUBECONFIG-FAKE"})
 
     def destroy(self, on_output=None, remove=None, **kwargs):
-        record(["destroy", remove])
+        # Whether the diagnostics were already written when destroy began (they must be: afterwards there is
+        # no lab left to read them from).
+        reports = Path(os.environ["GPU_TENANCY_E2E_REPORTS"])
+        record(["destroy", remove, sorted(path.name for path in reports.rglob("diagnostics.md"))])
         if os.environ.get("FAKE_DESTROY_FAILS") == "1":
             raise RuntimeError("destroy failed in the fake")
 
@@ -760,6 +763,11 @@ def test_failed_deploy_errors_every_check_and_still_destroys_keeping_logs(tmp_pa
     assert destroy[1] is True, "destroy must remove the stack"
     (run_dir,) = [d for d in reports.iterdir() if d.is_dir()]
     assert "fake up output" in (run_dir / "pulumi.log").read_text()
+    assert destroy[2] == ["diagnostics.md"], "a failed deploy is diagnosed before destroy"
+    index = (run_dir / "diagnostics.md").read_text()
+    assert index.startswith("Diagnostics collected after the deploy failed, before anything was destroyed.")
+    # The fake kind prints no kubeconfig: the collection says so instead of passing silently.
+    assert "management: unreachable" in index and (run_dir / "management-unreachable.txt").exists(), index
     assert "destroy" in json.loads((run_dir / "timings.json").read_text())["stages"]
     state = Path(create[2].removeprefix("file://"))
     assert not state.exists(), "the state backend of a destroyed stack is removed"
@@ -772,8 +780,11 @@ def test_destroy_runs_once_and_diagnostics_are_kept_for_failures(tmp_path: Path)
     assert [entry[0] for entry in entries] == ["create", "preview", "up", "destroy"], (
         "test_13 destroys; teardown must not repeat"
     )
+    assert entries[-1][2] == ["diagnostics.md"], "test_13 destroys: the diagnostics come first"
     (run_dir,) = [d for d in reports.iterdir() if d.is_dir()]
-    assert (run_dir / "management-tenantcontrolplanes.yaml").exists(), sorted(p.name for p in run_dir.iterdir())
+    index = (run_dir / "diagnostics.md").read_text()
+    assert index.startswith("Diagnostics collected after 1 failed check(s) (test_01_kamaji_and_datastore_ready)"), index
+    assert (run_dir / "management-unreachable.txt").exists(), sorted(p.name for p in run_dir.iterdir())
     # The stage table reaches the terminal even though pytest captures fixture output.
     assert "e2e stage timings, footprint and artifacts" in output and re.search(r"destroy\s+\d+\.\d", output), output
 
@@ -843,9 +854,9 @@ def test_the_report_says_what_ran_where_and_how_long_each_stage_took(tmp_path: P
 
 
 UPLOADED_FILES = {  # what a run can leave under reports/e2e/, which CI uploads
-    "timings.json", "summary.md", "pulumi.log", "docker-ps.txt",
-    "management-tenantcontrolplanes.yaml", "management-events.txt", "management-logs.txt",
-    *(f"{tenant}-{part}.txt" for tenant in ("tenant-a", "tenant-b") for part in ("nodes", "pods", "events", "logs", "unreachable")),
+    "timings.json", "summary.md", "pulumi.log", "docker-ps.txt", "diagnostics.md", "management-tenantcontrolplanes.yaml",
+    *(f"{cluster}-{part}.txt" for cluster in ("management", "tenant-a", "tenant-b")
+      for part in ("nodes", "pods", "events", "helm-releases", "logs", "unreachable")),
     "test_17-nvidia-smi.log",
 }
 
@@ -853,7 +864,7 @@ UPLOADED_FILES = {  # what a run can leave under reports/e2e/, which CI uploads
 def test_diagnostics_cover_the_management_clusters_charts() -> None:
     from components import metallb
     from gpu_tenancy.builders.kamaji import kamaji_chart
-    from tests.integration.conftest import MANAGEMENT_LOG_NAMESPACES
+    from tests.integration.diagnostics import MANAGEMENT_LOG_NAMESPACES
 
     kamaji = (REPO_ROOT / "components" / "kamaji.py").read_text()
     assert 'namespace="cert-manager"' in kamaji and "namespace=kamaji_chart.KAMAJI_NAMESPACE" in kamaji
@@ -870,7 +881,7 @@ def test_nothing_secret_reaches_the_uploaded_reports(tmp_path: Path) -> None:
         uploaded = [path for path in reports.rglob("*") if path.is_file()]
         names = {path.name for path in uploaded}
         assert names <= UPLOADED_FILES, sorted(names)
-        assert {"pulumi.log", "timings.json", "summary.md", "docker-ps.txt", "management-logs.txt"} <= names, names
+        assert {"pulumi.log", "timings.json", "summary.md", "docker-ps.txt", "diagnostics.md"} <= names, names
         for path in uploaded:
             text = path.read_text(errors="replace")
             assert passphrase not in text and "SECRET-KUBECONFIG-FAKE" not in text, path

@@ -31,7 +31,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,14 +39,12 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.integration.diagnostics import collect
 from tests.integration.report import render_markdown
 from tests.integration.support import (
     CONTAINER_STATS_FORMAT,
     DEPLOY_STAGE,
     DESTROY_STAGE,
-    DEVICE_PLUGIN_SELECTOR,
-    MOCK_GPU_AGENT_SELECTOR,
-    NVML_MOCK_COMPONENT_SELECTOR,
     PREREQUISITES_STAGE,
     STACK_ENV,
     E2EStack,
@@ -75,8 +73,6 @@ FAULT_MARKER = "e2e_fault"  # test_faults.py: after every other check, before th
 # Per Kubernetes API call: (connect, read) seconds. Waits are done by polling, never by long reads.
 API_TIMEOUT = (10, 60)
 COMMAND_TIMEOUT = 120
-# Management-cluster namespaces whose pod logs are kept when a check fails (the charts' namespaces in components/).
-MANAGEMENT_LOG_NAMESPACES = ("kamaji-system", "cert-manager", "metallb-system")
 FAILED_TESTS: list[str] = []
 # What the session prints at the end (pytest captures fixture output of passing runs).
 SUMMARY: list[str] = []
@@ -330,6 +326,15 @@ class DeployedLab:
         self.config = config or {}  # its stack config (gpu-tenancy:* keys)
         self.log_path = run_dir / "pulumi.log"
         self.destroyed = False
+        self.diagnose: Callable[[], None] = lambda: None  # set by the fixture: diagnostics if a check failed
+        self.diagnosed = False
+
+    def before_destroying(self) -> None:
+        """Called before anything of the lab is destroyed (destroy, and the fault checks that destroy parts of
+        it): the diagnostics of the checks failed so far, once, while there is still a lab to read them from."""
+        if not self.diagnosed and FAILED_TESTS:
+            self.diagnosed = True
+            self.diagnose()
 
     def output(self, name: str) -> Any:
         # Raised, not asserted: pytest's assertion rewriting would print the outputs (kubeconfigs) into the log.
@@ -361,6 +366,7 @@ class DeployedLab:
         """Destroy and remove the stack once; True when it is gone. Failures are logged, not raised."""
         if self.destroyed:
             return True
+        self.before_destroying()
         started = time.monotonic()
         for attempt in (1, 2):
             self.pulumi_log(f"== pulumi destroy (attempt {attempt})")
@@ -433,108 +439,9 @@ def fallback_cleanup(lab: DeployedLab, cluster: str) -> None:
         lab.pulumi_log(_run(["docker", "rm", "-f", "-v", *containers]))
 
 
-def collect_diagnostics(lab: DeployedLab, tenants: list[str]) -> None:
-    """Best effort: what a user needs to act on a failure, written next to the Pulumi log."""
-    from kubernetes import client
-
-    def dump(name: str, produce: Any) -> None:
-        try:
-            text = produce()
-        except Exception as error:
-            text = f"<could not collect: {error!r}>"
-        (lab.run_dir / name).write_text(str(text), encoding="utf-8")
-
-    for tenant in tenants:
-        try:
-            core = client.CoreV1Api(lab.tenant_client(tenant))
-        except Exception as error:
-            (lab.run_dir / f"{tenant}-unreachable.txt").write_text(repr(error), encoding="utf-8")
-            continue
-
-        def nodes(core: Any = core) -> str:
-            lines = []
-            for node in core.list_node().items:
-                hami_annotations = {k: v for k, v in (node.metadata.annotations or {}).items() if "hami.io" in k}
-                gpu = {k: v for k, v in (node.status.allocatable or {}).items() if k.startswith("nvidia.com")}
-                lines.append(f"{node.metadata.name} allocatable={gpu} annotations={hami_annotations}")
-            return "\n".join(lines)
-
-        def pods(core: Any = core) -> str:
-            lines = []
-            for pod in core.list_pod_for_all_namespaces().items:
-                hami_annotations = {k: v for k, v in (pod.metadata.annotations or {}).items() if "hami.io" in k}
-                lines.append(
-                    f"{pod.metadata.namespace}/{pod.metadata.name} phase={pod.status.phase} "
-                    f"node={pod.spec.node_name} scheduler={pod.spec.scheduler_name} {hami_annotations}"
-                )
-            return "\n".join(lines)
-
-        def events(core: Any = core) -> str:
-            items = core.list_event_for_all_namespaces().items
-            return "\n".join(
-                f"{e.last_timestamp} {e.involved_object.namespace}/{e.involved_object.name} {e.reason}: {e.message}"
-                for e in items[-300:]
-            )
-
-        def logs(core: Any = core) -> str:
-            chunks = []
-            selectors = (
-                MOCK_GPU_AGENT_SELECTOR,
-                "app.kubernetes.io/component=hami-scheduler",
-                DEVICE_PLUGIN_SELECTOR,
-                NVML_MOCK_COMPONENT_SELECTOR,
-            )
-            for selector in selectors:
-                for pod in core.list_pod_for_all_namespaces(label_selector=selector).items:
-                    for container in pod.spec.containers:
-                        try:  # one container that never started must not hide the others' logs
-                            text = core.read_namespaced_pod_log(
-                                pod.metadata.name, pod.metadata.namespace, container=container.name, tail_lines=300
-                            )
-                        except Exception as error:
-                            text = f"<no log: {error!r}>"
-                        chunks.append(f"==== {pod.metadata.name}/{container.name}\n{text}")
-            return "\n".join(chunks)
-
-        dump(f"{tenant}-nodes.txt", nodes)
-        dump(f"{tenant}-pods.txt", pods)
-        dump(f"{tenant}-events.txt", events)
-        dump(f"{tenant}-logs.txt", logs)
-
-    def management() -> str:
-        custom = client.CustomObjectsApi(lab.management_client())
-        tcps = custom.list_cluster_custom_object("kamaji.clastix.io", "v1alpha1", "tenantcontrolplanes")["items"]
-        return yaml.safe_dump([{"name": t["metadata"]["name"], "status": t.get("status")} for t in tcps])
-
-    dump("management-tenantcontrolplanes.yaml", management)
-
-    def management_core() -> Any:
-        return client.CoreV1Api(lab.management_client())
-
-    def management_events() -> str:
-        items = management_core().list_event_for_all_namespaces().items
-        return "\n".join(
-            f"{e.last_timestamp} {e.involved_object.namespace}/{e.involved_object.name} {e.reason}: {e.message}"
-            for e in items[-300:]
-        )
-
-    def management_logs() -> str:
-        """Kamaji (and its etcd DataStore), cert-manager and MetalLB (controller and speaker) pod logs."""
-        core, chunks = management_core(), []
-        for namespace in MANAGEMENT_LOG_NAMESPACES:
-            for pod in core.list_namespaced_pod(namespace).items:
-                for container in pod.spec.containers:
-                    try:
-                        text = core.read_namespaced_pod_log(
-                            pod.metadata.name, namespace, container=container.name, tail_lines=300
-                        )
-                    except Exception as error:
-                        text = f"<no log: {error!r}>"
-                    chunks.append(f"==== {namespace}/{pod.metadata.name}/{container.name}\n{text}")
-        return "\n".join(chunks)
-
-    dump("management-events.txt", management_events)
-    dump("management-logs.txt", management_logs)
+def kind_kubeconfig(cluster: str) -> str:
+    """The kind cluster's kubeconfig as the host reaches it (`kind get kubeconfig`), whatever the stack recorded."""
+    return _run(["kind", "get", "kubeconfig", "--name", cluster])
 
 
 def _docker_disk_used() -> int | None:
@@ -586,6 +493,12 @@ def run_description(example: E2EStack, stack_name: str) -> dict[str, Any]:
     }
 
 
+def _diagnose(lab: DeployedLab, tenants: list[str]) -> None:
+    failed = ", ".join(nodeid.rsplit("::", 1)[-1] for nodeid in FAILED_TESTS[:5])
+    collect(lab.run_dir, f"after {len(FAILED_TESTS)} failed check(s) ({failed})", lab.management_client,
+            {tenant: (lambda tenant=tenant: lab.tenant_client(tenant)) for tenant in tenants})
+
+
 @pytest.fixture(scope="session")
 def lab() -> Iterator[DeployedLab]:
     from pulumi import automation as auto
@@ -608,6 +521,7 @@ def lab() -> Iterator[DeployedLab]:
     timings = RUN.timings
     progress = UpProgress(tenant_names)
     lab = DeployedLab(None, {}, timings, run_dir, mode=example.mode, config=config)
+    lab.diagnose = lambda: _diagnose(lab, tenant_names)
     print(f"\ne2e stack {stack_name} (a copy of {example.stack_file}, mode {example.mode}): logs in {run_dir}")
     sample_footprint(RUN.footprint, "before")
     try:
@@ -632,8 +546,10 @@ def lab() -> Iterator[DeployedLab]:
         progress.record_into(timings)
         if FAILED_TESTS or not lab.outputs:  # a check failed, or the deploy did
             (run_dir / "docker-ps.txt").write_text(_run(["docker", "ps", "-a"]), encoding="utf-8")
-        if FAILED_TESTS and lab.outputs:
-            collect_diagnostics(lab, tenant_names)
+        if not lab.outputs and lab.stack is not None:  # the deploy failed: what it made, from the host
+            collect(run_dir, "after the deploy failed", lambda: lab.api_client(kind_kubeconfig(cluster)),
+                    connect_tenant=lab.api_client)
+            lab.diagnosed = True
         gone = lab.stack is None or lab.destroy()
         left = host_leftovers(cluster)
         if left:

@@ -41,6 +41,13 @@ KAMAJI_NAMESPACE = "kamaji-system"
 DATASTORE_POD = "kamaji-etcd-0"
 
 
+@pytest.fixture(autouse=True)
+def _diagnostics_first(lab: DeployedLab) -> None:
+    """Every fault check breaks or destroys part of the lab: the diagnostics of a check that failed before it
+    are collected first, while the lab is as that check left it."""
+    lab.before_destroying()
+
+
 def _env(lab: DeployedLab) -> dict[str, str]:
     return pulumi_env(lab.stack.workspace.env_vars)
 
