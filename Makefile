@@ -123,8 +123,12 @@ lint: venv ## ruff
 typecheck: venv ## mypy
 	$(BIN)/mypy
 
-unit: venv ## Offline tests (no Docker, no Pulumi CLI)
+unit: venv ## Offline tests (no Docker, no Pulumi CLI), with the real control-plane tier when Go is installed
+	@$(BIN)/python -m tests.realcp.build --if-go
 	$(BIN)/pytest tests --ignore=tests/integration -q
+
+realcp: venv ## Build (or reuse) etcd, kube-apiserver/scheduler/controller-manager and kwok from their Go modules
+	$(BIN)/python -m tests.realcp.build
 
 test: lint typecheck unit ## lint + typecheck + unit
 
