@@ -31,7 +31,8 @@ POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
 def pod_spec(res: Res) -> dict[str, Any] | None:
     if not res.is_kubernetes:
         return None
-    path = POD_SPEC_PATHS.get(res.kind)
+    # A server-side apply patch (`<Kind>Patch`) carries the same pod template as the kind it patches.
+    path = POD_SPEC_PATHS.get(res.kind.removesuffix("Patch"))
     if path is None:
         return None
     spec = dig(res.props, *path)

@@ -105,7 +105,7 @@ def pod_findings(spec: Mapping[str, Any], annotations: Mapping[str, Any]) -> Ite
 
 def _template_annotations(res: Res) -> dict[str, Any]:
     """The pod's annotations: a Pod's own, else its template's (where AppArmor annotations take effect)."""
-    path = POD_SPEC_PATHS.get(res.kind, ())
+    path = POD_SPEC_PATHS.get(res.kind.removesuffix("Patch"), ())
     return as_dict(dig(res.props, *path[:-1], "metadata", "annotations"))
 
 
