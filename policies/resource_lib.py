@@ -74,6 +74,8 @@ class Res:
     provider: Provider | None = None
     parent: Res | None = None
     property_dependencies: dict[str, list[str]] = field(default_factory=dict)
+    # Every URN this resource depends on (its property dependencies and depends_on), as the engine records them.
+    dependencies: list[str] = field(default_factory=list)
 
     @property
     def is_kubernetes(self) -> bool:
@@ -129,6 +131,7 @@ def from_policy_resources(resources: Iterable[Any]) -> list[Res]:
             props=as_dict(plain(r.props)),
             provider=provider_from(r.provider),
             property_dependencies={k: [d.urn for d in v] for k, v in (r.property_dependencies or {}).items()},
+            dependencies=[d.urn for d in r.dependencies or []],
         )
         for r in originals
     ]

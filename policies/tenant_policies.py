@@ -19,6 +19,7 @@ from allowlist_policies import field_allowlist, known_types, type_allowances
 from control_plane_policies import tcp_dedicated_namespace, tcp_konnectivity_enabled
 from data_plane_policies import tenant_cidrs_disjoint, worker_joins_own_tenant
 from gpu_policies import gpu_requests_fractional, no_mock_gpus_in_real
+from identity_policies import attributed_by_identity
 from pinning_policies import charts_pinned, images_pinned, tcp_version_pinned
 from plan_policies import gpu_plan_fits, gpu_plan_order
 from provider_policies import DEFAULT_MANAGEMENT_COMPONENTS, tenant_provider_isolation
@@ -34,6 +35,7 @@ __all__ = [
     "POLICIES_BY_NAME",
     "TCP_TYPE",
     "TENANT_TYPE",
+    "attributed_by_identity",
     "charts_pinned",
     "field_allowlist",
     "gpu_plan_fits",
@@ -56,6 +58,7 @@ ALL_POLICIES: list[Policy] = [
     known_types,
     type_allowances,
     field_allowlist,
+    attributed_by_identity,
     tenant_provider_isolation,
     tcp_konnectivity_enabled,
     tcp_dedicated_namespace,

@@ -97,12 +97,12 @@ def assert_violation(messages: list[str], *fragments: str) -> None:
 
 def test_every_policy_is_named_described_and_levelled() -> None:
     names = [p.name for p in tp.ALL_POLICIES]
-    assert len(names) == len(set(names)) == 16
+    assert len(names) == len(set(names)) == 17
     assert set(names) >= {
         "tenant-provider-isolation", "tcp-konnectivity-enabled", "tcp-dedicated-namespace", "tcp-version-pinned",
         "images-pinned", "charts-pinned", "gpu-requests-fractional", "tenant-cidrs-disjoint",
         "worker-joins-own-tenant", "no-mock-gpus-in-real", "workload-safety", "gpu-plan-fits",
-        "known-types", "type-allowances", "field-allowlist", "gpu-plan-order",
+        "known-types", "type-allowances", "field-allowlist", "gpu-plan-order", "attributed-by-identity",
     }
     for policy in tp.ALL_POLICIES:
         assert len(policy.description) > 40
@@ -115,7 +115,7 @@ def test_every_policy_is_named_described_and_levelled() -> None:
     assert stack_policies == {
         "tenant-provider-isolation", "tcp-dedicated-namespace", "tcp-version-pinned", "tenant-cidrs-disjoint",
         "worker-joins-own-tenant", "no-mock-gpus-in-real", "gpu-plan-fits", "gpu-plan-order", "known-types",
-        "type-allowances",
+        "type-allowances", "attributed-by-identity",
     }
 
 

@@ -244,9 +244,11 @@ def test_every_sampled_configuration_passes(key: str, stack_name: str, change: A
     from policy_support import run_resource_policy, run_stack_policy
 
     import allowlist_policies as allowlist  # isort: skip  (policies/ is put on sys.path by policy_support)
+    import identity_policies as identity  # isort: skip
 
     settings = reference.CONFIGS[stack_name]()
     change(settings)
     resources = reference._record("gpu" if stack_name == "gpu-nodeport" else stack_name, settings)
     assert run_resource_policy(allowlist.field_allowlist, resources) == []
     assert run_stack_policy(allowlist.known_types, resources) == []
+    assert run_stack_policy(identity.attributed_by_identity, resources) == []
