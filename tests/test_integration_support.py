@@ -490,7 +490,8 @@ FAULT_TESTS = 9  # test_faults.py's (F1-F7, F5 and F6 in two cases each)
 E2E_TESTS = 30 + FAULT_TESTS  # test_lab.py, test_lab_gpu_access.py, test_nvml.py and test_faults.py items, parametrized ones per case
 NVML_TESTS = 6  # test_nvml.py's: they skip against the default (dev, mode sim) stack
 REAL_ONLY_TESTS = 1  # test_lab_gpu_access.py's check on a real host
-SIM_SKIPPED = NVML_TESTS + 1  # and the real-hosts check of test_lab_gpu_access.py
+NOT_SIM_TESTS = 1  # test_09b: modes sim-nvml and real only (no HAMi-core to preload in sim)
+SIM_SKIPPED = NVML_TESTS + 1 + NOT_SIM_TESTS  # and the real-hosts check of test_lab_gpu_access.py
 
 
 def fake_bin(tmp_path: Path, tools: dict[str, str]) -> str:
@@ -749,7 +750,7 @@ def run_with_fake_automation(tmp_path: Path, *args: str, **env: str) -> tuple[st
 
 def test_failed_deploy_errors_every_check_and_still_destroys_keeping_logs(tmp_path: Path) -> None:
     output, entries, reports = run_with_fake_automation(tmp_path, FAKE_UP_FAILS="1")
-    not_for_sim = NVML_TESTS + REAL_ONLY_TESTS
+    not_for_sim = NVML_TESTS + REAL_ONLY_TESTS + NOT_SIM_TESTS
     assert re.search(rf"\b{not_for_sim} deselected, {E2E_TESTS - not_for_sim} errors\b", output), output
     assert f"not for this mode {not_for_sim}" in output, output
     assert not re.search(r"\d+ passed", output) and f"checks: passed 0, failed 0, errors {E2E_TESTS - not_for_sim}" in output, output

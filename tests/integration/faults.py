@@ -42,6 +42,20 @@ def step_started(event_lines: Iterable[str], name: str, ops: tuple[str, ...] = C
     return None
 
 
+def step_finished(event_lines: Iterable[str], urn: str) -> bool:
+    """Whether the step on `urn` completed: the engine wrote its outputs (`resOutputsEvent`). A step cut off by
+    the interrupt has a start and no outputs (a failure, `resOpFailedEvent`, is not a completion)."""
+    for line in event_lines:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        metadata = (event.get("resOutputsEvent") or {}).get("metadata") or {}
+        if metadata.get("urn") == urn:
+            return True
+    return False
+
+
 def changes(events: Iterable[Any]) -> list[str]:
     """'<op> <urn>' of every step an Automation API preview or up reports that changes something."""
     found = []
@@ -57,9 +71,15 @@ def changes(events: Iterable[Any]) -> list[str]:
 
 @dataclass
 class Interrupted:
-    urn: str | None  # the step the run was interrupted in (None: it finished or failed first)
+    urn: str | None  # the step that had started when the run was interrupted (None: it finished or failed first)
     returncode: int
     log: str
+    finished: bool = False  # that step completed anyway: the interrupt came too late to cut it off
+
+    @property
+    def cut_off(self) -> bool:
+        """The interrupt landed inside the step: what the documented recovery is for."""
+        return self.urn is not None and not self.finished
 
 
 def pulumi_env(workspace_env: Mapping[str, str]) -> dict[str, str]:
@@ -91,19 +111,20 @@ def interrupt_up_at(
             if event_log.exists():
                 urn = step_started(event_log.read_text().splitlines(), name)
                 if urn:
-                    time.sleep(2)  # into the step, not before it
+                    # The step has started: cancel, then terminate, so that it is cut off where it is.
                     process.send_signal(signal.SIGINT)
-                    time.sleep(3)
+                    time.sleep(0.5)
                     if process.poll() is None:
                         process.send_signal(signal.SIGINT)
                     break
-            time.sleep(0.5)
+            time.sleep(0.2)
         try:
             process.wait(timeout=300)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-    return Interrupted(urn, process.returncode, output.read_text())
+    finished = bool(urn) and event_log.exists() and step_finished(event_log.read_text().splitlines(), str(urn))
+    return Interrupted(urn, process.returncode, output.read_text(), finished)
 
 
 def run_doctor(stack: str, cwd: Path, env: Mapping[str, str], *args: str, stack_file: Path | None = None,

@@ -263,6 +263,7 @@ def test_f6_an_up_interrupted_at_each_step_recovers_as_documented(
             lab.pulumi_log(f"== up interrupted at {name}: {interrupted.urn} (exit {interrupted.returncode})\n"
                            + interrupted.log[-5000:])
             assert interrupted.urn, f"the up finished or failed before it created {name}; see {lab.run_dir}"
+            assert interrupted.cut_off, f"{name} was created before the interrupt landed: nothing to recover"
             _recover_after_interrupt(lab, name)
         doctor_is_clean_within(lab, 900)
         preview_shows_no_changes(lab)
