@@ -6,8 +6,9 @@ asserts there are none.
   Running at once, with HAMi's recorded share. A check that the pods got one UUID cannot fail with one card.
 - test_10 (isolation): the viewer's API shows its own worker and pods on it (so the listing works) and nothing of
   the other tenant's; the other API servers refuse its credentials as unauthenticated (401). A 403 means the
-  server authenticated them: its client CA trusts the viewer's certificate (kube-apiserver answers a certificate
-  it cannot verify with 401, not as anonymous: k8s.io/apiserver authenticator config, union.NewFailOnError).
+  server authenticated them: its client CA trusts the viewer's certificate. kube-apiserver answers a certificate
+  it cannot verify with 401, not as anonymous (k8s.io/apiserver pkg/authentication/request/x509/x509.go returns
+  an error when Verify fails; the anonymous fallback is union.NewFailOnError, so an error is never anonymous).
 - test_09b (a dynamically linked GPU container): where HAMi's device plugin allocates, the run shows whether
   HAMi-core (libvgpu.so) was mapped into the process, and the mode says whether it must be.
 - F6 (an interrupted up): the interrupt must cut the step off, not arrive after it finished
