@@ -211,7 +211,7 @@ def _field(path: str) -> Any:
     ("tenants[].gpus[].count", "integer, 1–16"),
     ("tenants[].workers[].port", "integer, 1–65535"),
     ("tenants[].workloads[].replicas", "integer, 0–1000"),
-    ("tenants[].workloads[].containers[].gpumemMiB", "integer, ≥ 1"),
+    ("tenants[].workloads[].containers[].gpumemMiB", "integer, 1–2147483647"),
     ("tenants[].quota", "map of string to integer"),
     ("tenants[].workloads[].useGpuType", "list of strings"),
     ("managementKubeconfig", "secret string"),

@@ -162,7 +162,7 @@ def test_stack_file_errors_name_the_config_key(tmp_path: Path, capsys: pytest.Ca
     path.write_text(yaml.safe_dump(document))
     code, _, err = main(capsys, "plan", str(path))
     assert code == 2
-    assert one_line(err) == f"{path}: gpu-tenancy:tenants[1].workloads[0].containers[0].gpumemMib: is not a known setting"
+    assert one_line(err) == f"{path}: gpu-tenancy:tenants[1].workloads[0].containers[0].gpumemMib: is not a known setting (did you mean 'gpumemMiB'?)"
     path.write_text(yaml.safe_dump({"config": {"gpu-tenancy:mode": "sim"}}))
     code, _, err = main(capsys, "plan", str(path))
     assert code == 2 and one_line(err) == f"{path}: gpu-tenancy:tenants: is required"

@@ -29,6 +29,7 @@ from policy_support import shared_recording
 from gpu_tenancy.cli.plan import command as plan_cli
 from gpu_tenancy.cli.plan import plan_input
 from gpu_tenancy.cli.promotion import command as promotion_plan
+from gpu_tenancy.contract.config import SECRET_KEYS
 from gpu_tenancy.hami import protocol as hami
 from gpu_tenancy.hami.agent.__main__ import load_inventory
 from gpu_tenancy.hami.planner.model import ContainerRequest, Device, Node, Workload, node_from_register
@@ -219,7 +220,9 @@ def test_the_verdicts_do_not_depend_on_the_order_hami_registers_cards() -> None:
 
 def _stack_file(tmp_path: Path, name: str, config: dict[str, Any]) -> str:
     path = tmp_path / f"Pulumi.{name}.yaml"
-    path.write_text(yaml.safe_dump({"config": {f"gpu-tenancy:{k}": v for k, v in config.items()}}))
+    # Credentials as a stack file holds them: encrypted by `pulumi config set --secret`.
+    secure = {k: {"secure": "v1:AAAAAAAAAAA=:ciphertext"} if k in SECRET_KEYS else v for k, v in config.items()}
+    path.write_text(yaml.safe_dump({"config": {f"gpu-tenancy:{k}": v for k, v in secure.items()}}))
     return str(path)
 
 
@@ -235,9 +238,10 @@ def test_two_one_gpu_hosts_are_not_one_two_gpu_node(tmp_path: Path) -> None:
     gpu = copy.deepcopy(gpu_config())
     gpu["tenants"][1]["workloads"] = dev["tenants"][1]["workloads"]
     l4 = {"model": "NVIDIA L4", "count": 1}
+    key = gpu["tenants"][1]["workers"][0]["hostKey"]  # the program refuses a worker without one
     gpu["tenants"][1]["workers"] = [
-        {"name": "gpu-l4-01", "address": "10.20.0.12", "user": "ubuntu", "gpus": [l4]},
-        {"name": "gpu-l4-02", "address": "10.20.0.14", "user": "ubuntu", "gpus": [l4]},
+        {"name": "gpu-l4-01", "address": "10.20.0.12", "user": "ubuntu", "gpus": [l4], "hostKey": key},
+        {"name": "gpu-l4-02", "address": "10.20.0.14", "user": "ubuntu", "gpus": [l4], "hostKey": key},
     ]
     lines = promotion_plan.plan_changes(_stack_file(tmp_path, "dev", dev), _stack_file(tmp_path, "gpu", gpu))
     assert lines == [

@@ -10,6 +10,7 @@ and field types of `config_fields`); the checks across keys, run after parsing, 
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from typing import Any
 
@@ -50,6 +51,15 @@ def _field_aliases() -> dict[str, str]:
     return {name: info.alias for model in models for name, info in model.model_fields.items() if info.alias}
 
 
+def _known_keys() -> list[str]:
+    """Every key a stack file may spell, at any level (the models' aliases, else their field names)."""
+    models: list[type[BaseModel]] = [
+        GpuConfig, ContainerGpuRequest, WorkloadConfig, WorkerHostConfig, TenantConfig, VersionsConfig,
+        KindConfig, MetalLBConfig, ControlPlaneConfig, StackConfig,
+    ]
+    return sorted({info.alias or name for model in models for name, info in model.model_fields.items()})
+
+
 def stack_key_location(location: tuple[int | str, ...]) -> tuple[int | str, ...]:
     aliases = _field_aliases()
     return tuple(aliases.get(part, part) if isinstance(part, str) else part for part in location)
@@ -70,6 +80,8 @@ def _first_error_line(error: ValidationError) -> str:
         message = "is required"
     elif detail["type"] == "extra_forbidden":
         message = "is not a known setting"
+        near = difflib.get_close_matches(str(location[-1]), _known_keys(), n=1, cutoff=0.75) if location else []
+        message += f" (did you mean {near[0]!r}?)" if near else ""
     elif location and location[0] in SECRET_KEYS:
         message = f"{message} (value not shown: it is a secret)"
     elif detail["type"].endswith("_type") or detail["type"] == "literal_error":

@@ -96,7 +96,8 @@ MAX_TENANTS = 100
 
 class ContainerGpuRequest(ConfigModel):
     gpus: int = Field(default=1, gt=0, le=MAX_CARDS_PER_REQUEST)
-    gpumem_mib: int | None = Field(default=None, alias="gpumemMiB", gt=0)
+    # HAMi keeps a request's MiB in an int32 (pkg/device/devices.go ContainerDeviceRequest.Memreq), as a card's.
+    gpumem_mib: int | None = Field(default=None, alias="gpumemMiB", gt=0, le=gpu_catalogue.MAX_MEMORY_MIB)
     gpumem_percentage: int | None = Field(default=None, alias="gpumemPercentage", gt=0, le=100)
     gpucores: int | None = Field(default=None, ge=0, le=100)
 

@@ -16,6 +16,7 @@ Pure data and lookups: no Pulumi, no I/O.
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 
@@ -142,15 +143,25 @@ def suggestion(name: str) -> GpuModel | None:
     return _BY_NORMALISED.get(_normalised(name))
 
 
+def close_match(name: str) -> GpuModel | None:
+    """A catalogue entry one typo away ('NVIDA L4' for 'NVIDIA L4'): difflib's ratio of at least 0.85 on the
+    names' lower-case letters and digits. A card outside the catalogue may be that close too: a hint only."""
+    spelt = {re.sub(r"[^a-z0-9]", "", model.nvml_name.lower()): model for model in CATALOGUE}
+    matches = difflib.get_close_matches(re.sub(r"[^a-z0-9]", "", name.lower()), list(spelt), n=1, cutoff=0.85)
+    return spelt[matches[0]] if matches else None
+
+
 def registered_memory(model: str, declared: int | None) -> int:
     """The MiB HAMi registers for a card NVML names `model`: the catalogue's, which a declaration may repeat
     but not contradict; for a model outside the catalogue, the declared MiB. ValueError says what to write."""
     known = lookup(model)
     if known is None:
         if declared is None:
+            near = close_match(model)
             raise ValueError(
-                f"is required for {model!r}, which the GPU catalogue does not know: the MiB that "
-                "`nvidia-smi --query-gpu=memory.total --format=csv` reports on that card"
+                f"is required for {model!r}, which the GPU catalogue does not know"
+                + (f" (did you mean {near.nvml_name!r}?)" if near else "")
+                + ": the MiB that `nvidia-smi --query-gpu=memory.total --format=csv` reports on that card"
             )
         return declared
     if declared is not None and declared != known.memory_mib:

@@ -26,8 +26,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from gpu_tenancy.cli import stack_outputs
 from gpu_tenancy.cli.doctor.host import (
     HostFacts,
@@ -46,7 +44,8 @@ from gpu_tenancy.cli.doctor.known_issues import (
     parse_proc_net_route,
 )
 from gpu_tenancy.cli.doctor.lab import ClusterFacts, LabFacts, lab_problems
-from gpu_tenancy.contract import limits
+from gpu_tenancy.contract.config import ConfigError
+from gpu_tenancy.contract.stack_file import load_stack_file
 
 NAMESPACE = "gpu-tenancy"
 HOST_ROOT_ENV = "GPU_TENANCY_DOCTOR_HOST_ROOT"
@@ -72,22 +71,19 @@ def run(argv: Sequence[str], timeout: float = TIMEOUT_SECONDS, stdin: str | None
 
 
 def read_shape(stack: str, stack_file: Path) -> LabShape:
+    """The lab the stack file describes, validated as the program and the planner validate it (one line if not)."""
     if not stack_file.is_file():
         raise UsageError(f"{stack_file} not found: STACK={stack} names no stack file")
     try:
-        document = yaml.safe_load(stack_file.read_text())
-    except yaml.YAMLError as error:  # the same line `make plan` prints for this file
-        raise UsageError(f"{stack_file}: not valid YAML: {' '.join(str(error).split())}") from None
-    config = (document.get("config") if isinstance(document, dict) else None) or {}
-    values = {key.split(":", 1)[1]: value for key, value in config.items() if key.startswith(f"{NAMESPACE}:")}
-    kind_config = values.get("kind") or {}
-    tenants = tuple(str(t.get("name")) for t in values.get("tenants") or [] if isinstance(t, dict))
+        config = load_stack_file(stack_file)
+    except ConfigError as error:
+        raise UsageError(str(error)) from None
     return LabShape(
         stack=stack,
-        mode=str(values.get("mode") or "sim"),
-        cluster_name=str(kind_config.get("clusterName") or f"gpu-tenancy-{stack}"),
-        network=str(kind_config.get("network") or limits.DEFAULT_NETWORK),
-        tenants=tenants,
+        mode=config.mode,
+        cluster_name=config.cluster_name(stack),
+        network=config.kind_network,
+        tenants=tuple(t.name for t in config.tenants),
     )
 
 

@@ -3,11 +3,12 @@
     python -m gpu_tenancy.cli.plan plan Pulumi.dev.yaml            # table; --json for machines
     python -m gpu_tenancy.cli.plan report examples/plan-dev.json --png plan.png
 
-Input is a stack file (``Pulumi.<stack>.yaml``: only ``gpu-tenancy:tenants`` is read, so secure values and credentials
-are never needed) or the planner's JSON form (``nodes`` as HAMi registers them, ``workloads``, ``quota``; what ``python
--m gpu_tenancy.builders.workloads.workloads`` writes). Both are validated with the stack config's own models
-(gpu_tenancy.contract.tenant_config), unknown keys included. Exit codes: 0 everything fits, 1 something does not
-fit, 2 the command line or the input is wrong (one line on stderr naming the file and the key).
+Input is a stack file (``Pulumi.<stack>.yaml``: validated whole as the program validates it, secure values never
+decrypted, gpu_tenancy/contract/stack_file.py) or the planner's JSON form (``nodes`` as HAMi registers them,
+``workloads``, ``quota``; what ``python -m gpu_tenancy.builders.workloads.workloads`` writes), validated with the
+stack config's own models (gpu_tenancy.contract.tenant_config), unknown keys included. Exit codes: 0 everything
+fits, 1 something does not fit, 2 the command line or the input is wrong (one line on stderr naming the file and
+the key).
 """
 
 from __future__ import annotations
@@ -151,7 +152,7 @@ def _parser() -> argparse.ArgumentParser:
     common = _Parser(add_help=False)
     common.add_argument(
         "file",
-        help="a stack file (Pulumi.<stack>.yaml; only gpu-tenancy:tenants is read, no secrets needed) "
+        help="a stack file (Pulumi.<stack>.yaml; validated as the program does, no secrets needed) "
         "or the planner's JSON form (nodes, workloads, quota; see examples/plan-*.json)",
     )
     common.add_argument("--json", action="store_true", help="print machine-readable JSON instead of a table")

@@ -1,9 +1,9 @@
 """Planner input: a stack file or the planner's JSON form, validated with the stack config's own models.
 
-A stack file (``Pulumi.<stack>.yaml``) is read for ``gpu-tenancy:tenants`` only, so secure values and credentials are
-never needed; the JSON form holds ``nodes`` as HAMi registers them, ``workloads`` and ``quota`` (what ``python -m
-gpu_tenancy.builders.workloads.workloads`` writes). Unknown keys are errors; every error is an ``InputError`` with one
-line naming the file and the key.
+A stack file (``Pulumi.<stack>.yaml``) is validated whole, as the program validates it (gpu_tenancy/contract/
+stack_file.py: secure values are never decrypted); the JSON form holds ``nodes`` as HAMi registers them,
+``workloads`` and ``quota`` (what ``python -m gpu_tenancy.builders.workloads.workloads`` writes). Unknown keys are
+errors; every error is an ``InputError`` with one line naming the file and the key.
 """
 
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal, cast
+from typing import Annotated, Any, cast
 
 import yaml
 from pydantic import (
@@ -33,9 +33,8 @@ from gpu_tenancy.builders.workloads.workloads import (
     plan_document,
     stack_name,
 )
-from gpu_tenancy.contract.config import NAMESPACE, stack_key_location
-from gpu_tenancy.contract.platform_config import KindConfig
-from gpu_tenancy.contract.stack_config import StackConfig
+from gpu_tenancy.contract.config import NAMESPACE, ConfigError, stack_key_location
+from gpu_tenancy.contract.stack_file import load_stack_file
 from gpu_tenancy.contract.tenant_config import TenantConfig, WorkloadConfig
 from gpu_tenancy.hami.planner.model import (
     KUBELET_MAX_PODS,
@@ -206,33 +205,15 @@ def _load_json(path: str, text: str) -> PlanDocument:
     return _check_document(path, document)
 
 
-_TENANTS = TypeAdapter(list[TenantConfig])
-
-
-def _load_stack(path: str, text: str) -> PlanDocument:
+def _load_stack(path: str) -> PlanDocument:
+    # The program's own validation of the whole file (gpu_tenancy/contract/stack_file.py), so the planner refuses
+    # what the program refuses, in the same words.
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise InputError(f"{path}: not valid YAML: {' '.join(str(error).split())}") from None
-    config = data.get("config") if isinstance(data, dict) else None
-    if not isinstance(config, dict):
-        raise InputError(f"{path}: config: is required (a Pulumi stack file has a top-level 'config')")
+        stack = load_stack_file(path)
+    except ConfigError as error:
+        raise InputError(str(error)) from None
     key = f"{NAMESPACE}:tenants"
-    if key not in config:
-        raise InputError(f"{path}: {key}: is required")
-    try:
-        tenants = _TENANTS.validate_python(config[key])
-    except ValidationError as error:
-        raise InputError(_error_line(path, error, prefix=key)) from None
-    names = [t.name for t in tenants]
-    for i, tenant in enumerate(tenants):
-        if names.count(tenant.name) > 1:
-            raise InputError(f"{path}: {key}[{i}].name: duplicate tenant name {tenant.name!r}")
-    mode = _stack_value(path, config, "mode", _MODE)
-    kind = _stack_value(path, config, "kind", _KIND)
-    # Tenants, mode and the kind cluster's name: where the cards are and what their nodes are called. Secrets
-    # and versions do not change what fits.
-    stack = StackConfig.model_construct(tenants=tenants, mode=mode, kind=kind)
+    names = [t.name for t in stack.tenants]
     for node in gpu_nodes.gpu_nodes(stack, stack.cluster_name(stack_name(path))):
         cards = sum(g.count for g in node.gpus)
         if cards > MAX_DEVICES_PER_NODE:
@@ -242,18 +223,6 @@ def _load_stack(path: str, text: str) -> PlanDocument:
                 f"device order only up to {MAX_DEVICES_PER_NODE} per node"
             )
     return PlanDocument.model_validate(plan_document(stack, stack.cluster_name(stack_name(path))))
-
-
-_MODE: TypeAdapter[str] = TypeAdapter(Literal["sim", "sim-nvml", "real"])
-_KIND: TypeAdapter[KindConfig | None] = TypeAdapter(KindConfig | None)
-
-
-def _stack_value(path: str, config: dict[str, Any], name: str, adapter: TypeAdapter[Any]) -> Any:
-    key = f"{NAMESPACE}:{name}"
-    try:
-        return adapter.validate_python(config.get(key))
-    except ValidationError as error:
-        raise InputError(_error_line(path, error, prefix=key)) from None
 
 
 def stack_mode(path: str) -> str | None:
@@ -270,8 +239,9 @@ def stack_mode(path: str) -> str | None:
 
 def load_document(path: str) -> PlanDocument:
     """Read and validate ``path`` (stack file or JSON form); raise InputError with one line."""
-    text = _read(path)
-    return _load_stack(path, text) if _is_stack_file(path) else _load_json(path, text)
+    if _is_stack_file(path):
+        return _load_stack(path)
+    return _load_json(path, _read(path))
 
 
 def planner_inputs(document: PlanDocument) -> Inputs:
