@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import datetime
 import ipaddress
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,8 +58,12 @@ class CertificateAuthority:
               server_names: tuple[str, ...] = ()) -> Issued:
         key = ec.generate_private_key(ec.SECP256R1())
         now = datetime.datetime.now(datetime.UTC)
-        subject = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, org) for org in organisations]
-                            + [x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+        # RFC 5280 bounds a CN at 64 characters, which a service account's user name can pass; Kubernetes' x509
+        # authenticator takes any length, so the bound is not enforced here (cryptography's private switch).
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "Attribute's length must be", UserWarning)
+            subject = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, org) for org in organisations]
+                                + [x509.NameAttribute(NameOID.COMMON_NAME, common_name, _validate=False)])
         server = bool(server_ips or server_names)
         builder = (
             x509.CertificateBuilder().subject_name(subject).issuer_name(self.cert.subject)

@@ -1,0 +1,220 @@
+"""What the real API server, controllers and kube-scheduler do with what the program registers in a tenant.
+
+- The mock-GPU agent (gpu_tenancy/hami/agent), its own code, registers a node's GPUs through the real API server
+  under the RBAC the program gives it: the annotation HAMi reads and the `nvidia.com/gpu` capacity.
+- The kubelet's pod limit: kube-scheduler's NodeResourcesFit admits no more pods on a node than its allocatable
+  `pods` (110 unless the kubelet's maxPods says otherwise), counting the DaemonSet pods the real DaemonSet
+  controller puts there from the DaemonSets the program registers.
+- Quotas: the ResourceQuota the program registers, enforced by the real quota admission on the pods the real
+  ReplicaSet controller creates for the workloads the program registers.
+
+Cluster-scoped names and namespaces are prefixed so that these objects never meet another test's in the shared
+cluster; each rewrite keeps the references between them consistent (roleRef, subjects, resourceNames).
+HAMi's own scheduler is not here (its Go module is not served by the proxy this project reaches: see
+docs/verification.md), so GPU placement is not decided in this tier.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+from policy_support import EXAMPLE_STACKS, Recorded
+
+from gpu_tenancy.hami import protocol as hami
+from gpu_tenancy.hami.agent.kube import KubeAgent
+from tests.realcp.cluster import KWOK_NODE_ANNOTATION, RealControlPlane
+
+HAMI_RENDERED_GPU = Path(__file__).resolve().parents[1] / "fixtures" / "hami_real" / "hami-rendered.gpu.yaml"
+PREFIX = "realcp-sched-"
+SYSTEM = f"{PREFIX}kube-system"
+WAIT = 60.0
+
+
+def _wait_for(what: str, check: Callable[[], Any], timeout: float = WAIT) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.5)
+
+
+def _registered(stack: str, tenant: str, kind: str) -> list[Recorded]:
+    return [r for r in EXAMPLE_STACKS[stack]() if r.type.endswith(f":{kind}") and r.name.startswith(f"{tenant}-")
+            and f"{tenant}-kubernetes" in r.provider]
+
+
+def _manifest(resource: Recorded) -> dict[str, Any]:
+    body: dict[str, Any] = json.loads(json.dumps(resource.inputs))
+    # Pulumi's wire numbers are doubles; pulumi-kubernetes sends integral ones as integers.
+    return json.loads(json.dumps(body), parse_float=lambda text: int(float(text)) if float(text).is_integer() else float(text))
+
+
+def _renamespaced(body: dict[str, Any]) -> dict[str, Any]:
+    body = copy.deepcopy(body)
+    if body["metadata"].get("namespace") == "kube-system":
+        body["metadata"]["namespace"] = SYSTEM
+    for subject in body.get("subjects", []):
+        if subject.get("namespace") == "kube-system":
+            subject["namespace"] = SYSTEM
+    return body
+
+
+def _node(name: str, pods: int, labels: dict[str, str]) -> dict[str, Any]:
+    key, value = KWOK_NODE_ANNOTATION
+    capacity = {"cpu": "64", "memory": "512Gi", "pods": str(pods)}
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "annotations": {key: value},
+                         "labels": {"kubernetes.io/os": "linux", "kubernetes.io/hostname": name, **labels}},
+            "status": {"capacity": capacity, "allocatable": capacity}}
+
+
+@pytest.fixture(scope="module")
+def core(admin_api: client.ApiClient) -> client.CoreV1Api:
+    return client.CoreV1Api(admin_api)
+
+
+@pytest.fixture(scope="module")
+def system_namespace(core: client.CoreV1Api) -> Iterator[str]:
+    core.create_namespace({"metadata": {"name": SYSTEM}})
+    yield SYSTEM
+    core.delete_namespace(SYSTEM)
+
+
+# --------------------------------------------------------------------------- the mock-GPU agent registers
+
+
+def test_the_agent_registers_its_gpus_under_its_own_rbac(real_control_plane: RealControlPlane, admin_api: client.ApiClient,
+                                                         core: client.CoreV1Api, system_namespace: str) -> None:
+    rbac = client.RbacAuthorizationV1Api(admin_api)
+    (role,) = [r for r in _registered("dev", "tenant-a", "ClusterRole") if "mock-gpu-agent" in r.name]
+    (binding,) = [r for r in _registered("dev", "tenant-a", "ClusterRoleBinding") if "mock-gpu-agent" in r.name]
+    (inventory,) = [r for r in _registered("dev", "tenant-a", "ConfigMap") if "mock-gpu-agent" in r.name]
+    role_body, binding_body = _manifest(role), _renamespaced(_manifest(binding))
+    role_body["metadata"]["name"] = binding_body["roleRef"]["name"] = PREFIX + role_body["metadata"]["name"]
+    binding_body["metadata"]["name"] = PREFIX + binding_body["metadata"]["name"]
+    rbac.create_cluster_role(role_body)
+    rbac.create_cluster_role_binding(binding_body)
+    (node_name,) = role_body["rules"][0]["resourceNames"]
+    core.create_node(_node(node_name, 110, {"gpu-tenancy.io/gpu-node": "true"}))
+    try:
+        (subject,) = binding_body["subjects"]
+        agent_user = f"system:serviceaccount:{subject['namespace']}:{subject['name']}"
+        as_agent = config.new_client_from_config(str(real_control_plane.kubeconfig(
+            agent_user, ("system:serviceaccounts", f"system:serviceaccounts:{subject['namespace']}"))))
+        groups = json.loads(_manifest(inventory)["data"]["inventory.json"])
+        devices = hami.device_inventory("tenant-a", groups, hami.DEFAULT_SPLIT_COUNT)
+
+        plan = KubeAgent(client.CoreV1Api(as_agent), node_name, devices).reconcile_once()
+
+        assert plan.node_annotation_patch is not None and plan.node_status_patch is not None
+        stored = core.read_node(node_name)
+        registered = hami.parse_register_annotation(stored.metadata.annotations[hami.NODE_REGISTER_ANNOTATION])
+        # The inventory is one A100-SXM4-80GB (Pulumi.dev.yaml tenant-a), split 10 ways as HAMi's default; a name
+        # that starts with NVIDIA is registered as it is (HAMi v2.10.0 nvinternal/plugin/register.go).
+        assert [(d["type"], d["devmem"], d["count"]) for d in registered] == [("NVIDIA A100-SXM4-80GB", 81920, 10)]
+        # Capacity only: the kubelet copies an extended resource's capacity into allocatable on its next status
+        # update (pkg/kubelet/nodestatus/setters.go MachineInfo; "Advertise Extended Resources for a Node"), and
+        # this tier has no kubelet.
+        assert stored.status.capacity["nvidia.com/gpu"] == "10"
+        # A second reconcile finds nothing to assert: what the server stored is what the agent wants.
+        again = KubeAgent(client.CoreV1Api(as_agent), node_name, devices).reconcile_once()
+        assert again.node_annotation_patch is None and again.node_status_patch is None
+        # The agent's role names its own node only.
+        with pytest.raises(ApiException) as refused:
+            client.CoreV1Api(as_agent).patch_node("some-other-node", {"metadata": {"annotations": {"x": "y"}}})
+        assert refused.value.status == 403
+    finally:
+        core.delete_node(node_name)
+        rbac.delete_cluster_role_binding(binding_body["metadata"]["name"])
+        rbac.delete_cluster_role(role_body["metadata"]["name"])
+
+
+# --------------------------------------------------------------------------- the kubelet's pod limit
+
+
+def _scheduled_on(core: client.CoreV1Api, node: str) -> list[client.V1Pod]:
+    return core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node}").items
+
+
+@pytest.mark.parametrize("stack", ["dev", "gpu"])
+def test_kube_scheduler_stops_at_the_pod_limit_counting_the_programs_daemonset_pods(
+        admin_api: client.ApiClient, core: client.CoreV1Api, system_namespace: str, stack: str) -> None:
+    apps = client.AppsV1Api(admin_api)
+    node_name = f"{PREFIX}{stack}-node"
+    daemonsets = [_renamespaced(_manifest(r)) for r in _registered(stack, "tenant-a", "DaemonSet")]
+    assert daemonsets, f"{stack}: tenant-a registers no DaemonSet"
+    if stack == "gpu":
+        # HAMi's device plugin, a DaemonSet of its chart, as Helm's SDK rendered it for this stack's values, with the
+        # RuntimeClass it runs under. Its priority class is dropped: the Priority admission plugin allows
+        # system-node-critical in kube-system only, and placement does not depend on it.
+        rendered = [d for d in yaml.safe_load_all(HAMI_RENDERED_GPU.read_text()) if d]
+        for plugin in (d for d in rendered if d["kind"] == "DaemonSet"):
+            plugin["spec"]["template"]["spec"].pop("priorityClassName", None)
+            daemonsets.append(_renamespaced(plugin))
+        node_api = client.NodeV1Api(admin_api)
+        for runtime_class in (d for d in rendered if d["kind"] == "RuntimeClass"):
+            try:
+                node_api.create_runtime_class(runtime_class)
+            except ApiException as error:
+                if error.status != 409:
+                    raise
+    workload_namespace = f"{PREFIX}{stack}-pods"
+    core.create_namespace({"metadata": {"name": workload_namespace}})
+    # Labelled as a GPU node of each mode: the program's own label, and HAMi's `gpu: on` (chart nodeSelector).
+    core.create_node(_node(node_name, 110, {"gpu-tenancy.io/gpu-node": "true", "gpu": "on"}))
+    names = []
+    try:
+        for index, body in enumerate(daemonsets):
+            # Each DaemonSet's own selector and template as registered; only its name is made unique, and its
+            # service account is created (the ServiceAccount admission plugin refuses pods without it).
+            body["metadata"]["name"] = f"{stack}-{index}-{body['metadata']['name']}"
+            account = body["spec"]["template"]["spec"].get("serviceAccountName")
+            if account:
+                try:
+                    core.create_namespaced_service_account(SYSTEM, {"metadata": {"name": account}})
+                except ApiException as error:
+                    if error.status != 409:
+                        raise
+            apps.create_namespaced_daemon_set(SYSTEM, body)
+            names.append(body["metadata"]["name"])
+        daemon_pods = _wait_for(f"{len(daemonsets)} DaemonSet pods on {node_name}",
+                                lambda: len(_scheduled_on(core, node_name)) == len(daemonsets) and _scheduled_on(core, node_name))
+        replicas = 115
+        apps.create_namespaced_deployment(workload_namespace, {
+            "metadata": {"name": "fill"},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "fill"}},
+                     "template": {"metadata": {"labels": {"app": "fill"}},
+                                  "spec": {"nodeSelector": {"kubernetes.io/hostname": node_name},
+                                           "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10.1"}]}}}})
+        _wait_for("every replica created", lambda: len(core.list_namespaced_pod(workload_namespace).items) == replicas)
+
+        def settled() -> tuple[int, list[client.V1Pod]] | None:
+            pods = core.list_namespaced_pod(workload_namespace).items
+            bound = sum(1 for pod in pods if pod.spec.node_name == node_name)
+            waiting = [pod for pod in pods if not pod.spec.node_name and any(
+                c.type == "PodScheduled" and c.status == "False" for c in (pod.status.conditions or []))]
+            return (bound, waiting) if bound + len(waiting) == replicas else None
+
+        bound, waiting = _wait_for("every replica bound or marked unschedulable", settled, timeout=120)
+        assert bound == 110 - len(daemon_pods)
+        assert len(waiting) == replicas - bound
+        assert all("Too many pods" in (c.message or "") for pod in waiting for c in pod.status.conditions
+                   if c.type == "PodScheduled")
+    finally:
+        apps.delete_collection_namespaced_deployment(workload_namespace)
+        for name in names:
+            apps.delete_namespaced_daemon_set(name, SYSTEM)
+        core.delete_namespace(workload_namespace)
+        core.delete_node(node_name)
