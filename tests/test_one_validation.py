@@ -36,6 +36,10 @@ def _huge_request(config: dict[str, Any]) -> None:
     config["tenants"][0]["workloads"][0]["containers"][0] = {"gpus": 1, "gpumemMiB": 10**21}
 
 
+def _huge_quota(config: dict[str, Any]) -> None:
+    config["tenants"][0]["quota"] = {"limits.nvidia.com/gpumem": 10**21}
+
+
 CASES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     ("101 tenants", _many_tenants, "gpu-tenancy:tenants: List should have at most 100 items after validation, not 101"),
     ("misspelt key", _misspelt_key, "gpu-tenancy:inventoryMismach: is not a known setting (did you mean "
@@ -44,6 +48,8 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
                                         "the GPU catalogue does not know (did you mean 'NVIDIA L4'?)"),
     ("10^21 MiB", _huge_request, "gpu-tenancy:tenants[0].workloads[0].containers[0].gpumemMiB: Input should be less "
                                  "than or equal to 2147483647"),
+    ("10^21 quota", _huge_quota, "gpu-tenancy:tenants[0].quota: quota 'limits.nvidia.com/gpumem' must be at most "
+                                 "9223372036854775807"),
 ]
 
 

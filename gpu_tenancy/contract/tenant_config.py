@@ -249,6 +249,10 @@ class TenantConfig(ConfigModel):
             # quota.go `LimitSet`), and Kubernetes' quota admits no pod asking for requests.nvidia.com/gpu.
             if amount < 0:
                 raise ValueError(f"quota {key!r} must be >= 0 (0 admits no pod asking for it)")
+            # HAMi v2.10.0 reads a quota with Quantity.AsInt64 and skips one that does not fit: no limit at all
+            # (pkg/device/quota.go addQuotaLocked).
+            if amount > 2**63 - 1:
+                raise ValueError(f"quota {key!r} must be at most {2**63 - 1} (a Kubernetes quantity's int64 value)")
         return value
 
     @model_validator(mode="before")
