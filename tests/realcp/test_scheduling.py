@@ -218,3 +218,108 @@ def test_kube_scheduler_stops_at_the_pod_limit_counting_the_programs_daemonset_p
             apps.delete_namespaced_daemon_set(name, SYSTEM)
         core.delete_namespace(workload_namespace)
         core.delete_node(node_name)
+
+
+# --------------------------------------------------------------------------- quotas and Pod Security
+
+
+def _tenant_workloads(stack: str, tenant: str) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The tenant's workload namespace, its ResourceQuotas and its Deployments, as registered."""
+    namespaces = [_manifest(r) for r in _registered(stack, tenant, "Namespace") if "workloads" in r.name]
+    quotas = [_manifest(r) for r in _registered(stack, tenant, "ResourceQuota")]
+    deployments = [_manifest(r) for r in _registered(stack, tenant, "Deployment") if "workloads" in r.name]
+    assert len(namespaces) == 1 and deployments, f"{stack}/{tenant}: no workload namespace or workload"
+    return namespaces[0], quotas, deployments
+
+
+def _apply_in(namespace: str, admin_api: client.ApiClient, namespace_body: dict[str, Any],
+              quotas: list[dict[str, Any]], deployments: list[dict[str, Any]]) -> None:
+    core, apps = client.CoreV1Api(admin_api), client.AppsV1Api(admin_api)
+    body = copy.deepcopy(namespace_body)
+    body["metadata"]["name"] = namespace
+    core.create_namespace(body)
+    for quota in quotas:
+        core.create_namespaced_resource_quota(namespace, {**quota, "metadata": {**quota["metadata"], "namespace": namespace}})
+    # The quota controller must have computed the quota's usage before pods are admitted against it.
+    _wait_for("quota status", lambda: all(q.status and q.status.used is not None
+                                          for q in core.list_namespaced_resource_quota(namespace).items))
+    for deployment in deployments:
+        apps.create_namespaced_deployment(namespace, {**deployment, "metadata": {**deployment["metadata"], "namespace": namespace}})
+
+
+def _created_pods(core: client.CoreV1Api, namespace: str, expected: int) -> int:
+    """Pods the ReplicaSet controller got past admission, once it stops trying (bounded)."""
+    previous, stable_since = -1, time.monotonic()
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        count = len(core.list_namespaced_pod(namespace).items)
+        if count != previous:
+            previous, stable_since = count, time.monotonic()
+        if count == expected or time.monotonic() - stable_since > 10:
+            return count
+        time.sleep(0.5)
+    return previous
+
+
+def _failed_creates(admin_api: client.ApiClient, namespace: str) -> list[str]:
+    events = client.CoreV1Api(admin_api).list_namespaced_event(namespace).items
+    return [event.message for event in events if event.reason == "FailedCreate"]
+
+
+@pytest.mark.parametrize(("stack", "tenant"), [(s, t) for s in ("dev", "dev-nvml", "gpu") for t in ("tenant-a", "tenant-b")])
+def test_every_declared_replica_passes_pod_security_and_the_quota(admin_api: client.ApiClient, core: client.CoreV1Api,
+                                                                  stack: str, tenant: str) -> None:
+    namespace_body, quotas, deployments = _tenant_workloads(stack, tenant)
+    namespace = f"{PREFIX}{stack}-{tenant}"
+    replicas = sum(int(d["spec"]["replicas"]) for d in deployments)
+    _apply_in(namespace, admin_api, namespace_body, quotas, deployments)
+    try:
+        assert _created_pods(core, namespace, replicas) == replicas, _failed_creates(admin_api, namespace)
+    finally:
+        core.delete_namespace(namespace)
+
+
+def test_a_replica_past_the_gpu_quota_is_refused_by_the_api_server(admin_api: client.ApiClient,
+                                                                    core: client.CoreV1Api) -> None:
+    namespace_body, quotas, deployments = _tenant_workloads("dev", "tenant-a")
+    (quota,) = quotas
+    gpus_allowed = int(quota["spec"]["hard"]["requests.nvidia.com/gpu"])
+    (deployment, *_) = deployments
+    per_pod = sum(int(c["resources"]["limits"].get("nvidia.com/gpu", 0))
+                  for c in deployment["spec"]["template"]["spec"]["containers"])
+    deployment = copy.deepcopy(deployment)
+    deployment["spec"]["replicas"] = gpus_allowed // per_pod + 1
+    namespace = f"{PREFIX}over-quota"
+    _apply_in(namespace, admin_api, namespace_body, quotas, [deployment])
+    try:
+        assert _created_pods(core, namespace, gpus_allowed // per_pod) == gpus_allowed // per_pod
+        failures = _wait_for("a FailedCreate event", lambda: _failed_creates(admin_api, namespace))
+        assert any("exceeded quota" in message and "requests.nvidia.com/gpu" in message for message in failures), failures
+    finally:
+        core.delete_namespace(namespace)
+
+
+def test_the_api_server_enforces_only_the_gpu_count_of_the_quota_and_leaves_memory_and_cores_to_hami(
+        admin_api: client.ApiClient, core: client.CoreV1Api) -> None:
+    """The quota the program registers holds `limits.nvidia.com/gpumem` and `gpucores` too. Kubernetes tracks no
+    usage for an extended resource's `limits.` quota (only `requests.` is evaluated for extended resources:
+    pkg/quota/v1/evaluator/core/pods.go), so pods past the memory quota are admitted by the API server: only HAMi's
+    webhook (pkg/scheduler/webhook.go, for pods that name its scheduler) refuses them."""
+    namespace_body, quotas, deployments = _tenant_workloads("dev", "tenant-a")
+    (quota,) = quotas
+    memory_quota = int(quota["spec"]["hard"]["limits.nvidia.com/gpumem"])
+    namespace = f"{PREFIX}memory-quota"
+    _apply_in(namespace, admin_api, namespace_body, quotas, [])
+    try:
+        container = copy.deepcopy(deployments[0]["spec"]["template"]["spec"]["containers"][0])
+        container["resources"]["limits"].update({"nvidia.com/gpu": "1", "nvidia.com/gpumem": str(memory_quota)})
+        template = deployments[0]["spec"]["template"]
+        for name in ("first", "second"):  # together twice the memory quota
+            core.create_namespaced_pod(namespace, {"metadata": {"name": name, "labels": template["metadata"]["labels"]},
+                                                   "spec": {**template["spec"], "containers": [container]}})
+        used = _wait_for("quota usage", lambda: (core.read_namespaced_resource_quota(quota["metadata"]["name"], namespace)
+                                                 .status.used or {}).get("requests.nvidia.com/gpu") == "2" and
+                         core.read_namespaced_resource_quota(quota["metadata"]["name"], namespace).status.used)
+        assert set(used) == {"requests.nvidia.com/gpu"}, used
+    finally:
+        core.delete_namespace(namespace)
