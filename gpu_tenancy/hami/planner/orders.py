@@ -404,39 +404,22 @@ def verdicts(
         lo: tuple[int, ...]
         hi: tuple[int, ...]
         why: dict[str, str] = {}
-        try:
-            explorer = _Explorer(g, budget)
-            lo, hi = explorer.run()
-            varies = [i for i in range(len(lo)) if lo[i] < hi[i]]
-            if varies:
-                order_only = _Explorer(g, budget, fixed_ties=True)
-                olo, ohi = order_only.run()
-                ties = "; ".join(list(explorer.ties)[:3])
-                for i in varies:
-                    factors = []
-                    if olo[i] < ohi[i]:
-                        factors.append("the order pods are created and scheduled in")
-                    if ties:
-                        factors.append(f"tie-breaks ({ties})")
-                    explorer.budget[0] = budget
-                    witness = _witness(explorer, g, i)
-                    why[g.workloads[i].name] = (
-                        f"{' and '.join(factors) or 'the order and the tie-breaks together'}: "
-                        f"{lo[i]} to {hi[i]} of {g.workloads[i].replicas} placed; fewest when: {witness}"
-                    )
-        except _TooBig:
-            found = _symmetric(g, declared if len(groups) == 1 else None)
-            if found is None:
+        # The symmetry argument first: it costs one plan, where exploring a large group would spend the budget.
+        found = _symmetric(g, declared if len(groups) == 1 else None)
+        if found is not None:
+            lo, hi = found
+            for i, w in enumerate(g.workloads):
+                why[w.name] = ("which pods of identical shape get the places depends on the order they are "
+                               f"created in: {lo[i]} to {hi[i]} of {w.replicas} placed")
+        else:
+            try:
+                lo, hi = _explore(g, budget, why)
+            except _TooBig:
                 lo = tuple(0 for _ in g.workloads)
                 hi = tuple(w.replicas for w in g.workloads)
                 for w in g.workloads:
                     why[w.name] = (f"not established: more than {budget} states to explore and no symmetry "
                                    "argument applies (pods of several shapes or cards that differ)")
-            else:
-                lo, hi = found
-                for i, w in enumerate(g.workloads):
-                    why[w.name] = (f"which pods get the {sum(hi)} places the plan has depends on the order "
-                                   f"pods are created in: {lo[i]} to {hi[i]} of {w.replicas} placed")
         for i, w in enumerate(g.workloads):
             for r in range(w.replicas):
                 if r < lo[i]:
@@ -452,6 +435,29 @@ def verdicts(
             if found_v is not None:
                 out.append(found_v)
     return OrderVerdicts(tuple(out))
+
+
+def _explore(g: _Group, budget: int, why: dict[str, str]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Exhaustive exploration of one group; ``why`` gets, per workload that varies, what it depends on."""
+    explorer = _Explorer(g, budget)
+    lo, hi = explorer.run()
+    varies = [i for i in range(len(lo)) if lo[i] < hi[i]]
+    if varies:
+        olo, ohi = _Explorer(g, budget, fixed_ties=True).run()
+        ties = "; ".join(list(explorer.ties)[:3])
+        for i in varies:
+            factors = []
+            if olo[i] < ohi[i]:
+                factors.append("the order pods are created and scheduled in")
+            if ties:
+                factors.append(f"tie-breaks ({ties})")
+            explorer.budget[0] = budget
+            witness = _witness(explorer, g, i)
+            why[g.workloads[i].name] = (
+                f"{' and '.join(factors) or 'the order and the tie-breaks together'}: "
+                f"{lo[i]} to {hi[i]} of {g.workloads[i].replicas} placed; fewest when: {witness}"
+            )
+    return lo, hi
 
 
 def _witness(explorer: _Explorer, g: _Group, wi: int) -> str:
