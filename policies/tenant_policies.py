@@ -17,6 +17,7 @@ from typing import Any
 
 from allowlist_policies import field_allowlist, known_types, type_allowances
 from control_plane_policies import tcp_dedicated_namespace, tcp_konnectivity_enabled
+from controls_policies import controls_present, installed_controls
 from data_plane_policies import tenant_cidrs_disjoint, worker_joins_own_tenant
 from gpu_policies import gpu_requests_fractional, no_mock_gpus_in_real
 from identity_policies import attributed_by_identity
@@ -37,11 +38,13 @@ __all__ = [
     "TENANT_TYPE",
     "attributed_by_identity",
     "charts_pinned",
+    "controls_present",
     "field_allowlist",
     "gpu_plan_fits",
     "gpu_plan_order",
     "gpu_requests_fractional",
     "images_pinned",
+    "installed_controls",
     "known_types",
     "no_mock_gpus_in_real",
     "tcp_dedicated_namespace",
@@ -59,6 +62,8 @@ ALL_POLICIES: list[Policy] = [
     type_allowances,
     field_allowlist,
     attributed_by_identity,
+    installed_controls,
+    controls_present,
     tenant_provider_isolation,
     tcp_konnectivity_enabled,
     tcp_dedicated_namespace,

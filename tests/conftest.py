@@ -27,7 +27,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 POLICY_MODULES = ("value_lib", "resource_lib", "tenancy_lib", "pod_lib", "gpu_lib", "policy_common", "workload_lib",
                   "gpu_policies", "provider_policies", "control_plane_policies", "data_plane_policies",
                   "pinning_policies", "plan_policies", "workload_policies", "tenant_policies", "fields_lib",
-                  "allowlist_policies", "identity_policies")
+                  "allowlist_policies", "identity_policies", "controls_policies")
 if "MUTANT_UNDER_TEST" in os.environ:
     for _name in POLICY_MODULES:
         sys.modules.setdefault(_name, importlib.import_module(f"policies.{_name}"))

@@ -28,7 +28,7 @@ from pulumi.runtime.rpc import UNKNOWN as ENGINE_UNKNOWN
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValidationPolicy
 from pulumi_policy.proxy import unknown_checking_proxy
 
-from gpu_tenancy.builders.mock_nvml import nvml_mock
+from gpu_tenancy.builders.mock_nvml import cuda_control, nvml_mock
 from gpu_tenancy.contract import versions
 
 import gpu_lib  # isort: skip
@@ -97,12 +97,13 @@ def assert_violation(messages: list[str], *fragments: str) -> None:
 
 def test_every_policy_is_named_described_and_levelled() -> None:
     names = [p.name for p in tp.ALL_POLICIES]
-    assert len(names) == len(set(names)) == 17
+    assert len(names) == len(set(names)) == 19
     assert set(names) >= {
         "tenant-provider-isolation", "tcp-konnectivity-enabled", "tcp-dedicated-namespace", "tcp-version-pinned",
         "images-pinned", "charts-pinned", "gpu-requests-fractional", "tenant-cidrs-disjoint",
         "worker-joins-own-tenant", "no-mock-gpus-in-real", "workload-safety", "gpu-plan-fits",
         "known-types", "type-allowances", "field-allowlist", "gpu-plan-order", "attributed-by-identity",
+        "installed-controls", "controls-present",
     }
     for policy in tp.ALL_POLICIES:
         assert len(policy.description) > 40
@@ -115,7 +116,7 @@ def test_every_policy_is_named_described_and_levelled() -> None:
     assert stack_policies == {
         "tenant-provider-isolation", "tcp-dedicated-namespace", "tcp-version-pinned", "tenant-cidrs-disjoint",
         "worker-joins-own-tenant", "no-mock-gpus-in-real", "gpu-plan-fits", "gpu-plan-order", "known-types",
-        "type-allowances", "attributed-by-identity",
+        "type-allowances", "attributed-by-identity", "controls-present",
     }
 
 
@@ -1189,6 +1190,9 @@ def to_sim_nvml(resources: list[Recorded], keep_agent: bool = False) -> list[Rec
             remove_subtree(resources, owned(resources, resource_lib.MOCK_AGENT_TYPE, tenant_name))
         set_both(hami(resources, tenant_name), ["values", "devicePlugin"], dict(SIM_NVML_DEVICE_PLUGIN))
         add_mock_nvml(resources, tenant_name)
+        # sim-nvml's GPU-access parameters name the CUDA-control marker its own mutation writes.
+        params = find(resources, "kubernetes:core/v1:ConfigMap", f"{tenant_name}-gpu-access-params")
+        set_both(params, ["data", "cudaControlMarker"], cuda_control.MARKER)
         add_resource(resources, tenant, INVENTORY_CHECK, f"{tenant_name}-inventory", {"tenant": tenant_name},
              outputs={"problems": []})
     return resources

@@ -6,6 +6,7 @@ added to the real registrations of an example stack; the example stacks themselv
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -238,13 +239,16 @@ def _sampled() -> list[tuple[str, str, Any]]:
 
 
 @pytest.mark.parametrize(("key", "stack_name", "change"), _sampled(), ids=[f"{k}@{s}" for k, s, _ in _sampled()])
-def test_every_sampled_configuration_passes(key: str, stack_name: str, change: Any) -> None:
+def test_every_sampled_configuration_passes(
+    key: str, stack_name: str, change: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A setting of any config key (tests/test_config_reference.py's sample of each) makes nothing the pack refuses."""
     import test_config_reference as reference
     from policy_support import run_resource_policy, run_stack_policy
 
     import allowlist_policies as allowlist  # isort: skip  (policies/ is put on sys.path by policy_support)
     import identity_policies as identity  # isort: skip
+    import controls_policies as controls  # isort: skip
 
     settings = reference.CONFIGS[stack_name]()
     change(settings)
@@ -252,3 +256,7 @@ def test_every_sampled_configuration_passes(key: str, stack_name: str, change: A
     assert run_resource_policy(allowlist.field_allowlist, resources) == []
     assert run_stack_policy(allowlist.known_types, resources) == []
     assert run_stack_policy(identity.attributed_by_identity, resources) == []
+    # The engine hands the pack the stack's config; the mode decides the GPU-access parameters.
+    monkeypatch.setenv("PULUMI_CONFIG", json.dumps({"gpu-tenancy:mode": settings["mode"]}))
+    assert run_resource_policy(controls.installed_controls, resources) == []
+    assert run_stack_policy(controls.controls_present, resources) == []

@@ -1,0 +1,175 @@
+"""The controls the program installs in a tenant are the program's: the workload namespace's Pod Security labels,
+the user identity's RoleBinding and quota, the admission policies and their bindings (and their actions) are
+exactly what the program's builders make, and each tenant has them all.
+
+A resource policy compares the inputs with the builders (gpu_tenancy/builders/gpu_access, tenant_access,
+workloads, mock_gpu_agent): the API server adds defaults to what it stores, so outputs would never match. A stack
+policy checks that none is missing. Part of the gpu-tenancy policy pack (tenant_policies.ALL_POLICIES).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from typing import Any
+
+from gpu_lib import stack_config
+from policy_common import MANDATORY, describe
+from pulumi_policy import (
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+from resource_lib import NAMESPACE_TYPE, TENANT_TYPE, Res, from_policy_resources, from_resource_args, nearest_component
+from tenancy_lib import ancestor_tenant
+from value_lib import as_dict, contains_unknown, dig
+
+from gpu_tenancy.builders.gpu_access import gpu_access
+from gpu_tenancy.builders.mock_gpu_agent import agent_admission
+from gpu_tenancy.builders.mock_nvml import cuda_control
+from gpu_tenancy.builders.tenant_access import tenant_access
+from gpu_tenancy.builders.workloads import workloads
+
+ADMISSION = "kubernetes:admissionregistration.k8s.io/v1:"
+POLICY_TYPE = ADMISSION + "ValidatingAdmissionPolicy"
+BINDING_TYPE = ADMISSION + "ValidatingAdmissionPolicyBinding"
+ROLE_BINDING_TYPE = "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"
+QUOTA_TYPE = "kubernetes:core/v1:ResourceQuota"
+CONFIG_MAP_TYPE = "kubernetes:core/v1:ConfigMap"
+GPU_ACCESS = "gpu-tenancy:gpu_access:GpuAccessPolicy"
+TENANT_ACCESS = "gpu-tenancy:tenant_access:TenantAccess"
+WORKLOADS = "gpu-tenancy:workloads:Workloads"
+MOCK_AGENT = "gpu-tenancy:mock_gpu_agent:MockGpuAgent"
+PSA_PREFIX = "pod-security.kubernetes.io/"
+_AGENT_NODE = re.compile(r"object\.spec\.nodeName == '([^']*)'")
+
+
+def _psa(labels: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in labels.items() if isinstance(k, str) and k.startswith(PSA_PREFIX)}
+
+
+def _agent_policy(res: Res) -> dict[str, Any] | None:
+    """The mock agent's policy as agent_admission builds it for the agent and node this one names."""
+    validations = dig(res.props, "spec", "validations")
+    first = dig(validations, 0, "expression") if isinstance(validations, list) else None
+    node = _AGENT_NODE.search(first) if isinstance(first, str) else None
+    name = dig(res.props, "metadata", "name")
+    if node is None or not isinstance(name, str):
+        return None
+    user = agent_admission.service_account_user("kube-system", name)
+    return agent_admission.policy_spec(user, node.group(1))
+
+
+def _expected(res: Res, component: str | None) -> tuple[str, Any] | None:
+    """(what is compared, its value as the program builds it) for a control, or None for anything else."""
+    name = dig(res.props, "metadata", "name")
+    if component == GPU_ACCESS:
+        if res.type == POLICY_TYPE:
+            return "spec", gpu_access.validating_admission_policy_spec()
+        if res.type == BINDING_TYPE:
+            return "spec", gpu_access.binding_spec()
+        if res.type == CONFIG_MAP_TYPE:
+            # Only sim-nvml's own mutation writes the marker; elsewhere a marker lets a pod set
+            # CUDA_DISABLE_CONTROL to it, which HAMi's device plugin reads as "no HAMi-core" (strconv.ParseBool).
+            marker = cuda_control.MARKER if stack_config("mode") == "sim-nvml" else ""
+            return "data", gpu_access.params_data(marker)
+    elif component == TENANT_ACCESS:
+        if res.type == ROLE_BINDING_TYPE:
+            built = tenant_access.role_binding("", workloads.WORKLOAD_NAMESPACE)
+            return "binding", {"namespace": workloads.WORKLOAD_NAMESPACE, "roleRef": built["roleRef"],
+                               "subjects": built["subjects"]}
+        if res.type == QUOTA_TYPE:
+            return "spec", {"hard": tenant_access.quota_hard()}
+        if res.type == POLICY_TYPE:
+            return "spec", tenant_access.services_policy_spec(workloads.WORKLOAD_NAMESPACE)
+        if res.type == BINDING_TYPE:
+            return "spec", {"policyName": tenant_access.SERVICES_POLICY, "validationActions": ["Deny"]}
+    elif component == WORKLOADS and res.type == NAMESPACE_TYPE:
+        return "Pod Security labels", _psa(workloads.namespace_metadata("")["labels"])
+    elif component == MOCK_AGENT:
+        if res.type == BINDING_TYPE and isinstance(name, str):
+            return "spec", agent_admission.binding_spec(name)
+        if res.type == POLICY_TYPE:
+            return "spec", _agent_policy(res)
+    return None
+
+
+def _actual(res: Res, what: str) -> Any:
+    if what == "Pod Security labels":
+        return _psa(as_dict(dig(res.props, "metadata", "labels")))
+    if what == "binding":
+        return {"namespace": dig(res.props, "metadata", "namespace"), "roleRef": res.props.get("roleRef"),
+                "subjects": res.props.get("subjects")}
+    return res.props.get(what)
+
+
+def validate_installed_controls(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    res = from_resource_args(args)
+    component = nearest_component(res.urn)
+    expected = _expected(res, component)
+    if expected is None:
+        return
+    what, value = expected
+    actual = _actual(res, what)
+    if contains_unknown(actual):
+        return  # checked when known, before the step runs
+    if actual != value:
+        report(
+            f"{describe(res)} (made by {component}) has {what} other than the program builds: a tenant's controls "
+            f"(Pod Security, RBAC, quota, admission policies and their actions) are the program's; got {actual!r}.",
+            None,
+        )
+
+
+installed_controls = ResourceValidationPolicy(
+    name="installed-controls",
+    description=(
+        "The controls the program installs in a tenant are exactly as its builders make them: the workload "
+        "namespace's Pod Security labels, the user identity's RoleBinding and quota, the GPU-access, Service and "
+        "mock-agent admission policies, their bindings and validationActions, the GPU-access parameters."
+    ),
+    validate=validate_installed_controls,
+    enforcement_level=MANDATORY,
+)
+
+
+# --------------------------------------------------------------------------- none missing
+
+# component -> the resource types it must contain, each once at least.
+REQUIRED: dict[str, tuple[str, ...]] = {
+    GPU_ACCESS: (POLICY_TYPE, BINDING_TYPE, CONFIG_MAP_TYPE),
+    TENANT_ACCESS: (ROLE_BINDING_TYPE, QUOTA_TYPE, POLICY_TYPE, BINDING_TYPE),
+    WORKLOADS: (NAMESPACE_TYPE,),
+    MOCK_AGENT: (POLICY_TYPE, BINDING_TYPE),
+}
+
+
+def validate_controls_present(args: StackValidationArgs, report: ReportViolation) -> None:
+    resources = from_policy_resources(args.resources)
+    contents: dict[str, set[str]] = defaultdict(set)
+    for res in resources:
+        if res.parent is not None:
+            contents[res.parent.urn].add(res.type)
+    tenants_with_gpu_access = set()
+    for res in resources:
+        if res.type == GPU_ACCESS:
+            tenants_with_gpu_access.add(ancestor_tenant(res))
+        for missing in sorted(set(REQUIRED.get(res.type, ())) - contents[res.urn]):
+            report(f"{describe(res)} lacks its {missing}; the program installs it and it may not be removed.", res.urn)
+    for res in resources:
+        if res.type == TENANT_TYPE and ancestor_tenant(res) not in tenants_with_gpu_access:
+            report(f"{describe(res)} has no {GPU_ACCESS}: its GPUs would be reachable around HAMi.", res.urn)
+
+
+controls_present = StackValidationPolicy(
+    name="controls-present",
+    description=(
+        "Every tenant has its GPU-access admission policy, binding and parameters; a user identity its RoleBinding, "
+        "quota and Service policy with binding; a workload namespace; a mock-GPU agent its admission policy and "
+        "binding: none of the controls the program installs is removed."
+    ),
+    validate=validate_controls_present,
+    enforcement_level=MANDATORY,
+)
