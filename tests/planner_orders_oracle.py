@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
@@ -143,7 +143,7 @@ def outcomes(nodes: Sequence[Node], workloads: Sequence[Workload], quota: Quota 
         return _score(sum(d.count for d in ds), sum(d.devcore for d in ds), sum(d.devmem for d in ds),
                       sum(x[0] for x in usage), sum(x[2] for x in usage), sum(x[1] for x in usage))
 
-    @lru_cache(maxsize=None)
+    @cache
     def run(usages: tuple, pods: tuple, ws: tuple, q: tuple) -> frozenset:
         finals: set = set()
         can_end = True

@@ -263,3 +263,56 @@ def test_tables_follow_the_terminal_width(columns: int) -> None:
         assert r.returncode == 1
         widths = {len(line) for line in r.stdout.splitlines() if line.startswith(("┏", "└"))}
         assert widths == {columns}, (command, widths)
+
+
+def _order_case(tmp_path: Path, numa: int | None = 0) -> str:
+    """One L4, w0 {11517 MiB, no cores} then w1 2 x {2048 MiB, 50 cores}: if w1's pods are scheduled first
+    the card's cores are full and w0 gets CardComputeUnitsExhausted."""
+    doc = {
+        "nodes": [{"name": "l4", "devices": [{"id": "GPU-0", "type": "NVIDIA-NVIDIA L4", "devmem": 23034,
+                                              "devcore": 100, "count": 10, "numa": numa, "health": True}]}],
+        "workloads": [
+            {"name": "w0", "containers": [{"gpumemMiB": 11517}]},
+            {"name": "w1", "replicas": 2, "containers": [{"gpumemMiB": 2048, "gpucores": 50}]},
+        ],
+    }
+    path = tmp_path / "order.json"
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+def test_a_plan_that_depends_on_the_order_exits_3_and_says_on_what(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = _order_case(tmp_path)
+    code, out, _ = main(capsys, "plan", path, "--width", "100")
+    assert code == plan_cli.EXIT_DEPENDS == 3
+    assert "In declaration order: 3 GPU slice(s) placed; everything placed" in out
+    assert "fits in some orders only: w0 replica 0: depends on the order pods are created and scheduled in" in out
+    assert "Verdict: 1 replica(s) fit in some orders only" in out
+    code, out, _ = main(capsys, "plan", "--json", path)
+    order = json.loads(out)["order"]
+    assert code == 3 and order["verdict"] == "depends"
+    assert [(r["workload"], r["replica"], r["verdict"]) for r in order["replicas"]] == [
+        ("w0", 0, "depends"), ("w1", 0, "fits"), ("w1", 1, "fits")]
+    code, out, _ = main(capsys, "report", "--json", path)
+    assert code == 3 and json.loads(out)["order"]["verdict"] == "depends"
+
+
+def test_a_stack_file_with_ordered_workloads_plans_the_declared_order(tmp_path: Path) -> None:
+    from gpu_tenancy.cli.plan.order_verdicts import ordered_tenants
+    from gpu_tenancy.hami.planner.model import ContainerRequest, Workload
+
+    workloads = [Workload("w", (ContainerRequest(1, 1024),), tenant="tenant-a")]
+    stack = tmp_path / "Pulumi.x.yaml"
+    stack.write_text(yaml.safe_dump({"config": {"gpu-tenancy:orderedWorkloads": True}}))
+    assert ordered_tenants(str(stack), workloads) == frozenset({"tenant-a"})
+    stack.write_text(yaml.safe_dump({"config": {"gpu-tenancy:orderedWorkloads": False}}))
+    assert ordered_tenants(str(stack), workloads) == frozenset()
+
+
+@pytest.mark.parametrize("stack", ["Pulumi.dev.yaml", "Pulumi.dev-nvml.yaml", "Pulumi.gpu.yaml"])
+def test_the_example_stacks_fit_whatever_the_order(capsys: pytest.CaptureFixture[str], stack: str) -> None:
+    code, out, _ = main(capsys, "plan", "--json", str(ROOT / stack))
+    assert code == 0
+    assert json.loads(out)["order"]["verdict"] == "fits"

@@ -7,8 +7,8 @@ Input is a stack file (``Pulumi.<stack>.yaml``: validated whole as the program v
 decrypted, gpu_tenancy/contract/stack_file.py) or the planner's JSON form (``nodes`` as HAMi registers them,
 ``workloads``, ``quota``; what ``python -m gpu_tenancy.builders.workloads.workloads`` writes), validated with the
 stack config's own models (gpu_tenancy.contract.tenant_config), unknown keys included. Exit codes: 0 everything
-fits, 1 something does not fit, 2 the command line or the input is wrong (one line on stderr naming the file and
-the key).
+fits whatever the order, 1 some replica fits in no order, 2 the command line or the input is wrong (one line on
+stderr naming the file and the key), 3 some replica fits in some orders only (gpu_tenancy.hami.planner.orders).
 """
 
 from __future__ import annotations
@@ -23,14 +23,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any, NoReturn
 
-from gpu_tenancy.cli.plan import plan_input
+from gpu_tenancy.cli.plan import order_verdicts, plan_input
 from gpu_tenancy.cli.plan.plan_input import UNASSIGNED, InputError, load
 from gpu_tenancy.hami.allocation import AllocationView, GpuView, QuotaUse, Slice, TenantView, Unplaced
 from gpu_tenancy.hami.planner.model import QUOTA_GPU, QUOTA_GPUCORES, QUOTA_GPUMEM, Node, Quota, Workload
 from gpu_tenancy.hami.planner.report import PlanResult
 from gpu_tenancy.hami.planner.schedule import plan
 
-EXIT_FITS, EXIT_DOES_NOT_FIT, EXIT_USAGE = 0, 1, 2
+EXIT_FITS, EXIT_DOES_NOT_FIT, EXIT_USAGE, EXIT_DEPENDS = 0, 1, 2, 3
 # HAMi's device plugin registers a node's cards in Go map order (register.go getAPIDevices): the order changes
 # between registrations on sim-nvml and real hosts, while the mock-GPU agent keeps index order (sim).
 CARD_CHOICE_NOTE = (
@@ -134,9 +134,9 @@ def _plan_table(view: AllocationView, res: PlanResult, width: int) -> str:
     if res.placements:
         console.print(table)
     for f in res.failures:
-        console.print(f"does not fit: {f.workload} replica {f.replica}: {f.reason}")
-    what = "everything fits" if res.fits else f"{len(res.failures)} replica(s) do not fit"
-    console.print(f"{len(res.placements)} GPU slice(s) placed; {what}")
+        console.print(f"not placed in this order: {f.workload} replica {f.replica}: {f.reason}")
+    what = "everything placed" if res.fits else f"{len(res.failures)} replica(s) not placed"
+    console.print(f"In declaration order: {len(res.placements)} GPU slice(s) placed; {what}")
     return out.getvalue()
 
 
@@ -159,8 +159,8 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--width", type=int, default=None, help="table width in columns (default: the terminal's)")
     ap = _Parser(
         prog="python -m gpu_tenancy.cli.plan",
-        description="Plan GPU workloads the way HAMi v2.10 places them. Exit 0: everything fits; "
-        "1: something does not fit; 2: bad command line or input.",
+        description="Plan GPU workloads the way HAMi v2.10 places them. Exit 0: everything fits whatever the "
+        "order; 1: a replica fits in no order; 2: bad command line or input; 3: a replica fits in some orders only.",
     )
     sub = ap.add_subparsers(dest="cmd", required=True, metavar="{plan,report}", parser_class=_Parser)
     sub.add_parser(
@@ -185,21 +185,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         nodes, workloads, quota = load(args.file)
         res = plan(nodes, workloads, quota)
+        found = order_verdicts.order_verdicts(args.file, nodes, workloads, quota, res)
     except InputError as error:
         print(error, file=sys.stderr)
         return EXIT_USAGE
     except ValueError as error:  # the planner refusing what it does not model
         print(f"{args.file}: {error}", file=sys.stderr)
         return EXIT_USAGE
-    code = EXIT_FITS if res.fits else EXIT_DOES_NOT_FIT
+    code = order_verdicts.exit_code(found)
     width = args.width or shutil.get_terminal_size().columns
     note = card_order_note(nodes, plan_input.stack_mode(args.file))
     view = planned_view(nodes, workloads, quota, res)
     if args.cmd == "plan":
         if args.json:
-            print(json.dumps(result_json(res), indent=2))
+            print(json.dumps({**result_json(res), "order": order_verdicts.verdicts_json(found)}, indent=2))
         else:
-            print(_plan_table(view, res, width) + note, end="")
+            print(_plan_table(view, res, width) + order_verdicts.verdict_lines(found) + note, end="")
         return code
     from gpu_tenancy.cli.allocation_chart import render_json, render_png, render_table
 
@@ -210,9 +211,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{args.png}: cannot write it ({error.strerror or error})", file=sys.stderr)
             return EXIT_USAGE
     if args.json:
-        print(json.dumps(render_json(view), indent=2))
+        print(json.dumps({**render_json(view), "order": order_verdicts.verdicts_json(found)}, indent=2))
     else:
-        print(render_table(view, width, color=sys.stdout.isatty()) + note, end="")
+        table = render_table(view, width, color=sys.stdout.isatty())
+        print(table + order_verdicts.verdict_lines(found) + note, end="")
     if args.png:
         print(f"picture: {args.png}", file=sys.stderr)
     return code
