@@ -305,7 +305,9 @@ def test_the_plan_comment_holds_every_stacks_report(tmp_path: Path, capsys: pyte
     results = pr_report.read_plans(plans)
     assert [(r.stack, r.exit_code) for r in results] == [("dev", 0), ("overcommit", 1)]
     body = pr_report.plan_comment(results, "https://github.com/acme/gpu-tenancy/actions/runs/1/artifacts/2")
-    assert "| `dev` | ✅ everything fits |" in body and "| `overcommit` | ❌ does not fit |" in body
+    assert "| `dev` | ✅ fits whatever the order |" in body
+    assert "| `overcommit` | ❌ a replica fits in no order |" in body
+    assert "does not fit in any order: a-infer replica 5: 1/1 CardInsufficientCore" in body
     assert "[plan PNGs](https://github.com/acme/gpu-tenancy/actions/runs/1/artifacts/2)" in body
     assert (plans / "dev.txt").read_text().rstrip() in body
     assert "<details open><summary><code>overcommit</code>" in body, "what does not fit is shown open"
@@ -314,3 +316,8 @@ def test_the_plan_comment_holds_every_stacks_report(tmp_path: Path, capsys: pyte
     assert pr_report.main(["plan", str(plans)]) == 1, "a plan that does not fit fails the job, after publishing"
     assert (tmp_path / "summary.md").read_text().startswith("### Capacity plan")
     assert pr_report.main(["plan", str(tmp_path / "empty")]) == 2
+    # A plan that depends on the order is shown open with its verdict and does not fail the job.
+    (plans / "overcommit.exit").write_text("3\n")
+    assert "| `overcommit` | ⚠️ a replica fits in some orders only |" in pr_report.plan_comment(
+        pr_report.read_plans(plans), None)
+    assert pr_report.main(["plan", str(plans)]) == 0

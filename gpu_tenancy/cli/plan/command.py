@@ -118,17 +118,26 @@ def _plan_table(view: AllocationView, res: PlanResult, width: int) -> str:
     from rich.console import Console
     from rich.table import Table
 
+    from gpu_tenancy.cli.allocation_chart import label_lines, label_width
+
     gpu_label = {(g.node, g.uuid): g.label for t in view.tenants for g in t.gpus}
+    rows = [(p.workload, str(p.replica), str(p.container), gpu_label.get((p.node, p.device_id), p.device_id),
+             str(p.mem_mib), f"{p.cores}%") for p in res.placements]
+    headers = ("workload", "replica", "ctr", "GPU (node / model #index)", "memory MiB", "cores")
+    widths = [max([len(h), *(len(row[i]) for row in rows)]) for i, h in enumerate(headers)]
+    # The GPU label gets what the other columns leave; it is cut between name parts, not inside one.
+    room = max(label_width(width, 6, [widths[0], *widths[1:3], *widths[4:]]), 12)
     table = Table(expand=True)
     table.add_column("workload", overflow="fold")
     for column in ("replica", "ctr"):
         table.add_column(column, justify="right", no_wrap=True)
-    table.add_column("GPU (node / model #index)", overflow="fold")
+    header = headers[3] if len(headers[3]) <= room else label_lines(headers[3], room)
+    table.add_column(header, no_wrap=True)  # cut by label_lines, between name parts
     for column in ("memory MiB", "cores"):
         table.add_column(column, justify="right", no_wrap=True)
-    for p in res.placements:
-        table.add_row(p.workload, str(p.replica), str(p.container), gpu_label.get((p.node, p.device_id), p.device_id),
-                      str(p.mem_mib), f"{p.cores}%")
+    for row in rows:
+        label = row[3] if room >= widths[3] else label_lines(row[3], room)
+        table.add_row(*row[:3], label, *row[4:])
     out = io.StringIO()
     console = Console(file=out, width=width, no_color=True, highlight=False)
     if res.placements:

@@ -150,7 +150,10 @@ def run_preview(stack_name: str, policy_packs: list[str], work_dir: str = ".") -
 
 # ------------------------------------------------------------------------------------------------- plan
 
-EXIT_MEANING = {0: "✅ everything fits", 1: "❌ does not fit", 2: "❌ the stack file or the command is wrong"}
+# The planner CLI's exit codes (gpu_tenancy.cli.plan.order_verdicts): 3 is advisory, as policy gpu-plan-order.
+EXIT_MEANING = {0: "✅ fits whatever the order", 1: "❌ a replica fits in no order",
+                2: "❌ the stack file or the command is wrong", 3: "⚠️ a replica fits in some orders only"}
+ADVISORY_EXIT = 3
 
 
 @dataclass(frozen=True)
@@ -239,7 +242,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{args.directory}: no <stack>.exit files (run `make plan` for each stack first)", file=sys.stderr)
         return 2
     print(publish("plan", plan_comment(results, args.pictures_url)))
-    return max(result.exit_code for result in results)
+    # A plan that depends on the order is reported, not failed (orderDependentPlan: refuse fails the preview).
+    return max(0 if result.exit_code == ADVISORY_EXIT else result.exit_code for result in results)
 
 
 if __name__ == "__main__":
