@@ -50,3 +50,16 @@ def wait_for(*conditions: str, timeout_seconds: int = 900) -> dict[str, str]:
         "pulumi.com/waitFor": json.dumps(list(conditions)),
         "pulumi.com/timeoutSeconds": str(timeout_seconds),
     }
+
+
+def match_constraints(rules: list[dict[str, Any]], namespace_selector: dict[str, Any] | None = None) -> dict[str, Any]:
+    """An admission policy's `matchConstraints` with every field the API server defaults spelt out. The struct is
+    atomic (k8s.io/api admissionregistration/v1 MatchResources `+structType=atomic`), so a default left out makes
+    each server-side apply replace the stored struct and rewrite the object (kubernetes pkg/apis/
+    admissionregistration/v1/defaults.go `SetDefaults_MatchResources`, `SetDefaults_Rule`)."""
+    return {
+        "namespaceSelector": namespace_selector or {},
+        "objectSelector": {},
+        "matchPolicy": "Equivalent",
+        "resourceRules": [{**rule, "scope": "*"} for rule in rules],
+    }

@@ -31,6 +31,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from gpu_tenancy.builders import kube_objects
+
 GPU_RUNTIME_CLASS = "nvidia"  # HAMi chart: RuntimeClass handler `nvidia`; nvidia-ctk's default runtime name
 DEVICE_ENV = "NVIDIA_VISIBLE_DEVICES"
 NO_DEVICE_VALUES = ("none", "void")  # nvidia-container-toolkit: no GPU injected
@@ -176,13 +178,8 @@ def validating_admission_policy_spec() -> dict[str, Any]:
     return {
         "failurePolicy": "Fail",
         "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
-        "matchConstraints": {
-            "namespaceSelector": {
-                "matchExpressions": [
-                    {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": list(EXEMPT_NAMESPACES)}
-                ]
-            },
-            "resourceRules": [
+        "matchConstraints": kube_objects.match_constraints(
+            [
                 {
                     "apiGroups": [""],
                     "apiVersions": ["v1"],
@@ -190,7 +187,12 @@ def validating_admission_policy_spec() -> dict[str, Any]:
                     "resources": ["pods", "pods/ephemeralcontainers"],
                 }
             ],
-        },
+            namespace_selector={
+                "matchExpressions": [
+                    {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": list(EXEMPT_NAMESPACES)}
+                ]
+            },
+        ),
         "variables": [{"name": name, "expression": expression} for name, expression in VARIABLES.items()],
         "validations": [
             {"expression": expression, "message": message, "reason": "Forbidden"}

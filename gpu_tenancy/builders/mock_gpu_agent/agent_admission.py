@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpu_tenancy.builders import kube_objects
 from gpu_tenancy.hami import protocol as hami
 
 BIND_PHASE = hami.BIND_PHASE_ANNOTATION
@@ -25,11 +26,9 @@ def policy_spec(username: str, node_name: str) -> dict[str, Any]:
     others = "variables.{side}.filter(k, k != '" + BIND_PHASE + "')"
     return {
         "failurePolicy": "Fail",
-        "matchConstraints": {
-            "resourceRules": [
-                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["pods"]}
-            ]
-        },
+        "matchConstraints": kube_objects.match_constraints(
+            [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["pods"]}]
+        ),
         "matchConditions": [{"name": "the-agent", "expression": f"request.userInfo.username == '{username}'"}],
         "variables": [
             {"name": "new", "expression": "has(object.metadata.annotations) ? object.metadata.annotations : {}"},

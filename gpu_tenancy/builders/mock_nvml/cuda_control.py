@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpu_tenancy.builders import kube_objects
 from gpu_tenancy.contract.limits import mutating_admission_policy_api
 from gpu_tenancy.hami import protocol as hami
 
@@ -68,11 +69,9 @@ def policy_spec() -> dict[str, Any]:
     return {
         "failurePolicy": "Fail",
         "reinvocationPolicy": "IfNeeded",
-        "matchConstraints": {
-            "resourceRules": [
-                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}
-            ]
-        },
+        "matchConstraints": kube_objects.match_constraints(
+            [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}]
+        ),
         "matchConditions": [
             {
                 "name": "a-gpu-container-without-the-variable",

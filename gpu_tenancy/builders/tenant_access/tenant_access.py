@@ -62,17 +62,12 @@ def quota_hard() -> dict[str, str]:
 def services_policy_spec(namespace: str) -> dict[str, Any]:
     return {
         "failurePolicy": "Fail",
-        "matchConstraints": {
-            "namespaceSelector": {
+        "matchConstraints": kube_objects.match_constraints(
+            [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["services"]}],
+            namespace_selector={
                 "matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": [namespace]}]
             },
-            "resourceRules": [
-                {
-                    "apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
-                    "resources": ["services"],
-                }
-            ],
-        },
+        ),
         "validations": [
             {
                 "expression": "!has(object.spec.externalIPs) || size(object.spec.externalIPs) == 0",
