@@ -1,5 +1,6 @@
-"""Evaluate the program under Pulumi mocks for 10, 100 and 300 tenants; print the cost per tenant and its
-ratio to the cost per tenant at the first count (1.00 everywhere is linear).
+"""Evaluate the program under Pulumi mocks for 10, 30 and 100 tenants; print the cost per tenant and its
+ratio to the cost per tenant at the first count (1.00 everywhere is linear). 100 is the most a stack may
+declare (gpu_tenancy/contract/tenant_config.py MAX_TENANTS).
 
 Next to each count it prints the SDK floor: the time the same Pulumi SDK takes under the same mocks, with
 the same garbage-collection settings as the program (full collections deferred: gpu_tenancy/gc_settings.py),
@@ -26,8 +27,11 @@ from pulumi.runtime import MockCallArgs, MockResourceArgs, Mocks
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from gpu_tenancy.contract.tenant_config import MAX_TENANTS
 from gpu_tenancy.gc_settings import defer_full_collections
 from tests.harness import record_stack
+
+DEFAULT_COUNTS = (10, 30, MAX_TENANTS)
 
 
 def config_for(tenants: int) -> dict[str, object]:
@@ -103,7 +107,10 @@ def main(counts: list[int], repeat: int) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("counts", nargs="*", type=int, default=[10, 100, 300], help="tenant counts (10 100 300)")
+    parser.add_argument("counts", nargs="*", type=int, default=list(DEFAULT_COUNTS),
+                        help=f"tenant counts, each 1 to {MAX_TENANTS} (default: {' '.join(map(str, DEFAULT_COUNTS))})")
     parser.add_argument("--repeat", type=int, default=3, help="runs per count; the lowest time is printed (default 3)")
     arguments = parser.parse_args()
+    if any(not 1 <= count <= MAX_TENANTS for count in arguments.counts):
+        parser.error(f"tenant counts must be 1 to {MAX_TENANTS}: a stack declares at most {MAX_TENANTS} tenants")
     main(arguments.counts, arguments.repeat)

@@ -111,3 +111,39 @@ def test_json_carries_what_the_table_shows() -> None:
     assert (a["gpus"][0]["memory_allocated"], a["gpus"][0]["cores_allocated"], a["gpus"][0]["slots_used"]) == (
         40960, 80, 4)
     assert a["quota"][1] == {"key": "limits.nvidia.com/gpumem", "used": 40960, "limit": 61440}
+
+
+def _label_cells(text: str, column: int, starts: int) -> list[list[str]]:
+    """The lines of cell ``column`` of each row of every table in ``text`` (a row starts where cell ``starts`` is
+    set)."""
+    rows: list[list[str]] = []
+    for line in text.splitlines():
+        cells = line.split("│")
+        if len(cells) < max(column, starts) + 2:
+            continue
+        cell = cells[column].strip()
+        if cells[starts].strip():
+            rows.append([cell])
+        elif rows and cell:
+            rows[-1].append(cell)
+    return rows
+
+
+@pytest.mark.parametrize("width", [80, 100])
+@pytest.mark.parametrize("command", ["report", "plan"])
+def test_node_names_are_cut_between_their_parts_never_inside_one(
+    width: int, command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gpu_tenancy.cli.plan.command import main
+
+    main([command, "Pulumi.dev.yaml", "--width", str(width)])
+    out = capsys.readouterr().out
+    assert all(len(line) <= width for line in out.splitlines()), out
+    rows = _label_cells(out, *((1, 2) if command == "report" else (4, 2)))
+    assert rows, out
+    for lines in rows:
+        label = ""
+        for line in lines:
+            label += line if not label or label.endswith("-") else f" {line}"
+        # A cut inside a part ("gpu-tenancy-dev-te" / "nant-a-worker") would not join back into the name.
+        assert label.split(" / ")[0] in ("gpu-tenancy-dev-tenant-a-worker", "gpu-tenancy-dev-tenant-b-worker"), lines

@@ -28,3 +28,23 @@ def test_benchmark_runs_standalone(script: str, args: list[str], output: str) ->
     )
     assert result.returncode == 0, result.stderr
     assert re.search(output, result.stdout, re.MULTILINE), result.stdout
+
+
+def test_the_default_tenant_counts_are_stacks_the_program_accepts() -> None:
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import program_eval
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    from gpu_tenancy.contract.config import load_config
+
+    for count in program_eval.DEFAULT_COUNTS:
+        assert len(load_config(program_eval.config_for(count)).tenants) == count
+
+
+def test_more_tenants_than_a_stack_may_declare_is_refused_in_one_line() -> None:
+    result = subprocess.run([sys.executable, str(BENCHMARKS / "program_eval.py"), "10", "300"], capture_output=True,
+                            text=True, timeout=120, cwd="/")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1].endswith(
+        "tenant counts must be 1 to 100: a stack declares at most 100 tenants"), result.stderr

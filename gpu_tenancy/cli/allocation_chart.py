@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import textwrap
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -105,25 +106,41 @@ def render_json(view: AllocationView) -> dict[str, Any]:
 # --------------------------------------------------------------------------- table
 
 
+def label_lines(label: str, width: int) -> str:
+    """``label`` in lines of at most ``width`` columns, broken after a hyphen or at a space, so a node name is cut
+    between its parts (rich would fold a long word wherever the column ends); only a part longer than the
+    column is cut inside."""
+    return "\n".join(textwrap.wrap(label, width=max(width, 8), break_on_hyphens=True)) or label
+
+
+def label_width(width: int, columns: int, others: Iterable[int]) -> int:
+    """What a table ``width`` wide leaves its GPU label column, the other columns taking ``others`` (a border
+    between columns and at each side, one space of padding on each side of every cell)."""
+    return width - (columns + 1) - 2 * columns - sum(others)
+
+
 def _tenant_table(tenant: TenantView, width: int, per_pod: bool) -> Table:
     table = Table(title=f"[b]{tenant.tenant}[/b]", title_justify="left", expand=True, show_lines=False)
     longest = max((len(g.label) for g in tenant.gpus), default=10)
-    # The label is what the user looks for: keep it on one line while the table has room.
-    wide = width >= longest + 80
-    table.add_column("GPU (node / model #index)", overflow="fold", min_width=longest if wide else None)
+    rows = [(
+        f"{gpu.memory_allocated}/{gpu.memory_mib} ({_pct(gpu.memory_allocated, gpu.memory_mib)})",
+        f"{gpu.cores_allocated}/{gpu.cores}",
+        f"{gpu.slots_used}/{gpu.split_count}",
+    ) for gpu in tenant.gpus]
+    fixed = [max([len(header), *(len(row[i]) for row in rows)]) for i, header in enumerate(("memory MiB", "cores",
+                                                                                               "slots"))]
+    # The label is what the user looks for: on one line while the table has room, else cut between name parts,
+    # leaving "held by" at least 16 columns. Never wrapped by rich, which would fold inside a word.
+    room = max(label_width(width, 5, [*fixed, 16]), 12)
+    header = "GPU (node / model #index)"
+    table.add_column(header if len(header) <= room else label_lines(header, room), no_wrap=True)
     table.add_column("memory MiB", justify="right")
     table.add_column("cores", justify="right", no_wrap=True)
     table.add_column("slots", justify="right", no_wrap=True)
     table.add_column("held by", overflow="fold")
-    for gpu in tenant.gpus:
-        holders = holders_text(gpu, per_pod)
-        table.add_row(
-            gpu.label,
-            f"{gpu.memory_allocated}/{gpu.memory_mib} ({_pct(gpu.memory_allocated, gpu.memory_mib)})",
-            f"{gpu.cores_allocated}/{gpu.cores}",
-            f"{gpu.slots_used}/{gpu.split_count}",
-            holders,
-        )
+    for gpu, (memory, cores, slots) in zip(tenant.gpus, rows, strict=True):
+        table.add_row(gpu.label if longest <= room else label_lines(gpu.label, room), memory, cores, slots,
+                      holders_text(gpu, per_pod))
     return table
 
 
