@@ -29,6 +29,7 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from policy_support import EXAMPLE_STACKS, Recorded
 
+from gpu_tenancy.builders import gpu_nodes
 from gpu_tenancy.hami import protocol as hami
 from gpu_tenancy.hami.agent.kube import KubeAgent
 from tests.realcp.cluster import KWOK_NODE_ANNOTATION, RealControlPlane
@@ -148,25 +149,43 @@ def _scheduled_on(core: client.CoreV1Api, node: str) -> list[client.V1Pod]:
     return core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node}").items
 
 
-@pytest.mark.parametrize("stack", ["dev", "gpu"])
-def test_kube_scheduler_stops_at_the_pod_limit_counting_the_programs_daemonset_pods(
+# What each example stack's GPU node runs besides what the program registers itself: DaemonSets of Helm charts,
+# as Helm's SDK rendered them for the stack's values (tests/fixtures, see their tests for how they were made).
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+RENDERED_DAEMONSETS = {
+    "dev": (),
+    "dev-nvml": (FIXTURES / "nvml_mock" / "hami-device-plugin.dev-nvml.tenant-a.yaml",),
+    "gpu": (HAMI_RENDERED_GPU,),
+}
+DEVICE_LAYER = {"dev": "mock-agent", "dev-nvml": "nvml-mock", "gpu": "nvidia"}
+# Kamaji's konnectivity agent is a DaemonSet Kamaji creates in the tenant (addons.konnectivity.agent.mode), not one
+# the program registers, so it cannot be placed here; the planner counts it.
+KAMAJI_DAEMONSETS = ("konnectivity-agent",)
+# The DaemonSets as named in the cluster (tenant-a's) -> as the planner lists them (builders/gpu_nodes.py).
+PLANNER_NAMES = {"kindnet": "kindnet", "kube-proxy": "kube-proxy", "tenant-a-mock-gpu-agent": "mock-gpu-agent",
+                 "hami-device-plugin": "hami-device-plugin", "tenant-a-mock-nvml": "nvml-mock"}
+
+
+@pytest.mark.parametrize("stack", ["dev", "dev-nvml", "gpu"])
+def test_kube_scheduler_stops_at_the_pod_limit_the_planner_plans(
         admin_api: client.ApiClient, core: client.CoreV1Api, system_namespace: str, stack: str) -> None:
     apps = client.AppsV1Api(admin_api)
     node_name = f"{PREFIX}{stack}-node"
     daemonsets = [_renamespaced(_manifest(r)) for r in _registered(stack, "tenant-a", "DaemonSet")]
     assert daemonsets, f"{stack}: tenant-a registers no DaemonSet"
-    if stack == "gpu":
-        # HAMi's device plugin, a DaemonSet of its chart, as Helm's SDK rendered it for this stack's values, with the
-        # RuntimeClass it runs under. Its priority class is dropped: the Priority admission plugin allows
-        # system-node-critical in kube-system only, and placement does not depend on it.
-        rendered = [d for d in yaml.safe_load_all(HAMI_RENDERED_GPU.read_text()) if d]
-        for plugin in (d for d in rendered if d["kind"] == "DaemonSet"):
-            plugin["spec"]["template"]["spec"].pop("priorityClassName", None)
-            daemonsets.append(_renamespaced(plugin))
-        node_api = client.NodeV1Api(admin_api)
-        for runtime_class in (d for d in rendered if d["kind"] == "RuntimeClass"):
+    # Chart DaemonSets keep their selectors and templates; the priority class is dropped (the Priority admission
+    # plugin allows system-node-critical in kube-system only; placement does not depend on it), and the
+    # RuntimeClass a template names is created.
+    rendered = [d for path in RENDERED_DAEMONSETS[stack] for d in yaml.safe_load_all(path.read_text()) if d]
+    for chart_daemonset in (d for d in rendered if d["kind"] == "DaemonSet"):
+        chart_daemonset["spec"]["template"]["spec"].pop("priorityClassName", None)
+        chart_daemonset["metadata"]["namespace"] = "kube-system"
+        daemonsets.append(_renamespaced(chart_daemonset))
+        runtime_class = chart_daemonset["spec"]["template"]["spec"].get("runtimeClassName")
+        if runtime_class:
             try:
-                node_api.create_runtime_class(runtime_class)
+                client.NodeV1Api(admin_api).create_runtime_class({"metadata": {"name": runtime_class},
+                                                                  "handler": runtime_class})
             except ApiException as error:
                 if error.status != 409:
                     raise
@@ -175,11 +194,14 @@ def test_kube_scheduler_stops_at_the_pod_limit_counting_the_programs_daemonset_p
     # Labelled as a GPU node of each mode: the program's own label, and HAMi's `gpu: on` (chart nodeSelector).
     core.create_node(_node(node_name, 110, {"gpu-tenancy.io/gpu-node": "true", "gpu": "on"}))
     names = []
+    original: dict[str, str] = {}
     try:
         for index, body in enumerate(daemonsets):
             # Each DaemonSet's own selector and template as registered; only its name is made unique, and its
             # service account is created (the ServiceAccount admission plugin refuses pods without it).
-            body["metadata"]["name"] = f"{stack}-{index}-{body['metadata']['name']}"
+            unique = f"{stack}-{index}-{body['metadata']['name']}"
+            original[unique] = body["metadata"]["name"]
+            body["metadata"]["name"] = unique
             account = body["spec"]["template"]["spec"].get("serviceAccountName")
             if account:
                 try:
@@ -191,6 +213,14 @@ def test_kube_scheduler_stops_at_the_pod_limit_counting_the_programs_daemonset_p
             names.append(body["metadata"]["name"])
         daemon_pods = _wait_for(f"{len(daemonsets)} DaemonSet pods on {node_name}",
                                 lambda: len(_scheduled_on(core, node_name)) == len(daemonsets) and _scheduled_on(core, node_name))
+        # The planner's list of what runs on a GPU node is what the real DaemonSet controller put there, and
+        # Kamaji's agent; so its pod budget per node is what kube-scheduler leaves for workloads.
+        layer = DEVICE_LAYER[stack]
+        planned = [entry for entry in gpu_nodes.NODE_DAEMONSETS[layer] if entry not in KAMAJI_DAEMONSETS]
+
+        placed = sorted(PLANNER_NAMES.get(original[pod.metadata.owner_references[0].name], "?") for pod in daemon_pods)
+        assert placed == sorted(planned), [original[pod.metadata.owner_references[0].name] for pod in daemon_pods]
+        assert gpu_nodes.workload_pods_per_node(layer) == 110 - len(daemon_pods) - len(KAMAJI_DAEMONSETS)
         replicas = 115
         apps.create_namespaced_deployment(workload_namespace, {
             "metadata": {"name": "fill"},
