@@ -1629,6 +1629,53 @@ def test_quota_exceeded_is_flagged(stack: list[Recorded], pack_env: None) -> Non
     )
 
 
+# One L4: w0 {11517 MiB, no cores}, w1 2 x {2048 MiB, 50 cores}; if w1's pods are scheduled first the card's
+# cores are full and w0 gets CardComputeUnitsExhausted.
+ORDER_CASE = [
+    {"name": "w0", "replicas": 1, "containers": [{"gpus": 1, "gpumemMiB": 11517}]},
+    {"name": "w1", "replicas": 2, "containers": [{"gpus": 1, "gpumemMiB": 2048, "gpucores": 50}]},
+]
+
+
+def test_a_fit_that_depends_on_the_order_is_advisory_unless_refused(
+    stack: list[Recorded], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PULUMI_CONFIG", engine_config(dev_config()))
+    declare(stack, "tenant-b", gpus=[{"model": "NVIDIA L4", "count": 1}], workloads=ORDER_CASE, quota={})
+    assert run(tp.gpu_plan_fits, stack) == []
+    (message,) = run(tp.gpu_plan_order, stack)
+    assert message.startswith(
+        "tenant 'tenant-b': workload 'w0' replica 0 fits in some orders only: it depends on the order pods are "
+        "created and scheduled in: 0 to 1 of 1 placed; fewest when: "
+    )
+    monkeypatch.setenv("PULUMI_CONFIG", engine_config({**dev_config(), "orderDependentPlan": "refuse"}))
+    assert run(tp.gpu_plan_order, stack) == []
+    (message,) = run(tp.gpu_plan_fits, stack)
+    assert "workload 'w0' replica 0 fits only in some orders (orderDependentPlan: refuse)" in message
+
+
+def test_ordered_workloads_make_the_creation_order_certain(
+    stack: list[Recorded], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PULUMI_CONFIG", engine_config({**dev_config(), "orderDependentPlan": "refuse"}))
+    declare(stack, "tenant-b", gpus=[{"model": "NVIDIA L4", "count": 1}], workloads=ORDER_CASE, quota={},
+            orderedWorkloads=True)
+    assert run(tp.gpu_plan_fits, stack) == []
+    assert run(tp.gpu_plan_order, stack) == []
+
+
+def test_the_planned_nodes_carry_numa_and_pod_room_from_the_tenant(stack: list[Recorded]) -> None:
+    """The Tenant declares its node's cards' NUMA nodes (sim: the mock-GPU agent's 0) and the pods left for
+    workloads after the program's DaemonSets."""
+    (node,) = find(stack, TENANT, "tenant-b").inputs["gpuNodes"]
+    assert node["numa"] == [0, 0] and node["maxPods"] == 106
+    nodes, _, _ = gpu_lib.planner_inputs("tenant-b", [(node["name"], node["gpus"], node["numa"], node["maxPods"])],
+                                         [], {}, 10)
+    assert [d.numa for d in nodes[0].devices] == [0, 0] and nodes[0].max_pods == 106
+    nodes, _, _ = gpu_lib.planner_inputs("tenant-b", [(node["name"], node["gpus"])], [], {}, 10)
+    assert [d.numa for d in nodes[0].devices] == [None, None], "undeclared NUMA nodes are unknown"
+
+
 def test_unset_gpucores_stay_unset_for_the_planner() -> None:
     # HAMi's webhook (device.go defaultExclusiveCoreIfNeeded) gives a whole-card request without gpucores
     # 100 cores, a memory slice 0; reading "unset" as 0 lost the first case.
@@ -1654,8 +1701,8 @@ def test_a_sixteen_gpu_tenant_is_planned(stack: list[Recorded], pack_env: None) 
     ])
     assert_violation(
         run(tp.gpu_plan_fits, stack),
-        "tenant 'tenant-b': workload 'b-infer' replica 16 cannot be placed on its declared GPUs in any order: ResourceQuotaNotFit "
-        "at admission: admission webhook \"vgpu.hami.io\" denied the request: exceeding resource quota "
+        "tenant 'tenant-b': workload 'b-infer' replica 16 cannot be placed on its declared GPUs in any order: "
+        "ResourceQuotaNotFit at admission: admission webhook \"vgpu.hami.io\" denied the request: exceeding resource quota "
         "(limits.nvidia.com/gpumem 23034+23034 > 36864, limits.nvidia.com/gpucores 100+100 > 150).",
     )
 
