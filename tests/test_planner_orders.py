@@ -131,6 +131,18 @@ def test_commas_in_type_filters_are_split_and_trimmed() -> None:
     assert pod_annotations(config)["nvidia.com/nouse-gputype"] == "A100, L4"
 
 
+def test_a_preferred_node_that_may_refuse_lets_a_worse_one_take_the_pod() -> None:
+    """Binpack prefers node a once w0 is on it; under one card tie-break a refuses w1 (the NUMA case), so w1
+    may land on the empty node b, which w2's two whole cards then miss."""
+    nodes = [Node(n, (Device(f"{n}0", A100, 81920, numa=None), Device(f"{n}1", A100, 81920, numa=None, index=1)))
+             for n in ("a", "b")]
+    _, (w0, w1) = _numa_case((None, None))
+    workloads = [w0, w1, Workload("w2", (ContainerRequest(2),))]
+    found = verdicts(nodes, workloads, ordered=frozenset({None}))
+    assert [r.verdict for r in found.replicas] == ["fits", "fits", "depends"]
+    assert outcomes(nodes, workloads, None, True) == {(1, 1, 0), (1, 1, 1)}
+
+
 # ------------------------------------------------------------------ against the brute force
 
 _CARDS = [(A100, 81920), (L4, 23034), (H100, 81559)]
