@@ -88,11 +88,13 @@ preflight: stack-file | $(if $(UP_GOAL),runtime) ## Install the stack's tools, c
 	exit $$status
 
 # `make doctor`'s host checks first, in preflight (nothing is created when they fail), then an `up` that
-# refreshes from the live lab (a worker removed or stopped by hand, an image gone) before it diffs.
+# refreshes from the live lab (a worker removed or stopped by hand, an image gone) before it diffs, and builds
+# again each image the stack built that Docker no longer has (`docker image prune -a`; no refresh sees that).
 up: preflight runtime ## Deploy STACK (created on first use): host checks, refresh, then preview with the policy pack
 	mkdir -p $(STATE_DIR)
 	pulumi stack select --create $(STACK)
-	pulumi up --stack $(STACK) --refresh --policy-pack policies $(AUTO_APPROVE)
+	replace=$$($(BIN)/python -m gpu_tenancy.cli.doctor --stack $(STACK) --missing-images) && \
+	  pulumi up --stack $(STACK) --refresh --policy-pack policies $(AUTO_APPROVE) $$replace
 
 doctor: runtime ## Check this host and, when deployed, the lab: one line per problem with its fix (exit 1 if any)
 	@$(BIN)/python -m gpu_tenancy.cli.doctor --stack $(STACK) --state-dir $(STATE_DIR)

@@ -109,6 +109,7 @@ def run_make(
             f"cat > \"$3/bin/python\" <<'EOF'\n#!/bin/sh\n"
             f'echo "venv-python $*" >> "{log}"\n'
             'case "$*" in *--lab-gone*) exit "${FAKE_LAB_GONE:-1}";; esac\n'
+            'case "$*" in *--missing-images*) [ -z "${FAKE_MISSING_IMAGES:-}" ] || echo "$FAKE_MISSING_IMAGES"; exit 0;; esac\n'
             'exit "${FAKE_DOCTOR:-0}"\n'
             'EOF\nchmod +x "$3/bin/python"\n'
         )
@@ -342,7 +343,7 @@ def test_plan_prints_the_planners_report_for_the_stack_file(tmp_path: Path) -> N
 def test_up_runs_the_host_checks_first_and_refreshes(tmp_path: Path) -> None:
     run = run_make(tmp_path, "up")
     assert run.returncode == 0, run.output
-    doctor = [c for c in run.calls if c.startswith("venv-python -m gpu_tenancy.cli.doctor")]
+    doctor = [c for c in run.calls if c.startswith("venv-python -m gpu_tenancy.cli.doctor") and "--before-up" in c]
     assert doctor == [f"venv-python -m gpu_tenancy.cli.doctor --stack dev --state-dir {run.repo}/state --before-up"]
     (up,) = [c for c in run.of("pulumi") if c.startswith("pulumi up ")]
     assert "--refresh" in up.split() and "--policy-pack" in up.split()
@@ -404,3 +405,16 @@ def test_a_real_stack_still_asks_for_a_chosen_passphrase(tmp_path: Path) -> None
     run = run_make(tmp_path, "preview", "STACK=gpu", PULUMI_CONFIG_PASSPHRASE="")
     assert run.returncode != 0
     assert "export PULUMI_CONFIG_PASSPHRASE=" in run.output and not (run.repo / "state" / "passphrase").exists()
+
+
+def test_up_builds_again_the_images_docker_no_longer_has(tmp_path: Path) -> None:
+    """doctor --missing-images names them (tests/test_doctor.py); up replaces exactly those."""
+    urn = "urn:pulumi:dev::gpu-tenancy::gpu-tenancy:tenant:Tenant$docker:index/image:Image::tenant-a-image"
+    run = run_make(tmp_path, "up", FAKE_MISSING_IMAGES=f"--replace {urn}")
+    assert run.returncode == 0, run.output
+    (up,) = [c for c in run.of("pulumi") if c.startswith("pulumi up ")]
+    assert up.split()[-2:] == ["--replace", urn], up
+    assert any(c.startswith("venv-python -m gpu_tenancy.cli.doctor --stack dev --missing-images") for c in run.calls)
+    (tmp_path / "again").mkdir()
+    plain = run_make(tmp_path / "again", "up")
+    assert "--replace" not in next(c for c in plain.of("pulumi") if c.startswith("pulumi up "))

@@ -226,6 +226,35 @@ def stack_deployment(stack: str) -> dict[str, Any]:
     return deployment if isinstance(deployment, dict) else {}
 
 
+IMAGE_TYPE = "docker:index/image:Image"
+# The sim-nvml mock NVML image, built by a command (components/nvml_mock_image.py) that names it in $IMAGE.
+IMAGE_BUILD = "gpu-tenancy:nvml_mock_image:NvmlMockImage$command:local:Command::"
+
+
+def built_images(deployment: Mapping[str, Any]) -> dict[str, str]:
+    """URN -> image name of what the stack built into the local Docker (no registry holds it)."""
+    images = {}
+    for resource in deployment.get("resources") or []:
+        urn, inputs = str(resource.get("urn", "")), resource.get("inputs") or {}
+        if resource.get("type") == IMAGE_TYPE and inputs.get("imageName"):
+            images[urn] = str(inputs["imageName"])
+        elif IMAGE_BUILD in urn and isinstance(inputs.get("environment"), dict) and inputs["environment"].get("IMAGE"):
+            images[urn] = str(inputs["environment"]["IMAGE"])
+    return images
+
+
+def missing_images(stack: str) -> list[tuple[str, str]]:
+    """(URN, image) of each image the stack built that Docker no longer has (`docker image prune -a`). Neither
+    pulumi-docker's Image (its Read returns the stored state) nor a build command (no Read) sees that, so only
+    replacing them builds the images again. Nothing when Docker does not answer: doctor names that."""
+    gone = []
+    for urn, image in sorted(built_images(stack_deployment(stack)).items()):
+        inspected = run(["docker", "image", "inspect", "--format", "{{.Id}}", image])
+        if inspected is not None and inspected[0] != 0 and "no such image" in inspected[2].lower():
+            gone.append((urn, image))
+    return gone
+
+
 def image_loads(deployment: Mapping[str, Any]) -> dict[str, str]:
     """Name -> URN of the commands that load an image into a worker's containerd."""
     urns = [str(r.get("urn", "")) for r in deployment.get("resources") or []]
@@ -325,6 +354,8 @@ def parser() -> argparse.ArgumentParser:
                    help="the file backend's directory (default: state)")
     p.add_argument("--before-up", action="store_true",
                    help="only what `make up` checks first: the host, the Pulumi state and a lost kind cluster")
+    p.add_argument("--missing-images", action="store_true",
+                   help="print `--replace <urn>` for each image the stack built that Docker no longer has")
     p.add_argument("--lab-gone", action="store_true",
                    help="exit 0 only when the stack's lab was deployed (sim, sim-nvml) and its kind cluster is gone")
     return p
@@ -394,6 +425,11 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     args = parser().parse_args(argv)
     if args.lab_gone:
         return 0 if lab_gone(args) else 1
+    if args.missing_images:  # what `make up` adds to `pulumi up`
+        for urn, image in missing_images(args.stack):
+            print(f"make up: image {image} is gone from Docker (pruned?): building it again", file=sys.stderr)
+            print(f"--replace {urn}")
+        return 0
     try:
         problems, notes = diagnose(args, os.environ if environ is None else environ)
     except UsageError as error:
