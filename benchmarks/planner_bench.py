@@ -2,6 +2,9 @@
 (100,000 replicas over 10,000 GPUs), and the ratio of the two times: 10 is linear. Target: <= 1 s for the
 first, a ratio within 15.
 
+Each plan is followed by its order verdicts (gpu_tenancy.hami.planner.orders: fits whatever the order, in
+none, or depends), timed with it: "plan + verdicts".
+
 Then what `cli.plan report` adds on top: the allocation view and its table for the same 1,000 GPUs, and the
 picture for 3 tenants x 8 GPUs (a picture of 1,000 bars would be unreadable, so it is not timed here).
 
@@ -23,7 +26,9 @@ from typing import TypeVar
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gpu_tenancy.cli.plan.command import planned_view
-from gpu_tenancy.hami.planner.model import ContainerRequest, Device, Node, Workload
+from gpu_tenancy.hami.planner.model import ContainerRequest, Device, Node, Quota, Workload
+from gpu_tenancy.hami.planner.orders import OrderVerdicts, verdicts
+from gpu_tenancy.hami.planner.report import PlanResult
 from gpu_tenancy.hami.planner.schedule import plan
 
 A100 = "NVIDIA A100-SXM4-80GB"
@@ -54,6 +59,12 @@ def lowest(run: Callable[[], T], repeat: int) -> tuple[float, T]:
     return best, result
 
 
+def plan_and_verdicts(nodes: list[Node], wls: list[Workload]) -> tuple[PlanResult, OrderVerdicts]:
+    quota: Quota | None = None
+    declared = plan(nodes, wls, quota)
+    return declared, verdicts(nodes, wls, quota, declared=declared)
+
+
 def main(repeat: int) -> None:
     nodes, wls = inventory(125), workloads(10, 1000)
     small, res = lowest(partial(plan, nodes, wls), repeat)
@@ -63,6 +74,13 @@ def main(repeat: int) -> None:
         big, res = lowest(partial(plan, big_nodes, workloads(count, replicas)), repeat)
         print(f"100,000 replicas ({count} workloads) over 10,000 GPUs: placed {len(res.placements)} failed "
               f"{len(res.failures)} in {big:.3f} s, {big / small:.1f}x the time of 10,000 over 1,000")
+
+    small_v, (_, found) = lowest(partial(plan_and_verdicts, nodes, wls), repeat)
+    print(f"plan + order verdicts, 10,000 over 1,000 GPUs: {found.verdict} in {small_v:.3f} s")
+    for count, replicas in ((10, 10_000), (100, 1_000)):
+        big_v, (_, found) = lowest(partial(plan_and_verdicts, big_nodes, workloads(count, replicas)), repeat)
+        print(f"plan + order verdicts, 100,000 ({count} workloads) over 10,000 GPUs: {found.verdict} in "
+              f"{big_v:.3f} s, {big_v / small_v:.1f}x")
 
     from gpu_tenancy.cli.allocation_chart import build_figure, render_table
 

@@ -28,7 +28,7 @@ from gpu_tenancy.hami.planner.model import Node, Quota, Workload
 from gpu_tenancy.hami.planner.report import PlanResult
 from gpu_tenancy.hami.planner.ties import container_options
 
-__all__ = ["DEFAULT_BUDGET", "OrderVerdicts", "ReplicaVerdict", "Verdict", "verdicts"]
+__all__ = ["DEFAULT_BUDGET", "OrderVerdicts", "ReplicaVerdict", "Verdict", "WorkloadVerdict", "verdicts"]
 
 Verdict = Literal["fits", "never", "depends"]
 # Distinct states explored per group before falling back: a tenant's example stack needs a few dozen.
@@ -45,8 +45,31 @@ class ReplicaVerdict:
 
 
 @dataclass(frozen=True)
+class WorkloadVerdict:
+    """How many of a workload's pods are placed in every order (``fewest``) and in some (``most``): replica r
+    fits if r < fewest, never if r >= most, else depends."""
+
+    workload: str
+    replicas: int
+    fewest: int
+    most: int
+    never_because: str
+    depends_because: str
+
+
+@dataclass(frozen=True)
 class OrderVerdicts:
-    replicas: tuple[ReplicaVerdict, ...]
+    workloads: tuple[WorkloadVerdict, ...]
+
+    @property
+    def replicas(self) -> tuple[ReplicaVerdict, ...]:
+        """Per replica, in the workloads' order (built on demand: a large plan has one per pod)."""
+        out = []
+        for w in self.workloads:
+            out += [ReplicaVerdict(w.workload, r, "fits") for r in range(min(w.fewest, w.replicas))]
+            out += [ReplicaVerdict(w.workload, r, "depends", w.depends_because) for r in range(w.fewest, w.most)]
+            out += [ReplicaVerdict(w.workload, r, "never", w.never_because) for r in range(w.most, w.replicas)]
+        return tuple(out)
 
     def of(self, verdict: Verdict) -> tuple[ReplicaVerdict, ...]:
         return tuple(r for r in self.replicas if r.verdict == verdict)
@@ -54,8 +77,9 @@ class OrderVerdicts:
     @property
     def verdict(self) -> Verdict:
         """The whole plan's: "never" if any replica fits in no order, else "depends" if any depends."""
-        found = {r.verdict for r in self.replicas}
-        return "never" if "never" in found else "depends" if "depends" in found else "fits"
+        if any(w.most < w.replicas for w in self.workloads):
+            return "never"
+        return "depends" if any(w.fewest < w.most for w in self.workloads) else "fits"
 
 
 class _TooBig(Exception):
@@ -87,6 +111,7 @@ def _groups(
         nds = tuple(n for n in nodes if joined or n.tenant == key)
         qlist: list[str | None] = []
         quotas, qkeys, scopes = [], [], []
+        scope_of: dict[str | None, tuple[int, ...]] = {}
         for w in wls:
             q = quota if isinstance(quota, Quota) or quota is None else quota.get(w.tenant) if w.tenant else None
             slot = None if isinstance(quota, Quota) else w.tenant
@@ -94,7 +119,9 @@ def _groups(
                 qlist.append(slot)
             quotas.append(q)
             qkeys.append(qlist.index(slot))
-            scopes.append(tuple(i for i, n in enumerate(nds) if w.tenant is None or n.tenant == w.tenant))
+            if w.tenant not in scope_of:
+                scope_of[w.tenant] = tuple(i for i, n in enumerate(nds) if w.tenant is None or n.tenant == w.tenant)
+            scopes.append(scope_of[w.tenant])
         tenants = {w.tenant for w in wls}
         out.append(_Group(nds, wls, tuple(quotas), tuple(qkeys), tuple(scopes), tenants <= ordered))
     return out
@@ -352,7 +379,8 @@ def _symmetric(g: _Group, declared: PlanResult | None) -> tuple[tuple[int, ...],
     names = {w.name for w in g.workloads}
     if declared is None:
         declared = plan(g.nodes, g.workloads, g.quotas[0], exact_device_order=False)
-    placed = len({(p.workload, p.replica) for p in declared.placements if p.workload in names})
+    # Every pod has the one shape, so the pods placed are those with no failure.
+    placed = total - sum(1 for f in declared.failures if f.workload in names)
     if g.ordered:
         fixed, left = [], placed
         for w in g.workloads:
@@ -397,9 +425,8 @@ def verdicts(
     tenants whose Deployments are created one after the other (None: workloads without a tenant);
     ``declared`` is ``plan``'s result for the same input, for HAMi's reasons and to spare re-planning."""
     reasons = _failure_reasons(declared)
-    out: list[ReplicaVerdict] = []
     groups = _groups(nodes, workloads, quota, ordered)
-    by_name: dict[str, ReplicaVerdict] = {}
+    by_name: dict[str, WorkloadVerdict] = {}
     for g in groups:
         lo: tuple[int, ...]
         hi: tuple[int, ...]
@@ -421,20 +448,9 @@ def verdicts(
                     why[w.name] = (f"not established: more than {budget} states to explore and no symmetry "
                                    "argument applies (pods of several shapes or cards that differ)")
         for i, w in enumerate(g.workloads):
-            for r in range(w.replicas):
-                if r < lo[i]:
-                    v = ReplicaVerdict(w.name, r, "fits")
-                elif r >= hi[i]:
-                    v = ReplicaVerdict(w.name, r, "never", reasons.get(w.name, "no order places it"))
-                else:
-                    v = ReplicaVerdict(w.name, r, "depends", why[w.name])
-                by_name[f"{w.name}\0{r}"] = v
-    for w in workloads:
-        for r in range(w.replicas):
-            found_v = by_name.get(f"{w.name}\0{r}")
-            if found_v is not None:
-                out.append(found_v)
-    return OrderVerdicts(tuple(out))
+            by_name[w.name] = WorkloadVerdict(w.name, w.replicas, lo[i], hi[i],
+                                              reasons.get(w.name, "no order places it"), why.get(w.name, ""))
+    return OrderVerdicts(tuple(by_name[w.name] for w in workloads if w.name in by_name))
 
 
 def _explore(g: _Group, budget: int, why: dict[str, str]) -> tuple[tuple[int, ...], tuple[int, ...]]:
