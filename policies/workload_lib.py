@@ -101,6 +101,8 @@ def pod_findings(spec: Mapping[str, Any], annotations: Mapping[str, Any]) -> Ite
     if not any(is_unknown(v) for v in spec.values()):
         for problem in gpu_access.pod_problems(spec):
             yield "gpuAccess", problem
+    for problem in gpu_access.annotation_problems(annotations):
+        yield "gpuAccess", problem
 
 
 def _template_annotations(res: Res) -> dict[str, Any]:

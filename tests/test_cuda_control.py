@@ -28,7 +28,9 @@ def _matches(pod: dict[str, Any]) -> bool:
 def _pod(*limits: dict[str, str] | None, env: list[dict[str, str]] | None = None) -> dict[str, Any]:
     containers = [{"name": f"c{i}", **({"resources": {"limits": lim}} if lim is not None else {}),
                    **({"env": env} if env is not None else {})} for i, lim in enumerate(limits)]
-    return {"spec": {"containers": containers}}
+    # As HAMi's webhook leaves a pod (chart v2.10.0 schedulerName, forceOverwriteDefaultScheduler): the GPU-access
+    # policy refuses a GPU pod any other scheduler would place.
+    return {"spec": {"schedulerName": "hami-scheduler", "containers": containers}}
 
 
 @pytest.mark.parametrize(

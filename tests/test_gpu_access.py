@@ -171,9 +171,15 @@ def test_the_recording_is_what_helm_renders(tmp_path: Path, program_values: dict
 # --------------------------------------------------------------------------- admission
 
 
-def pod(*containers: dict[str, Any], **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "team"},
-            "spec": {"containers": list(containers), **spec}}
+def pod(*containers: dict[str, Any], annotations: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+    """A pod as validating admission sees it: after HAMi's webhook, which names its scheduler on every pod whose
+    scheduler is unset or the default (chart v2.10.0 `schedulerName: hami-scheduler`,
+    `forceOverwriteDefaultScheduler: true`)."""
+    metadata: dict[str, Any] = {"name": "p", "namespace": "team"}
+    if annotations is not None:
+        metadata["annotations"] = annotations
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata,
+            "spec": {"containers": list(containers), "schedulerName": "hami-scheduler", **spec}}
 
 
 def ctr(name: str = "main", env: list[dict[str, Any]] | None = None, gpu: bool = False, **extra: Any) -> dict[str, Any]:
@@ -211,15 +217,34 @@ CASES: list[tuple[str, dict[str, Any], bool]] = [
     ("debug container under the class", pod(ctr(gpu=True), runtimeClassName="nvidia",
                                             ephemeralContainers=[ctr("dbg")]), False),
     ("other runtime class", pod(ctr(), runtimeClassName="gvisor"), True),
+    # HAMi's webhook passes a pod naming another scheduler untouched (pkg/scheduler/webhook.go `Handle`).
+    ("GPU pod, another scheduler", pod(ctr(gpu=True), schedulerName="my-scheduler"), False),
+    ("GPU pod, no scheduler", pod(ctr(gpu=True), schedulerName=None), False),
+    ("memory only, another scheduler", pod(ctr(resources={"limits": {"nvidia.com/gpumem": "1024"}}),
+                                           schedulerName="default-scheduler"), False),
+    ("GPU requests only, another scheduler", pod(ctr(resources={"requests": {"nvidia.com/gpu": "1"}}),
+                                                 schedulerName="my-scheduler"), False),
+    ("GPU class, another scheduler", pod(ctr(env=nvd("none")), runtimeClassName="nvidia", schedulerName="x"), False),
+    ("plain pod, another scheduler", pod(ctr(), schedulerName="my-scheduler"), True),
+    ("placed on a node", pod(ctr(gpu=True), nodeName="gpu-a100-01"), False),
+    ("plain pod placed on a node", pod(ctr(), nodeName="gpu-a100-01"), False),
+    ("forged allocation", pod(ctr(gpu=True), annotations={
+        "hami.io/vgpu-devices-allocated": "GPU-0,NVIDIA,81920,100:;", "hami.io/vgpu-node": "gpu-a100-01",
+        "hami.io/bind-phase": "allocating"}), False),
+    ("a user's scheduler policies", pod(ctr(gpu=True), annotations={
+        "hami.io/gpu-scheduler-policy": "binpack", "hami.io/node-scheduler-policy": "spread"}), True),
 ]
 
 
 @pytest.mark.parametrize(("case", "obj", "admitted"), CASES, ids=[c[0] for c in CASES])
 def test_the_admission_policy_and_the_pack_agree(case: str, obj: dict[str, Any], admitted: bool) -> None:
+    obj["spec"] = {k: v for k, v in obj["spec"].items() if v is not None}
     spec = gpu_access.validating_admission_policy_spec()
     refused = denials(spec, Request("pods", "CREATE", "team", obj))
     assert (not refused) is admitted, refused
-    assert (not gpu_access.pod_problems(obj["spec"])) is admitted
+    problems = gpu_access.pod_problems(obj["spec"]) + gpu_access.annotation_problems(
+        obj["metadata"].get("annotations") or {})
+    assert (not problems) is admitted, problems
 
 
 # What HAMi v2.10.0's device plugin puts in a GPU container's environment (pkg/device-plugin/nvidiadevice/nvinternal/

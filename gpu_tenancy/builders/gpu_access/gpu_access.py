@@ -47,6 +47,20 @@ CONTROLLED_NAMES = ("CUDA_OVERSUBSCRIBE", "CUDA_DISABLE_CONTROL", "CUDA_TASK_PRI
 ALLOWED_NAMES = ("NVIDIA_DRIVER_CAPABILITIES", "NVIDIA_DISABLE_REQUIRE")
 ALLOWED_PREFIXES = ("NVIDIA_REQUIRE_",)
 EXEMPT_NAMESPACES = ("kube-system",)
+# HAMi's scheduler (chart values `schedulerName`, v2.10.0 default; the program keeps it). HAMi's webhook lets a pod
+# that names another scheduler through untouched (pkg/scheduler/webhook.go `Handle`: "Pod already has different
+# scheduler assigned"), and then nothing counts its GPU memory and cores against the quota.
+HAMI_SCHEDULER = "hami-scheduler"
+# HAMi's pod annotations are its scheduler's and device plugin's record of an allocation; the device plugin
+# allocates from them (server.go `Allocate` via util.GetPendingPod, device.DecodePodDevices). Only these two
+# are a user's to set (pkg/util/types.go NodeSchedulerPolicyAnnotationKey, GPUSchedulerPolicyAnnotationKey).
+HAMI_ANNOTATION_PREFIX = "hami.io/"
+USER_HAMI_ANNOTATIONS = ("hami.io/node-scheduler-policy", "hami.io/gpu-scheduler-policy")
+# Who may change HAMi's annotations on a pod: HAMi's scheduler and device plugin, and the mock-GPU agent, all
+# service accounts in kube-system, where only a tenant's admin creates anything.
+HAMI_WRITERS_PREFIX = "system:serviceaccount:kube-system:"
+# The kubelet creates mirror pods with spec.nodeName set; nobody else places a pod without a scheduler.
+NODE_USER_PREFIX = "system:node:"
 POLICY_NAME = "gpu-tenancy-gpu-access"
 # The policy's parameters: a ConfigMap in kube-system (the binding's paramRef) with one key, the value of
 # CUDA_DISABLE_CONTROL that sim-nvml's own admission mutation writes on GPU containers
@@ -90,9 +104,40 @@ def requests_gpu(container: Mapping[str, Any]) -> bool:
     return isinstance(limits, Mapping) and GPU_RESOURCE in limits
 
 
+def asks_hami(container: Mapping[str, Any]) -> bool:
+    """Whether HAMi's webhook treats a container as a GPU container (a GPU resource in its limits or requests)."""
+    resources = container.get("resources") or {}
+    return any(
+        isinstance(section, Mapping) and any(r in section for r in GPU_REQUEST_RESOURCES)
+        for section in (resources.get("limits"), resources.get("requests"))
+    )
+
+
+def reaches_gpu(spec: Mapping[str, Any]) -> bool:
+    """A pod that reaches a GPU: by a GPU resource, the GPU runtime class, or an NVIDIA/HAMi-core variable."""
+    containers = [c for key in ("initContainers", "containers", "ephemeralContainers")
+                  for c in spec.get(key) or [] if isinstance(c, Mapping)]
+    by_env = any(isinstance(e, Mapping) and (e.get("name") == DEVICE_ENV or controlled(str(e.get("name", ""))))
+                 and not (e.get("name") == DEVICE_ENV and e.get("value") in NO_DEVICE_VALUES)
+                 for c in containers for e in c.get("env") or [])
+    return by_env or spec.get("runtimeClassName") == GPU_RUNTIME_CLASS or any(asks_hami(c) for c in containers)
+
+
+def annotation_problems(annotations: Mapping[str, Any]) -> list[str]:
+    """HAMi's own annotations on a pod being created: an allocation HAMi never made."""
+    return [f"sets annotation {key}, which only HAMi's scheduler and device plugin write"
+            for key in sorted(str(k) for k in annotations)
+            if key.startswith(HAMI_ANNOTATION_PREFIX) and key not in USER_HAMI_ANNOTATIONS]
+
+
 def pod_problems(spec: Mapping[str, Any]) -> list[str]:
     """Why a pod spec reaches GPUs around HAMi (empty when it does not); what the admission policy refuses."""
     problems: list[str] = []
+    if spec.get("nodeName"):
+        problems.append("sets spec.nodeName, which places the pod around every scheduler")
+    if reaches_gpu(spec) and spec.get("schedulerName") != HAMI_SCHEDULER:
+        problems.append(f"reaches a GPU but is not scheduled by {HAMI_SCHEDULER} (schedulerName "
+                        f"{spec.get('schedulerName')!r}), so HAMi neither checks nor counts it")
     groups = {key: [c for c in spec.get(key) or [] if isinstance(c, Mapping)]
               for key in ("initContainers", "containers", "ephemeralContainers")}
     for container in (c for group in groups.values() for c in group):
@@ -159,17 +204,70 @@ RUNTIME_CLASS_CEL = (
     f"'{GPU_RESOURCE}' in c.resources.limits) || {NO_DEVICE_CEL}) && "
     f"variables.ephemeral.all(c, {NO_DEVICE_CEL}))"
 )
+ASKS_HAMI_CEL = (
+    "(has(c.resources) && ((has(c.resources.limits) && "
+    f"{_cel_list(GPU_REQUEST_RESOURCES)}.exists(r, r in c.resources.limits)) || (has(c.resources.requests) && "
+    f"{_cel_list(GPU_REQUEST_RESOURCES)}.exists(r, r in c.resources.requests))))"
+)
+GPU_ENV_CEL = (
+    f"(has(c.env) && c.env.exists(e, (e.name == '{DEVICE_ENV}' && !(has(e.value) && "
+    f"e.value in {_cel_list(NO_DEVICE_VALUES)})) || (e.name != '{DEVICE_ENV}' && "
+    f"!(e.name in {_cel_list(ALLOWED_NAMES)} || {_cel_starts('e.name', ALLOWED_PREFIXES)}) && "
+    f"({_cel_starts('e.name', CONTROLLED_PREFIXES)} || e.name in {_cel_list(CONTROLLED_NAMES)}))))"
+)
+
+
+def _hami_keys(side: str) -> str:
+    """The HAMi annotation keys of `object` or `oldObject` a user may not set, as a list (empty when none)."""
+    guard = f"{side} != null && has({side}.metadata.annotations)"
+    return (f"{guard} ? {side}.metadata.annotations.filter(k, k.startsWith('{HAMI_ANNOTATION_PREFIX}') && "
+            f"!(k in {_cel_list(USER_HAMI_ANNOTATIONS)})) : []")
+
+
+SCHEDULER_CEL = (
+    f"!variables.gpu || (has(object.spec.schedulerName) && object.spec.schedulerName == '{HAMI_SCHEDULER}')"
+)
+NODE_NAME_CEL = (
+    "request.operation != 'CREATE' || !has(object.spec.nodeName) || object.spec.nodeName == '' || "
+    f"request.userInfo.username.startsWith('{NODE_USER_PREFIX}')"
+)
+HAMI_ANNOTATIONS_CEL = (
+    "request.operation == 'CREATE' ? size(variables.hamiNew) == 0 : "
+    f"(request.userInfo.username.startsWith('{HAMI_WRITERS_PREFIX}') || "
+    "(variables.hamiNew.all(k, k in variables.hamiOld && "
+    "object.metadata.annotations[k] == oldObject.metadata.annotations[k]) && "
+    "variables.hamiOld.all(k, k in variables.hamiNew)))"
+)
+# The GPU runtime only under its own name, so that a rule on a pod's runtimeClassName is a rule on the handler:
+# RuntimeClass `gpu` with handler `nvidia` would be the NVIDIA runtime under a name the rules above never meet.
+HANDLER_CEL = (
+    f"object.kind != 'RuntimeClass' || object.handler != '{GPU_RUNTIME_CLASS}' || "
+    f"object.metadata.name == '{GPU_RUNTIME_CLASS}'"
+)
 VARIABLES = {
-    "runnable": "object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : [])",
-    "ephemeral": "has(object.spec.ephemeralContainers) ? object.spec.ephemeralContainers : []",
+    "pod": "object.kind == 'Pod'",
+    "runnable": "variables.pod ? object.spec.containers + "
+                "(has(object.spec.initContainers) ? object.spec.initContainers : []) : []",
+    "ephemeral": "variables.pod && has(object.spec.ephemeralContainers) ? object.spec.ephemeralContainers : []",
     "containers": "variables.runnable + variables.ephemeral",
+    "gpu": f"variables.containers.exists(c, {ASKS_HAMI_CEL} || {GPU_ENV_CEL}) || (variables.pod && "
+           f"has(object.spec.runtimeClassName) && object.spec.runtimeClassName == '{GPU_RUNTIME_CLASS}')",
+    "hamiNew": _hami_keys("object"),
+    "hamiOld": _hami_keys("oldObject"),
 }
 VALIDATIONS = (
     (ENV_CEL, f"only HAMi's device plugin sets NVIDIA_*/CUDA_DEVICE_* and HAMi-core's variables "
               f"({DEVICE_ENV} may only be none or void)"),
     (ENV_FROM_CEL, "envFrom needs a prefix that cannot form NVIDIA_/CUDA_ variable names (e.g. APP_)"),
-    (RUNTIME_CLASS_CEL, f"under RuntimeClass {GPU_RUNTIME_CLASS} every container requests {GPU_RESOURCE} "
-                        f"or sets {DEVICE_ENV}=none"),
+    ("!variables.pod || " + RUNTIME_CLASS_CEL,
+     f"under RuntimeClass {GPU_RUNTIME_CLASS} every container requests {GPU_RESOURCE} or sets {DEVICE_ENV}=none"),
+    (SCHEDULER_CEL, f"a pod that reaches a GPU (a GPU resource, RuntimeClass {GPU_RUNTIME_CLASS} or an NVIDIA/HAMi "
+                    f"variable) is scheduled by {HAMI_SCHEDULER}"),
+    ("!variables.pod || " + NODE_NAME_CEL, "a pod is placed by a scheduler: no spec.nodeName when it is created"),
+    (f"!variables.pod || ({HAMI_ANNOTATIONS_CEL})",
+     f"only HAMi sets or changes {HAMI_ANNOTATION_PREFIX} annotations on a pod (a user may set "
+     f"{', '.join(USER_HAMI_ANNOTATIONS)})"),
+    (HANDLER_CEL, f"the {GPU_RUNTIME_CLASS!r} handler runs only under RuntimeClass {GPU_RUNTIME_CLASS!r}"),
 )
 
 
@@ -185,7 +283,14 @@ def validating_admission_policy_spec() -> dict[str, Any]:
                     "apiVersions": ["v1"],
                     "operations": ["CREATE", "UPDATE"],
                     "resources": ["pods", "pods/ephemeralcontainers"],
-                }
+                },
+                # Cluster-scoped: the namespace selector does not apply to it.
+                {
+                    "apiGroups": ["node.k8s.io"],
+                    "apiVersions": ["v1"],
+                    "operations": ["CREATE", "UPDATE"],
+                    "resources": ["runtimeclasses"],
+                },
             ],
             namespace_selector={
                 "matchExpressions": [
