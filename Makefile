@@ -107,8 +107,16 @@ preview: preflight runtime ## What `up` would change, with the policy pack (crea
 # A sim lab whose kind cluster is already gone cannot answer for its Kubernetes objects: those are dropped from
 # the state (pulumi-kubernetes deleteUnreachable, during the refresh) and the workers leave without removing
 # their Nodes (GPU_TENANCY_LAB_GONE); both say so per resource. Only when `doctor --lab-gone` saw the cluster gone.
-destroy: preflight runtime ## Delete everything STACK deployed (also when its kind cluster was deleted by hand)
-	@if $(BIN)/python -m gpu_tenancy.cli.doctor --stack $(STACK) --lab-gone; then \
+# HOSTS_OFF="<worker> ...": GPU hosts that are powered off or gone for good. Their reset (the join's delete, over
+# SSH) cannot run: everything else is destroyed first, then those joins leave the state, then the rest goes.
+destroy: preflight runtime ## Delete everything STACK deployed (also when its kind cluster was deleted by hand; HOSTS_OFF=: hosts that are off)
+	@if [ -n "$(HOSTS_OFF)" ]; then \
+	  urns=$$($(BIN)/python -m gpu_tenancy.cli.doctor --stack $(STACK) --hosts-off "$(HOSTS_OFF)") || exit 1; \
+	  echo "destroy: $(HOSTS_OFF) cannot be reset over SSH: destroying everything else first"; \
+	  pulumi destroy --stack $(STACK) --continue-on-error $(AUTO_APPROVE) || true; \
+	  for urn in $$urns; do pulumi state delete --stack $(STACK) --yes "$$urn" || exit 1; done; \
+	  pulumi destroy --stack $(STACK) $(AUTO_APPROVE); \
+	elif $(BIN)/python -m gpu_tenancy.cli.doctor --stack $(STACK) --lab-gone; then \
 	  echo "destroy: the kind cluster of stack $(STACK) is gone; dropping its Kubernetes objects from the state"; \
 	  GPU_TENANCY_LAB_GONE=1 PULUMI_K8S_DELETE_UNREACHABLE=true pulumi destroy --stack $(STACK) --refresh $(AUTO_APPROVE); \
 	else \

@@ -64,3 +64,37 @@ def test_with_docker_down_nothing_is_replaced(tmp_path: Any) -> None:
     case.answer("docker", ["image", "inspect"], "", "Cannot connect to the Docker daemon\n", 1)
     result, _ = case.run(tmp_path, "--stack", "dev", "--missing-images")
     assert result.returncode == 0 and result.stdout == ""
+
+
+# --------------------------------------------------------------------------- a GPU host powered off
+
+
+def _host_deletes(resources: list[Recorded], tenant: str, host: str) -> list[str]:
+    """The program's remote commands for `host` that have a delete: pulumi-command v1.2.1 remote
+    `Command.Delete` returns at once without one and connects to the host only to run one."""
+    return sorted(r.urn for r in resources if r.type == "command:remote:Command" and r.inputs.get("delete")
+                  and r.name.startswith(f"{tenant}-{host}-"))
+
+
+def test_a_powered_off_host_blocks_only_its_reset(tmp_path: Any) -> None:
+    from policy_support import gpu_stack
+
+    from gpu_tenancy.contract.stack_file import load_stack_file
+
+    resources = gpu_stack()
+    config = load_stack_file("Pulumi.gpu.yaml")
+    (tenant,) = [t for t in config.tenants if any(w.name == "gpu-l4-01" for w in t.workers)]
+    expected = _host_deletes(resources, tenant.name, "gpu-l4-01")
+    assert [urn.rsplit("::", 1)[-1] for urn in expected] == [f"{tenant.name}-gpu-l4-01-join"]
+    case = HostCase().deployed({"mode": "real"}, [], _export(resources))
+    result, _ = case.run(tmp_path, "--stack", "gpu", "--stack-file", "Pulumi.gpu.yaml", "--hosts-off", "gpu-l4-01")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == expected
+
+
+def test_an_unknown_host_is_refused_in_one_line(tmp_path: Any) -> None:
+    case = HostCase().deployed({"mode": "real"}, [], _export([]))
+    result, _ = case.run(tmp_path, "--stack", "gpu", "--stack-file", "Pulumi.gpu.yaml", "--hosts-off", "gpu-l4-99")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.strip() == ("doctor: gpu-l4-99: no such worker in Pulumi.gpu.yaml (workers: gpu-a100-01, "
+                                     "gpu-l4-01)")

@@ -110,6 +110,7 @@ def run_make(
             f'echo "venv-python $*" >> "{log}"\n'
             'case "$*" in *--lab-gone*) exit "${FAKE_LAB_GONE:-1}";; esac\n'
             'case "$*" in *--missing-images*) [ -z "${FAKE_MISSING_IMAGES:-}" ] || echo "$FAKE_MISSING_IMAGES"; exit 0;; esac\n'
+            'case "$*" in *--hosts-off*) [ -z "${FAKE_HOST_DELETES:-}" ] || echo "$FAKE_HOST_DELETES"; exit "${FAKE_DOCTOR:-0}";; esac\n'
             'exit "${FAKE_DOCTOR:-0}"\n'
             'EOF\nchmod +x "$3/bin/python"\n'
         )
@@ -418,3 +419,23 @@ def test_up_builds_again_the_images_docker_no_longer_has(tmp_path: Path) -> None
     (tmp_path / "again").mkdir()
     plain = run_make(tmp_path / "again", "up")
     assert "--replace" not in next(c for c in plain.of("pulumi") if c.startswith("pulumi up "))
+
+
+def test_destroy_with_hosts_off_destroys_the_rest_then_forgets_their_joins(tmp_path: Path) -> None:
+    """Which URNs: tests/test_day_after.py. Here the order: everything else (continuing past the joins that
+    cannot reach their host), then the joins leave the state, then what they held up."""
+    join = "urn:pulumi:gpu::gpu-tenancy::gpu-tenancy:host_worker:HostWorker$command:remote:Command::tenant-b-gpu-l4-01-join"
+    run = run_make(tmp_path, "destroy", "STACK=gpu", "CONFIRM=1", "HOSTS_OFF=gpu-l4-01", FAKE_HOST_DELETES=join)
+    assert run.returncode == 0, run.output
+    assert [c for c in run.of("pulumi") if c.startswith(("pulumi destroy", "pulumi state"))] == [
+        "pulumi destroy --stack gpu --continue-on-error --yes",
+        f"pulumi state delete --stack gpu --yes {join}",
+        "pulumi destroy --stack gpu --yes",
+    ]
+    assert any('--hosts-off gpu-l4-01' in c for c in run.calls), run.calls
+
+
+def test_destroy_with_an_unknown_host_off_changes_nothing(tmp_path: Path) -> None:
+    run = run_make(tmp_path, "destroy", "STACK=gpu", "CONFIRM=1", "HOSTS_OFF=gpu-l4-99", FAKE_DOCTOR="2")
+    assert run.returncode != 0
+    assert not [c for c in run.of("pulumi") if c.startswith(("pulumi destroy", "pulumi state"))], run.calls

@@ -255,6 +255,31 @@ def missing_images(stack: str) -> list[tuple[str, str]]:
     return gone
 
 
+REMOTE_COMMAND = "command:remote:Command"
+
+
+def host_deletes(stack: str, stack_file: Path, hosts: Sequence[str]) -> list[str]:
+    """URNs of the remote commands whose delete runs on one of ``hosts`` (worker names of the stack file): the
+    only deletes that need the host itself (pulumi-command v1.2.1 remote `Command.Delete` connects only when
+    there is a `delete`), so the ones a powered-off host fails. UsageError for a name no tenant declares."""
+    config = load_stack_file(stack_file)
+    owners: dict[str, list[str]] = {}
+    for tenant in config.tenants:
+        for worker in tenant.workers:
+            owners.setdefault(worker.name, []).append(tenant.name)
+    unknown = [h for h in hosts if h not in owners]
+    if unknown:
+        raise UsageError(f"{', '.join(unknown)}: no such worker in {stack_file} (workers: {', '.join(sorted(owners))})")
+    prefixes = {f"{owner}-{host}-" for host in hosts for owner in owners[host]}
+    urns = []
+    for resource in stack_deployment(stack).get("resources") or []:
+        urn, inputs = str(resource.get("urn", "")), resource.get("inputs") or {}
+        name = urn.rsplit("::", 1)[-1]
+        if resource.get("type") == REMOTE_COMMAND and inputs.get("delete") and any(map(name.startswith, prefixes)):
+            urns.append(urn)
+    return sorted(urns)
+
+
 def image_loads(deployment: Mapping[str, Any]) -> dict[str, str]:
     """Name -> URN of the commands that load an image into a worker's containerd."""
     urns = [str(r.get("urn", "")) for r in deployment.get("resources") or []]
@@ -356,6 +381,9 @@ def parser() -> argparse.ArgumentParser:
                    help="only what `make up` checks first: the host, the Pulumi state and a lost kind cluster")
     p.add_argument("--missing-images", action="store_true",
                    help="print `--replace <urn>` for each image the stack built that Docker no longer has")
+    p.add_argument("--hosts-off", metavar="NAMES",
+                   help="print the URN of each remote command whose delete needs one of these (space-separated) "
+                   "workers, for `make destroy HOSTS_OFF=...`")
     p.add_argument("--lab-gone", action="store_true",
                    help="exit 0 only when the stack's lab was deployed (sim, sim-nvml) and its kind cluster is gone")
     return p
@@ -425,6 +453,15 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     args = parser().parse_args(argv)
     if args.lab_gone:
         return 0 if lab_gone(args) else 1
+    if args.hosts_off is not None:  # what `make destroy HOSTS_OFF=...` drops from the state
+        try:
+            stack_file = args.stack_file or Path(f"Pulumi.{args.stack}.yaml")
+            urns = host_deletes(args.stack, stack_file, args.hosts_off.split())
+        except (UsageError, ConfigError) as error:
+            print(f"doctor: {error}", file=sys.stderr)
+            return 2
+        print("\n".join(urns))
+        return 0
     if args.missing_images:  # what `make up` adds to `pulumi up`
         for urn, image in missing_images(args.stack):
             print(f"make up: image {image} is gone from Docker (pruned?): building it again", file=sys.stderr)
