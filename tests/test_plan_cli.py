@@ -316,3 +316,25 @@ def test_the_example_stacks_fit_whatever_the_order(capsys: pytest.CaptureFixture
     code, out, _ = main(capsys, "plan", "--json", str(ROOT / stack))
     assert code == 0
     assert json.loads(out)["order"]["verdict"] == "fits"
+
+
+@pytest.mark.parametrize(("numa", "code"), [((0, 1), 0), ((None, None), 3), ((0, 0), 3)])
+def test_numa_nodes_in_the_json_form_decide_a_card_tie(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, numa: tuple[int | None, int | None], code: int
+) -> None:
+    """Two A100s, w0 then w1 (three containers): after w1's first container both cards score the same;
+    HAMi tries the higher NUMA node first. Declared and different, w1 fits; unknown (null) or equal, the
+    plan does not know the order HAMi keeps, so it depends."""
+    devices = [{"id": f"GPU-{i}", "index": i, "type": "NVIDIA-NVIDIA A100-SXM4-80GB", "devmem": 81920,
+                "devcore": 100, "count": 10, "numa": n, "health": True} for i, n in enumerate(numa)]
+    doc = {"nodes": [{"name": "h", "devices": devices}], "workloads": [
+        {"name": "w0", "containers": [{"gpumemMiB": 20480, "gpucores": 60}, {"gpumemMiB": 8192, "gpucores": 20}]},
+        {"name": "w1", "containers": [{"gpumemMiB": 20480, "gpucores": 20}, {"gpumemMiB": 40960, "gpucores": 20},
+                                      {"gpumemMiB": 8192, "gpucores": 60}]},
+    ]}
+    path = tmp_path / "numa.json"
+    path.write_text(json.dumps(doc))
+    got, out, _ = main(capsys, "plan", "--json", str(path))
+    assert got == code
+    verdict = {(r["workload"], r["verdict"]) for r in json.loads(out)["order"]["replicas"]}
+    assert verdict == {("w0", "fits"), ("w1", "fits" if code == 0 else "depends")}

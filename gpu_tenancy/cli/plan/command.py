@@ -34,8 +34,8 @@ EXIT_FITS, EXIT_DOES_NOT_FIT, EXIT_USAGE, EXIT_DEPENDS = 0, 1, 2, 3
 # HAMi's device plugin registers a node's cards in Go map order (register.go getAPIDevices): the order changes
 # between registrations on sim-nvml and real hosts, while the mock-GPU agent keeps index order (sim).
 CARD_CHOICE_NOTE = (
-    "Exact: what fits, HAMi's reasons and each node's totals. Not exact on sim-nvml and real hosts: which of "
-    "two equal cards a slice lands on (HAMi registers cards in a different order each time).\n"
+    "The verdicts hold in every order; the placements are one order's. On sim-nvml and real hosts which of "
+    "two equal cards a slice lands on can differ (HAMi registers cards in a different order each time).\n"
 )
 
 
@@ -47,9 +47,9 @@ def card_order_note(nodes: Sequence[Node], mode: str | None) -> str:
     if not mixed:
         return CARD_CHOICE_NOTE
     return (
-        f"Not exact: node(s) {', '.join(mixed)} mix card models; where HAMi's scores tie, which model a slice "
-        "lands on changes with the order HAMi registers the cards in, and with it totals and later fits. This "
-        "plan is one possible outcome.\n"
+        f"Node(s) {', '.join(mixed)} mix card models; where HAMi's scores tie, which model a slice lands on "
+        "changes with the order HAMi registers the cards in, and with it each card's totals. The placements are "
+        "one possible outcome; the verdicts take every tie into account.\n"
     )
 
 
