@@ -265,3 +265,27 @@ def test_the_plan_input_reads_its_stack_file_from_the_command_line(
     assert wl.main() == 0
     assert [n["name"] for n in json.loads(capsys.readouterr().out)["nodes"]] == [
         "gpu-tenancy-dev-tenant-a-worker", "gpu-tenancy-dev-tenant-b-worker"]
+
+
+def test_ordered_workloads_chain_a_tenants_deployments_in_declaration_order(
+    registrations: dict[str, dict[str, Any]]
+) -> None:
+    """orderedWorkloads: each Deployment depends on the one declared before it (pulumi-kubernetes awaits its
+    rollout), so HAMi sees a tenant's workloads in the planned order; without it they are created at once."""
+    config = copy.deepcopy(dev_config())
+    (tenant,) = [t for t in config["tenants"] if t["name"] == "tenant-a"]
+    tenant["workloads"] = [
+        {"name": name, "replicas": 1, "containers": [{"gpus": 1, "gpumemMiB": 1024, "gpucores": 10}]}
+        for name in ("first", "second", "third")
+    ]
+
+    def chained() -> list[bool]:
+        by_name = {r["name"]: (urn, r["dependencies"]) for urn, r in registrations.items()}
+        urns = [by_name[f"tenant-a-workloads-{n}"] for n in ("first", "second", "third")]
+        return [urns[i - 1][0] in urns[i][1] for i in (1, 2)]
+
+    record_stack(config)
+    assert chained() == [False, False]
+    registrations.clear()
+    record_stack({**config, "orderedWorkloads": True})
+    assert chained() == [True, True]
