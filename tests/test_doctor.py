@@ -492,3 +492,25 @@ def test_routes_are_read_as_the_kernel_prints_them() -> None:
 
     assert parse_proc_net_route(ROUTES) == [("eth0", "0.0.0.0/0"), ("eth0", "192.168.0.0/24"),
                                             ("docker0", "172.17.0.0/16"), (KIND_BRIDGE, "172.18.0.0/16")]
+
+
+def test_doctor_runs_on_the_runtime_dependencies_alone(tmp_path: Path) -> None:
+    """`make doctor` and `make up`'s host checks use the runtime venv (`make runtime`): nothing the tests'
+    requirements add may be imported."""
+    repo = Path(__file__).resolve().parents[1]
+    dev_only = [line.split("==")[0].strip().lower().replace("-", "_") for line in
+                (repo / "requirements-dev.txt").read_text().splitlines() if "==" in line and not line.startswith("#")]
+    guard = tmp_path / "sitecustomize.py"
+    guard.write_text(
+        "import importlib.abc, sys\n"
+        f"BLOCKED = {sorted(dev_only)!r}\n"
+        "class Block(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path, target=None):\n"
+        "        if name.split('.')[0].lower() in BLOCKED:\n"
+        "            raise ImportError('a test-only package: ' + name)\n"
+        "sys.meta_path.insert(0, Block())\n")
+    case = HostCase()
+    case.env = {"PYTHONPATH": f"{tmp_path}:{repo}"}
+    result, _ = case.run(tmp_path, "--stack", "dev")
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert "pytest" in dev_only and "jsonschema" in dev_only
