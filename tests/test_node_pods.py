@@ -45,3 +45,14 @@ def test_the_daemonsets_counted_are_the_ones_the_program_registers(
     for tenant in ("tenant-a", "tenant-b"):
         assert node_daemonsets(resources, tenant) == len(NODE_DAEMONSETS[layer]), (tenant, layer)
     assert workload_pods_per_node(layer) == KUBELET_MAX_PODS - len(NODE_DAEMONSETS[layer])
+
+
+@pytest.mark.parametrize("record", [dev_stack, nvml_stack, gpu_stack])
+def test_the_program_sets_no_max_pods_when_a_node_joins(record: Callable[[], list[Recorded]]) -> None:
+    """The 110 above is the kubelet's default: nothing the program registers (kubeadm join configuration,
+    kubelet configuration, kind node patches) sets maxPods."""
+    import json
+
+    # Custom resources only: the Tenant component's own declaration carries the planner's maxPods.
+    text = json.dumps([r.inputs for r in record() if r.custom], default=str).lower()
+    assert "maxpods" not in text and "max-pods" not in text
