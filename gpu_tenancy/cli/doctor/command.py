@@ -460,7 +460,8 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         except (UsageError, ConfigError) as error:
             print(f"doctor: {error}", file=sys.stderr)
             return 2
-        print("\n".join(urns))
+        for urn in urns:
+            print(urn)
         return 0
     if args.missing_images:  # what `make up` adds to `pulumi up`
         for urn, image in missing_images(args.stack):
