@@ -103,17 +103,18 @@ def binding_denials(
     """What a request meets through a binding: the messages that reject it (empty: admitted, warned or audited).
 
     Follows kubernetes staging/src/k8s.io/apiserver/pkg/admission/plugin/policy/generic/policy_dispatcher.go
-    (`collectParams`: a binding whose `paramRef` finds no object fails with `parameterNotFoundAction: Deny`, a
-    configuration error the policy's failurePolicy turns into a rejection; with `Allow` there is nothing to
-    evaluate) and .../policy/validating/dispatcher.go (a failed validation rejects only under
-    `validationActions: [Deny]`; `Warn` and `Audit` admit the request).
+    (`CollectParams`: a binding whose `paramRef` finds no object fails with `parameterNotFoundAction: Deny`, a
+    configuration error the policy's failurePolicy turns into a rejection, worded as
+    .../policy/validating/dispatcher.go `addConfigError` words it; with `Allow` there is nothing to evaluate) and
+    .../policy/validating/dispatcher.go (a failed validation rejects only under `validationActions: [Deny]`;
+    `Warn` and `Audit` admit the request). A real API server (tests/realcp/test_admission.py) agrees, at v0.36.3.
     """
     if not in_scope(spec, request):
         return []
     param_ref = binding.get("paramRef")
     if param_ref is not None and not params_found:
         if param_ref.get("parameterNotFoundAction") == "Deny" and spec.get("failurePolicy", "Fail") == "Fail":
-            return [f"no params found for policy binding {binding.get('policyName')!r} with `Deny` parameterNotFoundAction"]
+            return ["failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"]
         return []
     failed = denials(spec, request)
     return failed if "Deny" in (binding.get("validationActions") or []) else []

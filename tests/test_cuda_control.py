@@ -33,22 +33,22 @@ def _pod(*limits: dict[str, str] | None, env: list[dict[str, str]] | None = None
     return {"spec": {"schedulerName": "hami-scheduler", "containers": containers}}
 
 
-@pytest.mark.parametrize(
-    ("pod", "matched"),
-    [
-        (_pod({"nvidia.com/gpu": "1", "nvidia.com/gpumem": "4096"}), True),
-        # HAMi's webhook gives a default GPU count to a container asking only for memory or cores.
-        (_pod({"nvidia.com/gpumem-percentage": "50"}), True),
-        (_pod({"nvidia.com/gpucores": "30"}), True),
-        (_pod(None, {"nvidia.com/gpu": "1"}), True),
-        (_pod({"cpu": "1"}), False),
-        (_pod(None), False),
-        # A container that sets the variable itself is left as it is (and refused by the GPU-access policy).
-        (_pod({"nvidia.com/gpu": "1"}, env=[{"name": "CUDA_DISABLE_CONTROL", "value": "true"}]), False),
-    ],
-    ids=["slice", "percentage only", "cores only", "second container", "cpu only", "no resources", "sets it itself"],
-)
-def test_the_policy_matches_pods_that_ask_hami_for_a_gpu(pod: dict[str, Any], matched: bool) -> None:
+# (case, pod, whether the mutation matches it); tests/realcp/test_admission.py creates the same pods in a real API server.
+MATCH_CASES: list[tuple[str, dict[str, Any], bool]] = [
+    ("slice", _pod({"nvidia.com/gpu": "1", "nvidia.com/gpumem": "4096"}), True),
+    # HAMi's webhook gives a default GPU count to a container asking only for memory or cores.
+    ("percentage only", _pod({"nvidia.com/gpumem-percentage": "50"}), True),
+    ("cores only", _pod({"nvidia.com/gpucores": "30"}), True),
+    ("second container", _pod(None, {"nvidia.com/gpu": "1"}), True),
+    ("cpu only", _pod({"cpu": "1"}), False),
+    ("no resources", _pod(None), False),
+    # A container that sets the variable itself is left as it is (and refused by the GPU-access policy).
+    ("sets it itself", _pod({"nvidia.com/gpu": "1"}, env=[{"name": "CUDA_DISABLE_CONTROL", "value": "true"}]), False),
+]
+
+
+@pytest.mark.parametrize(("case", "pod", "matched"), MATCH_CASES, ids=[c[0] for c in MATCH_CASES])
+def test_the_policy_matches_pods_that_ask_hami_for_a_gpu(case: str, pod: dict[str, Any], matched: bool) -> None:
     assert _matches(pod) is matched
 
 
@@ -124,20 +124,23 @@ def _mutated(pod: dict[str, Any]) -> dict[str, Any]:
     return pod
 
 
-@pytest.mark.parametrize(
-    ("pod", "sim_nvml", "other_modes"),
-    [
-        # The mutation's own value on a GPU container: only where sim-nvml's parameters name it.
-        (_mutated(_pod({"nvidia.com/gpu": "1"})), [], ["refused"]),
-        # A pod's own value, or the marker on a container without a GPU: refused in every mode alike.
-        (_pod({"nvidia.com/gpu": "1"}, env=[{"name": "CUDA_DISABLE_CONTROL", "value": "true"}]), ["refused"], ["refused"]),
-        (_pod({"cpu": "1"}, env=[{"name": "CUDA_DISABLE_CONTROL", "value": "T"}]), ["refused"], ["refused"]),
-        (_pod({"nvidia.com/gpu": "1"}), [], []),
-    ],
-    ids=["mutated GPU container", "own value", "marker without a GPU", "plain GPU pod"],
-)
+# (case, pod, GPU-access denials with sim-nvml's parameters, with the other modes'); also created for real in
+# tests/realcp/test_admission.py.
+MARKER_CASES: list[tuple[str, dict[str, Any], list[str], list[str]]] = [
+    # The mutation's own value on a GPU container: only where sim-nvml's parameters name it.
+    ("mutated GPU container", _mutated(_pod({"nvidia.com/gpu": "1"})), [], ["refused"]),
+    # A pod's own value, or the marker on a container without a GPU: refused in every mode alike.
+    ("own value", _pod({"nvidia.com/gpu": "1"}, env=[{"name": "CUDA_DISABLE_CONTROL", "value": "true"}]),
+     ["refused"], ["refused"]),
+    ("marker without a GPU", _pod({"cpu": "1"}, env=[{"name": "CUDA_DISABLE_CONTROL", "value": "T"}]),
+     ["refused"], ["refused"]),
+    ("plain GPU pod", _pod({"nvidia.com/gpu": "1"}), [], []),
+]
+
+
+@pytest.mark.parametrize(("case", "pod", "sim_nvml", "other_modes"), MARKER_CASES, ids=[c[0] for c in MARKER_CASES])
 def test_the_gpu_access_policy_admits_the_mutation_only_in_sim_nvml(
-    pod: dict[str, Any], sim_nvml: list[str], other_modes: list[str]
+    case: str, pod: dict[str, Any], sim_nvml: list[str], other_modes: list[str]
 ) -> None:
     spec = gpu_access.validating_admission_policy_spec()
     obj = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "team"}, **pod}

@@ -1,0 +1,230 @@
+"""What the admission tests of the real control-plane tier share: the admission objects a tenant gets, taken from a
+recorded example stack (tests/policy_support.py), installed into the real API server and removed again, and raw
+requests whose status, body and warnings are all kept (the official client drops the `Warning` headers).
+
+Admission policies are cluster-wide, so they are installed per test class and removed at its end, under the names
+the program registers; an object of the same name, or another policy with the same spec, already in the cluster
+fails the install (it would decide in place of the one under test).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness import unwrap
+from kubernetes import client
+from policy_support import EXAMPLE_STACKS, Recorded
+
+TENANT = "tenant-a"
+ADMISSION = "admissionregistration.k8s.io"
+EFFECT_TIMEOUT = 30.0  # seconds: the API server picks up policies, bindings and parameters asynchronously
+IMAGE = "registry.k8s.io/pause:3.10.1"
+
+# kind -> (plural, namespaced): the kinds these tests create.
+KINDS = {
+    "ValidatingAdmissionPolicy": ("validatingadmissionpolicies", False),
+    "ValidatingAdmissionPolicyBinding": ("validatingadmissionpolicybindings", False),
+    "MutatingAdmissionPolicy": ("mutatingadmissionpolicies", False),
+    "MutatingAdmissionPolicyBinding": ("mutatingadmissionpolicybindings", False),
+    "ConfigMap": ("configmaps", True), "ServiceAccount": ("serviceaccounts", True), "Secret": ("secrets", True),
+    "ClusterRole": ("clusterroles", False), "ClusterRoleBinding": ("clusterrolebindings", False),
+    "RoleBinding": ("rolebindings", True), "ResourceQuota": ("resourcequotas", True),
+    "Namespace": ("namespaces", False), "Pod": ("pods", True), "Service": ("services", True),
+    "RuntimeClass": ("runtimeclasses", False),
+}
+
+
+@dataclass
+class Response:
+    status: int
+    body: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def admitted(self) -> bool:
+        return 200 <= self.status < 300
+
+    @property
+    def message(self) -> str:
+        return str(self.body.get("message", ""))
+
+    @property
+    def refusal(self) -> str:
+        """An admission policy's refusal as the API server words it, without the `<resource> "<name>" is
+        forbidden: ` admission.NewForbidden puts before it (the policy's text is its cause)."""
+        causes = [str(c.get("message", "")) for c in (self.body.get("details") or {}).get("causes", [])]
+        return causes[-1] if causes and self.message.endswith(causes[-1]) else self.message
+
+
+def call(api: client.ApiClient, method: str, path: str, body: Any = None, content_type: str = "application/json",
+         query: dict[str, str] | None = None) -> Response:
+    method, url, headers, serialized, post = api.param_serialize(
+        method, path, query_params=list((query or {}).items()),
+        header_params={"Content-Type": content_type, "Accept": "application/json"}, body=body,
+        auth_settings=["BearerToken"])
+    raw = api.call_api(method, url, header_params=headers, body=serialized, post_params=post)
+    data = raw.read()
+    return Response(raw.status, json.loads(data) if data else {}, list(raw.headers.getlist("Warning")))
+
+
+def path(body: dict[str, Any], name: str | None = None, subresource: str = "") -> str:
+    api_version, kind = body["apiVersion"], body["kind"]
+    plural, namespaced = KINDS[kind]
+    root = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
+    namespace = f"/namespaces/{body['metadata']['namespace']}" if namespaced else ""
+    tail = f"/{name}" if name else ""
+    return f"{root}{namespace}/{plural}{tail}" + (f"/{subresource}" if subresource else "")
+
+
+def create(api: client.ApiClient, body: dict[str, Any], dry_run: bool = False) -> Response:
+    return call(api, "POST", path(body), body, query={"dryRun": "All"} if dry_run else None)
+
+
+def read(api: client.ApiClient, body: dict[str, Any]) -> Response:
+    return call(api, "GET", path(body, body["metadata"]["name"]))
+
+
+def delete(api: client.ApiClient, body: dict[str, Any]) -> Response:
+    return call(api, "DELETE", path(body, body["metadata"]["name"]), {"gracePeriodSeconds": 0})
+
+
+def merge_patch(api: client.ApiClient, body: dict[str, Any], patch: dict[str, Any], dry_run: bool = False) -> Response:
+    return call(api, "PATCH", path(body, body["metadata"]["name"]), patch, "application/merge-patch+json",
+                query={"dryRun": "All"} if dry_run else None)
+
+
+def ok(response: Response, what: str) -> dict[str, Any]:
+    assert response.admitted, f"{what}: HTTP {response.status}: {response.message}"
+    return response.body
+
+
+def wait_for(what: str, check: Callable[[], bool], timeout: float = EFFECT_TIMEOUT) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.3)
+
+
+def denial(policy: str, binding: str, message: str) -> str:
+    """How the API server words a binding's refusal (k8s.io/apiserver v0.36.3 pkg/admission/plugin/policy/
+    validating/dispatcher.go `Dispatch`: the first denied decision only)."""
+    return f"ValidatingAdmissionPolicy '{policy}' with binding '{binding}' denied request: {message}"
+
+
+# --------------------------------------------------------------------------- what the program registers
+
+
+def manifest(resource: Recorded) -> dict[str, Any]:
+    body = json.loads(json.dumps(unwrap(resource.inputs)))
+    # Pulumi's wire numbers are doubles; pulumi-kubernetes sends integral ones as integers.
+    return json.loads(json.dumps(body), parse_float=lambda t: int(float(t)) if float(t).is_integer() else float(t))
+
+
+def in_tenant(stack: str, tenant: str = TENANT) -> list[Recorded]:
+    return [r for r in EXAMPLE_STACKS[stack]() if f"{tenant}-kubernetes" in r.provider]
+
+
+def admission_objects(stack: str, tenant: str = TENANT) -> list[dict[str, Any]]:
+    """Every admission policy and binding the stack registers in the tenant, with the parameter objects the
+    bindings name (in the order they must exist: parameters, policies, bindings)."""
+    resources = in_tenant(stack, tenant)
+    policies = [manifest(r) for r in resources if r.type.split(":")[1].startswith(f"{ADMISSION}/")]
+    params = []
+    for binding in (p for p in policies if p["kind"].endswith("Binding") and "paramRef" in p["spec"]):
+        ref = binding["spec"]["paramRef"]
+        (found,) = [manifest(r) for r in resources if r.type == "kubernetes:core/v1:ConfigMap"
+                    and manifest(r)["metadata"].get("name") == ref["name"]
+                    and manifest(r)["metadata"].get("namespace") == ref["namespace"]]
+        params.append(found)
+    return params + sorted(policies, key=lambda p: p["kind"].endswith("Binding"))
+
+
+def named(objects: list[dict[str, Any]], kind: str, name_part: str = "") -> dict[str, Any]:
+    (found,) = [o for o in objects if o["kind"] == kind and name_part in o["metadata"]["name"]]
+    return found
+
+
+def _same_spec_elsewhere(api: client.ApiClient, body: dict[str, Any]) -> list[str]:
+    if not body["kind"].endswith("AdmissionPolicy"):
+        return []
+    listed = ok(call(api, "GET", path({**body, "metadata": {}})), f"list {body['kind']}")
+    return [item["metadata"]["name"] for item in listed.get("items", [])
+            if item["metadata"]["name"] != body["metadata"]["name"] and item.get("spec", {}) == body["spec"]]
+
+
+def installed(api: client.ApiClient, objects: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
+    """Create `objects` (in order), yield what the server returned, delete them (in reverse order)."""
+    created: list[dict[str, Any]] = []
+    try:
+        for body in objects:
+            assert read(api, body).status == 404, f"{body['kind']} {body['metadata']['name']} is already in the cluster"
+            copies = _same_spec_elsewhere(api, body)
+            assert not copies, f"{body['kind']}s {copies} hold the same spec as {body['metadata']['name']}"
+            created.append(ok(create(api, copy.deepcopy(body)), f"create {body['kind']} {body['metadata']['name']}"))
+        yield created
+    finally:
+        for body in reversed(created):
+            delete(api, body)
+
+
+def with_version(body: dict[str, Any], api_version: str) -> dict[str, Any]:
+    return {**copy.deepcopy(body), "apiVersion": api_version}
+
+
+def type_check_warnings(api: client.ApiClient, policy: dict[str, Any]) -> list[Any]:
+    """What the API server's type checker says of a ValidatingAdmissionPolicy's expressions (status.typeChecking,
+    written asynchronously once it has seen the policy's generation)."""
+    state: dict[str, Any] = {}
+
+    def checked() -> bool:
+        state.update(ok(read(api, policy), "read policy"))
+        return state.get("status", {}).get("observedGeneration") == state["metadata"].get("generation")
+
+    wait_for(f"the type check of {policy['metadata']['name']}", checked)
+    return list(state["status"].get("typeChecking", {}).get("expressionWarnings", []))
+
+
+def as_pod(obj: dict[str, Any], name: str, namespace: str) -> dict[str, Any]:
+    """A pod of a CEL test's table made creatable: its own name and namespace, an image on every container."""
+    pod = copy.deepcopy(obj)
+    pod.update(apiVersion="v1", kind="Pod")
+    pod["metadata"] = {**pod.get("metadata", {}), "name": name, "namespace": namespace}
+    # A table's None stands for a field left out (tests/test_gpu_access.py drops them the same way).
+    pod["spec"] = {key: value for key, value in pod["spec"].items() if value is not None}
+    for key in ("initContainers", "containers", "ephemeralContainers"):
+        for container in pod["spec"].get(key) or []:
+            container.setdefault("image", IMAGE)
+    return pod
+
+
+def slug(text: str) -> str:
+    return "".join(ch if ch.isalnum() else "-" for ch in text.lower()).strip("-")[:50]
+
+
+def param_informer_keeper(api: client.ApiClient, name: str) -> Iterator[None]:
+    """A policy taking ConfigMap parameters, bound to nothing, kept for the whole module: kube-apiserver stops
+    its informer for a built-in paramKind as soon as no binding names that kind, and a later binding then never
+    finds its parameters, for the life of the process (kubernetes/kubernetes#130887, #133827; k8s.io/apiserver
+    v0.36.3 generic/policy_source.go `calculatePolicyData` cancels it, `ensureParamsForPolicyLocked` gets the
+    stopped informer back from the shared factory). Each test class here removes the GPU-access binding."""
+    policy = {"apiVersion": f"{ADMISSION}/v1", "kind": "ValidatingAdmissionPolicy", "metadata": {"name": name},
+              "spec": {"failurePolicy": "Ignore", "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+                       "matchConstraints": {"namespaceSelector": {"matchLabels": {name: "never"}},
+                                            "resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                                                               "operations": ["CREATE"], "resources": ["pods"]}]},
+                       "validations": [{"expression": "true"}]}}
+    binding = {"apiVersion": f"{ADMISSION}/v1", "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": name},
+               "spec": {"policyName": name, "validationActions": ["Deny"],
+                        "paramRef": {"name": name, "namespace": "default", "parameterNotFoundAction": "Allow"}}}
+    yield from (None for _ in installed(api, [policy, binding]))
+
+
+NO_PARAMS = "no params found for policy binding"
+STUCK = ("the API server finds no parameters for a binding whose ConfigMap exists: an earlier test left no binding "
+         "naming ConfigMap parameters, which stops their informer for good (kubernetes/kubernetes#130887)")

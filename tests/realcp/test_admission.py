@@ -1,0 +1,370 @@
+"""The admission policies every tenant gets, admitted or refused by a real kube-apiserver (1.36.3), installed as the
+example stacks register them in tenant-a: the GPU-access ValidatingAdmissionPolicy, its binding and parameter
+ConfigMap (every stack), and sim-nvml's CUDA-control MutatingAdmissionPolicy (dev-nvml), registered as v1beta1 for a
+1.35 tenant and checked again as v1, the version a 1.36 tenant is sent.
+
+The pods are the CEL tests' own tables (tests/test_gpu_access.py, tests/test_cuda_control.py), created in the real
+API server; a refusal must be the HTTP 403 the binding's message gives, worded as the CEL double's first failing
+validation, and an admitted pod must carry no warning. sim-nvml's mutation is read back from the created pod.
+The mock-GPU agent's policy and the tenant user's Service policy, which depend on who asks, are in
+tests/realcp/test_admission_identities.py.
+"""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from admission_cel import Request, binding_denials
+from kubernetes import client
+from test_cuda_control import MARKER_CASES, MATCH_CASES, _mutated
+from test_gpu_access import CASES, HAMI_CORE_VARIABLES, ctr, nvd, pod
+
+from tests.realcp import admission_support as adm
+from tests.realcp.cluster import RealControlPlane
+
+V1, V1BETA1 = f"{adm.ADMISSION}/v1", f"{adm.ADMISSION}/v1beta1"
+# (id, example stack, the MutatingAdmissionPolicy's apiVersion: None = as registered)
+TENANTS = [("dev", "dev", None), ("dev-nvml", "dev-nvml", None), ("dev-nvml-as-v1", "dev-nvml", V1), ("gpu", "gpu", None)]
+
+# Every pod of the CEL tables with whether it is admitted: CASES as they are, each variable HAMi sets refused,
+# and the sim-nvml marker cases by mode.
+POD_CASES: list[tuple[str, dict[str, Any], bool | tuple[bool, bool]]] = [
+    *CASES,
+    *[(f"sets {name}", pod(ctr(gpu=True, env=[{"name": name, "value": value}])), False)
+      for name, value in HAMI_CORE_VARIABLES],
+    *[(f"marker: {case}", {"spec": obj["spec"]}, (not sim_nvml, not other)) for case, obj, sim_nvml, other in MARKER_CASES],
+]
+
+# Cases of the CEL tables that the API server's own validation refuses (HTTP 422) before any admission policy sees
+# them, with the reason it gives (k8s.io/kubernetes pkg/apis/core/validation: an extended resource needs a limit).
+INVALID_PODS = {
+    "GPU requests only, another scheduler": "Limit must be set for non overcommitable resources",
+}
+
+
+@pytest.fixture(scope="module")
+def namespace(admin_api: client.ApiClient) -> Iterator[str]:
+    name = f"realcp-adm-{uuid.uuid4().hex[:6]}"
+    body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    adm.ok(adm.create(admin_api, body), "create namespace")
+    yield name
+    adm.delete(admin_api, body)
+
+
+@pytest.fixture(scope="module")
+def runtime_classes(admin_api: client.ApiClient) -> Iterator[None]:
+    """The RuntimeClasses the cases name (HAMi's chart creates `nvidia` on real hosts); the API server's
+    RuntimeClass admission refuses a pod naming one that does not exist."""
+    names = sorted({c[1]["spec"]["runtimeClassName"] for c in POD_CASES if "runtimeClassName" in c[1]["spec"]})
+    made = []
+    for name in names:
+        body = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": name}, "handler": name}
+        if adm.read(admin_api, body).status == 404:
+            made.append(adm.ok(adm.create(admin_api, body), f"create RuntimeClass {name}"))
+    yield
+    for body in made:
+        adm.delete(admin_api, body)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def keeper(admin_api: client.ApiClient) -> Iterator[None]:
+    # For the session: the modules after this one install and remove ConfigMap-parameter bindings too.
+    yield from adm.param_informer_keeper(admin_api, f"realcp-adm-keep-params-{uuid.uuid4().hex[:6]}")
+
+
+@dataclass
+class Tenant:
+    stack: str
+    objects: list[dict[str, Any]]
+
+    @property
+    def sim_nvml(self) -> bool:
+        return self.stack == "dev-nvml"
+
+    @property
+    def mutates(self) -> bool:
+        return any(o["kind"] == "MutatingAdmissionPolicy" for o in self.objects)
+
+    def params(self, binding: dict[str, Any]) -> dict[str, Any] | None:
+        ref = binding["spec"].get("paramRef")
+        if ref is None:
+            return None
+        return adm.named(self.objects, "ConfigMap", ref["name"])
+
+    def expected_denials(self, request: Request, params_found: bool = True) -> set[str]:
+        """What the CEL double says each registered binding refuses, worded as the API server words it; the pod
+        as it reaches the validating policies (after the mutation, modelled by tests/test_cuda_control.py)."""
+        if self.mutates and request.operation == "CREATE":
+            request = copy.copy(request)
+            request.obj = _mutated(request.obj)
+        found = set()
+        for binding in (o for o in self.objects if o["kind"] == "ValidatingAdmissionPolicyBinding"):
+            policy = adm.named(self.objects, "ValidatingAdmissionPolicy", binding["spec"]["policyName"])
+            request.params = self.params(binding)
+            failed = binding_denials(policy["spec"], binding["spec"], request, params_found=params_found)
+            if failed:
+                found.add(adm.denial(policy["metadata"]["name"], binding["metadata"]["name"], failed[0]))
+        return found
+
+
+def _guards(kind: str) -> tuple[str, ...]:
+    """How an expression of a policy matching several kinds keeps out `kind`, whose fields it cannot read (the
+    program's policies name `variables.pod = object.kind == 'Pod'`; `variables.gpu` implies it)."""
+    if kind == "Pod":
+        return ("object.kind != 'RuntimeClass' || ",)
+    return ("!variables.pod || ", "!variables.gpu || ", "variables.pod || ")
+
+
+def _refused_case() -> dict[str, Any]:
+    return next(obj for _, obj, admitted in CASES if admitted is False)
+
+
+def _probe(api: client.ApiClient, namespace: str) -> adm.Response:
+    return adm.create(api, adm.as_pod(_refused_case(), "probe", namespace), dry_run=True)
+
+
+@pytest.fixture(scope="class", params=TENANTS, ids=[t[0] for t in TENANTS])
+def tenant(request: pytest.FixtureRequest, admin_api: client.ApiClient, namespace: str, runtime_classes: None
+           ) -> Iterator[Tenant]:
+    _, stack, map_version = request.param
+    objects = [adm.with_version(o, map_version) if map_version and "MutatingAdmissionPolicy" in o["kind"] else o
+               for o in adm.admission_objects(stack)]
+    generator = adm.installed(admin_api, objects)
+    next(generator)
+    try:
+        last: list[adm.Response] = []
+        try:
+            adm.wait_for(f"the {stack} policies to refuse",
+                         lambda: last.append(_probe(admin_api, namespace)) or last[-1].status == 403)
+        except AssertionError as error:
+            raise AssertionError(adm.STUCK if adm.NO_PARAMS in last[-1].message else f"{error}: {last[-1]}") from None
+        if any(o["kind"] == "MutatingAdmissionPolicy" for o in objects):
+            gpu = adm.as_pod(pod(ctr(gpu=True)), "probe", namespace)
+            adm.wait_for("the mutation", lambda: "env" in adm.create(admin_api, gpu, dry_run=True).body.get(
+                "spec", {"containers": [{}]})["containers"][0])
+        yield Tenant(stack, objects)
+    finally:
+        next(generator, None)
+        adm.wait_for("the policies to be gone", lambda: _probe(admin_api, namespace).admitted)
+
+
+def _create_case(api: client.ApiClient, obj: dict[str, Any], name: str, namespace: str) -> tuple[adm.Response, Request]:
+    """Create the case's pod; a pod with ephemeral containers is created without them and they are added through
+    the subresource (the API server refuses them on create: the policy sees them only there)."""
+    body = adm.as_pod(obj, name, namespace)
+    ephemeral = body["spec"].pop("ephemeralContainers", None)
+    created = adm.create(api, body)
+    if not ephemeral:
+        return created, Request("pods", "CREATE", namespace, body)
+    adm.ok(created, f"create {name} without its ephemeral containers")
+    for _ in range(10):  # the scheduler writes the pod's status meanwhile: retry on a conflict
+        old = adm.ok(adm.read(api, body), f"read {name}")
+        new = copy.deepcopy(old)
+        new["spec"]["ephemeralContainers"] = ephemeral
+        added = adm.call(api, "PUT", adm.path(body, name, "ephemeralcontainers"), new)
+        if added.status != 409:
+            break
+    return added, Request("pods/ephemeralcontainers", "UPDATE", namespace, new, old=old)
+
+
+class TestTheGpuAccessPolicyAsRegistered:
+    def test_the_api_server_type_checks_every_expression_for_the_kinds_it_reaches(
+        self, admin_api: client.ApiClient, tenant: Tenant
+    ) -> None:
+        """The API server's type checker compiles each expression against every kind its policy matches and warns
+        of what would fail; an expression may only fail to compile for a kind its own guard keeps out."""
+        for policy in (o for o in tenant.objects if o["kind"] == "ValidatingAdmissionPolicy"):
+            expressions = [v["expression"] for v in policy["spec"]["validations"]]
+            for warning in adm.type_check_warnings(admin_api, policy):
+                index = int(warning["fieldRef"].removeprefix("spec.validations[").removesuffix("].expression"))
+                kind = warning["warning"].split(", Kind=", 1)[1].split(":", 1)[0]
+                assert expressions[index].startswith(_guards(kind)), (policy["metadata"]["name"], warning)
+
+    @pytest.mark.parametrize(("case", "obj", "admitted"), POD_CASES, ids=[c[0] for c in POD_CASES])
+    def test_each_pod_is_admitted_or_refused_as_the_cel_tests_say(
+        self, admin_api: client.ApiClient, namespace: str, tenant: Tenant, case: str, obj: dict[str, Any],
+        admitted: bool | tuple[bool, bool],
+    ) -> None:
+        if isinstance(admitted, tuple):
+            admitted = admitted[0] if tenant.sim_nvml else admitted[1]
+        name = f"{adm.slug(case)}-{uuid.uuid4().hex[:4]}"
+        response, request = _create_case(admin_api, obj, name, namespace)
+        try:
+            expected = tenant.expected_denials(request)
+            if admitted:
+                assert (response.status, response.warnings, expected) == (201 if request.operation == "CREATE" else 200,
+                                                                          [], set()), response.message
+            elif case in INVALID_PODS:
+                # Refused before admission: the pod is not one the API server stores, whatever the policy says.
+                assert (response.status, response.body.get("reason")) == (422, "Invalid"), response.message
+                assert INVALID_PODS[case] in response.message, response.message
+            else:
+                assert (response.status, response.body.get("reason")) == (403, "Forbidden"), response.message
+                assert response.refusal in expected, (response.refusal, expected)
+        finally:
+            adm.delete(admin_api, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace}})
+
+    def test_a_violation_is_denied_not_only_warned(self, admin_api: client.ApiClient, namespace: str,
+                                                   tenant: Tenant) -> None:
+        refused = adm.create(admin_api, adm.as_pod(_refused_case(), "denied", namespace))
+        assert refused.status == 403 and refused.warnings == [], (refused.status, refused.warnings)
+        assert adm.read(admin_api, adm.as_pod(_refused_case(), "denied", namespace)).status == 404
+
+    def test_an_update_adding_what_a_create_is_refused_for_is_refused(self, admin_api: client.ApiClient,
+                                                                      namespace: str, tenant: Tenant) -> None:
+        """A debug container that sees every GPU, added to an admitted pod (pods/ephemeralcontainers, UPDATE)."""
+        plain = pod(ctr(), ephemeralContainers=[ctr("dbg", env=nvd("all"))])
+        response, request = _create_case(admin_api, plain, f"debug-{uuid.uuid4().hex[:4]}", namespace)
+        try:
+            assert response.status == 403 and response.refusal in tenant.expected_denials(request), response.message
+        finally:
+            adm.delete(admin_api, request.obj)
+
+    def test_without_its_parameters_the_binding_refuses_every_pod_in_scope(
+        self, admin_api: client.ApiClient, namespace: str, tenant: Tenant
+    ) -> None:
+        """parameterNotFoundAction Deny: a configuration error the policy's failurePolicy Fail turns into a
+        refusal (HTTP 422: the API server gives configuration errors no reason of their own)."""
+        (params,) = [o for o in tenant.objects if o["kind"] == "ConfigMap"]
+        plain = adm.as_pod(pod(ctr()), "plain", namespace)
+        assert adm.ok(adm.delete(admin_api, params), "delete the parameters")
+        try:
+            adm.wait_for("the missing parameters", lambda: adm.create(admin_api, plain, dry_run=True).status != 201)
+            refused = adm.create(admin_api, plain)
+            request = Request("pods", "CREATE", namespace, plain)
+            assert (refused.status, refused.body.get("reason")) == (422, "Invalid"), refused.message
+            assert refused.refusal in tenant.expected_denials(request, params_found=False), refused.message
+            # kube-system stays out of scope: HAMi's own pods still start.
+            system = adm.as_pod(pod(ctr(env=nvd("all"))), f"hami-{uuid.uuid4().hex[:4]}", "kube-system")
+            assert adm.create(admin_api, system, dry_run=True).status == 201
+        finally:
+            adm.ok(adm.create(admin_api, params), "restore the parameters")
+            adm.wait_for("the parameters", lambda: adm.create(admin_api, plain, dry_run=True).status == 201)
+
+
+# --------------------------------------------------------------------------- sim-nvml's mutation, read back
+
+
+def _schema_without(schema: Any, version: str, keys: tuple[str, ...]) -> Any:
+    if isinstance(schema, dict):
+        return {k: _schema_without(v, version, keys) for k, v in schema.items() if k not in keys}
+    if isinstance(schema, list):
+        return [_schema_without(v, version, keys) for v in schema]
+    if isinstance(schema, str):
+        return schema.replace(f"admissionregistration.{version}.", "admissionregistration.VERSION.")
+    return schema
+
+
+def _reachable(schemas: dict[str, Any], root: str) -> dict[str, Any]:
+    """The schemas `root` refers to, transitively, keyed by name."""
+    seen: dict[str, Any] = {}
+    todo = [root]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen[name] = schemas[name]
+        text = str(schemas[name])
+        todo += [ref.split("'")[0] for ref in text.split("'#/components/schemas/")[1:]]
+    return seen
+
+
+def _served(real_control_plane: RealControlPlane, version: str, kind: str, keys: tuple[str, ...]) -> dict[str, Any]:
+    schemas = real_control_plane.get_json(f"/openapi/v3/apis/{adm.ADMISSION}/{version}")["components"]["schemas"]
+    reachable = _reachable(schemas, f"io.k8s.api.admissionregistration.{version}.{kind}")
+    return {name.replace(f".{version}.", ".VERSION."): _schema_without(schema, version, keys)
+            for name, schema in reachable.items() if "admissionregistration" in name}
+
+
+def _enum_misses(schemas: dict[str, Any], schema: dict[str, Any], value: Any, where: str) -> list[str]:
+    """Where `value` holds a string its schema's enum does not list."""
+    refs = [schema.get("$ref")] + [s.get("$ref") for s in schema.get("allOf", [])]
+    for ref in filter(None, refs):
+        schema = {**schemas[ref.rsplit("/", 1)[1]], **{k: v for k, v in schema.items() if k not in ("$ref", "allOf")}}
+    misses = [f"{where}: {value!r} not in {schema['enum']}"] if "enum" in schema and value not in schema["enum"] else []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            misses += _enum_misses(schemas, schema.get("properties", {}).get(key, {}), item, f"{where}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            misses += _enum_misses(schemas, schema.get("items", {}), item, f"{where}[{index}]")
+    return misses
+
+
+def _only_enums_added(v1: Any, beta: Any, where: str = "") -> list[str]:
+    """Where v1 differs from v1beta1 other than by an enum v1beta1 does not declare."""
+    if isinstance(v1, dict) and isinstance(beta, dict):
+        found = [f"{where}.enum" for _ in [0] if "enum" in beta and v1.get("enum") != beta["enum"]]
+        if v1.keys() - {"enum"} != beta.keys() - {"enum"}:
+            return [*found, f"{where}: keys {sorted(v1.keys() ^ beta.keys())}"]
+        return found + [m for key in beta.keys() - {"enum"} for m in _only_enums_added(v1[key], beta[key],
+                                                                                       f"{where}.{key}")]
+    return [] if v1 == beta else [where]
+
+
+def test_the_v1_schema_of_the_mutating_policy_is_the_v1beta1_one_with_enums(
+    real_control_plane: RealControlPlane,
+) -> None:
+    """What the API server serves for both versions, documentation aside: the same fields, types and defaults; v1
+    adds enums (failurePolicy, matchPolicy), which the registered objects keep to. So the registered v1beta1
+    objects are sent as v1 with only apiVersion changed."""
+    for kind in ("MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"):
+        v1, beta = (_served(real_control_plane, v, kind, ("description",)) for v in ("v1", "v1beta1"))
+        assert len(v1) >= 5 and v1.keys() == beta.keys(), sorted(v1.keys() ^ beta.keys())
+        own = f"io.k8s.api.admissionregistration.VERSION.{kind}"
+        differ = {name for name in v1 if v1[name] != beta[name] and name != own}
+        assert differ <= {"io.k8s.api.admissionregistration.VERSION.MatchResources",
+                          "io.k8s.api.admissionregistration.VERSION.MutatingAdmissionPolicySpec"}, differ
+        # The kind's own schema differs only in its group-version-kind, the others only in v1's enums.
+        v1, beta = (_served(real_control_plane, v, kind, ("description", "x-kubernetes-group-version-kind"))
+                    for v in ("v1", "v1beta1"))
+        assert _only_enums_added(v1, beta) == [], kind
+        schemas = real_control_plane.get_json(f"/openapi/v3/apis/{adm.ADMISSION}/v1")["components"]["schemas"]
+        for body in (o for o in adm.admission_objects("dev-nvml") if o["kind"] == kind):
+            assert body["apiVersion"] == V1BETA1
+            root = schemas[f"io.k8s.api.admissionregistration.v1.{kind}"]
+            assert _enum_misses(schemas, root, body, kind) == []
+
+
+@pytest.fixture(scope="class", params=[None, V1], ids=["v1beta1-as-registered", "v1"])
+def mutation_only(request: pytest.FixtureRequest, admin_api: client.ApiClient, namespace: str) -> Iterator[None]:
+    """sim-nvml's MutatingAdmissionPolicy and binding alone, so every pod of the table reaches the store."""
+    objects = [adm.with_version(o, request.param) if request.param else o
+               for o in adm.admission_objects("dev-nvml") if "MutatingAdmissionPolicy" in o["kind"]]
+    assert {o["apiVersion"] for o in objects} == {request.param or V1BETA1}
+    generator = adm.installed(admin_api, objects)
+    next(generator)
+    gpu = adm.as_pod(pod(ctr(gpu=True)), "probe", namespace)
+
+    def mutated() -> bool:
+        return "env" in adm.create(admin_api, gpu, dry_run=True).body.get("spec", {"containers": [{}]})["containers"][0]
+
+    try:
+        adm.wait_for("the mutation", mutated)
+        yield
+    finally:
+        next(generator, None)
+        adm.wait_for("the mutation to be gone", lambda: not mutated())
+
+
+class TestTheCudaControlMutation:
+    @pytest.mark.parametrize(("case", "obj", "matched"), MATCH_CASES, ids=[c[0] for c in MATCH_CASES])
+    def test_the_created_pod_carries_what_the_cel_tests_expect(
+        self, admin_api: client.ApiClient, namespace: str, mutation_only: None, case: str, obj: dict[str, Any],
+        matched: bool,
+    ) -> None:
+        body = adm.as_pod(obj, f"{adm.slug(case)}-{uuid.uuid4().hex[:4]}", namespace)
+        created = adm.create(admin_api, body)
+        try:
+            assert created.status == 201 and created.warnings == [], created.message
+            stored = adm.ok(adm.read(admin_api, body), "read back")
+            env = {c["name"]: c.get("env", []) for c in stored["spec"]["containers"]}
+            assert env == {c["name"]: c.get("env", []) for c in _mutated(body)["spec"]["containers"]}
+            assert (env != {c["name"]: c.get("env", []) for c in body["spec"]["containers"]}) is matched
+        finally:
+            adm.delete(admin_api, body)
