@@ -424,6 +424,7 @@ def test_every_tool_that_cannot_be_installed_is_named_in_one_run(
     status = tools.main(["install", "--dir", str(tmp_path / "bin"), "--only", "kind,kubectl"])
     errors = capsys.readouterr().err.splitlines()
     assert status == 1
+    assert all(". Fix: `make tools` again once this host reaches it" in line for line in errors), errors
     assert [line.split("download of ")[1].split(" ")[0] for line in errors] == [
         f"{bogus}/github.com/kubernetes-sigs/kind/releases/download/{versions.KIND_BINARY}/kind-linux-amd64",
         f"{bogus}/dl.k8s.io/release/{versions.KUBECTL_BINARY}/bin/linux/amd64/kubectl",

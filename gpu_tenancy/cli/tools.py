@@ -178,7 +178,10 @@ def fetch(url: str, destination: Path) -> None:
         with urllib.request.urlopen(request, timeout=DOWNLOAD_TIMEOUT) as response, destination.open("wb") as out:
             shutil.copyfileobj(response, out)
     except OSError as error:
-        raise ToolError(f"download of {url} failed: {error}") from error
+        raise ToolError(
+            f"download of {url} failed: {error}. Fix: `make tools` again once this host reaches it (a proxy cache: "
+            f"{MIRROR_ENV}=<url>), or install that version yourself"
+        ) from error
 
 
 def sha256_of(path: Path) -> str:
