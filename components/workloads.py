@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
+from gpu_tenancy.builders.workloads import network_policy
 from gpu_tenancy.builders.workloads import workloads as builders
 from gpu_tenancy.contract.tenant_config import WorkloadConfig
 
@@ -26,6 +27,7 @@ class WorkloadsArgs:
 
 class Workloads(pulumi.ComponentResource):
     namespace: k8s.core.v1.Namespace
+    network_policy: k8s.networking.v1.NetworkPolicy
     quota: k8s.core.v1.ResourceQuota | None
     deployments: dict[str, k8s.apps.v1.Deployment]
 
@@ -47,8 +49,15 @@ class Workloads(pulumi.ComponentResource):
                 spec={"hard": builders.resource_quota_hard(args.quota)},
                 opts=in_namespace,
             )
+        # Before any pod: the namespace's pods reach no private address and no other namespace.
+        self.network_policy = k8s.networking.v1.NetworkPolicy(
+            f"{name}-isolation",
+            metadata=network_policy.metadata(tenant),
+            spec=network_policy.spec(),
+            opts=in_namespace,
+        )
         # The quota first, so HAMi's quota manager has it before the first pod is admitted.
-        before_pods = [self.namespace, *([self.quota] if self.quota else [])]
+        before_pods = [self.namespace, self.network_policy, *([self.quota] if self.quota else [])]
         self.deployments = {}
         previous: list[pulumi.Resource] = []
         for workload in args.workloads:

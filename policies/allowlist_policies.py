@@ -56,7 +56,7 @@ KNOWN_TYPES = frozenset(
             "metallb.io/v1beta1:IPAddressPool", "metallb.io/v1beta1:L2Advertisement",
             "cert-manager.io/v1:ClusterIssuer", "monitoring.coreos.com/v1:ServiceMonitor",
             "rbac.authorization.k8s.io/v1:ClusterRole", "rbac.authorization.k8s.io/v1:ClusterRoleBinding",
-            "rbac.authorization.k8s.io/v1:RoleBinding",
+            "rbac.authorization.k8s.io/v1:RoleBinding", "networking.k8s.io/v1:NetworkPolicy",
         )),
     }
 )

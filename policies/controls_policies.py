@@ -30,7 +30,7 @@ from gpu_tenancy.builders.gpu_access import gpu_access
 from gpu_tenancy.builders.mock_gpu_agent import agent_admission
 from gpu_tenancy.builders.mock_nvml import cuda_control
 from gpu_tenancy.builders.tenant_access import tenant_access
-from gpu_tenancy.builders.workloads import workloads
+from gpu_tenancy.builders.workloads import network_policy, workloads
 
 ADMISSION = "kubernetes:admissionregistration.k8s.io/v1:"
 POLICY_TYPE = ADMISSION + "ValidatingAdmissionPolicy"
@@ -38,6 +38,7 @@ BINDING_TYPE = ADMISSION + "ValidatingAdmissionPolicyBinding"
 ROLE_BINDING_TYPE = "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"
 QUOTA_TYPE = "kubernetes:core/v1:ResourceQuota"
 CONFIG_MAP_TYPE = "kubernetes:core/v1:ConfigMap"
+NETWORK_POLICY_TYPE = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 GPU_ACCESS = "gpu-tenancy:gpu_access:GpuAccessPolicy"
 TENANT_ACCESS = "gpu-tenancy:tenant_access:TenantAccess"
 WORKLOADS = "gpu-tenancy:workloads:Workloads"
@@ -88,6 +89,8 @@ def _expected(res: Res, component: str | None) -> tuple[str, Any] | None:
             return "spec", {"policyName": tenant_access.SERVICES_POLICY, "validationActions": ["Deny"]}
     elif component == WORKLOADS and res.type == NAMESPACE_TYPE:
         return "Pod Security labels", _psa(workloads.namespace_metadata("")["labels"])
+    elif component == WORKLOADS and res.type == NETWORK_POLICY_TYPE:
+        return "spec", network_policy.spec()
     elif component == MOCK_AGENT:
         if res.type == BINDING_TYPE and isinstance(name, str):
             return "spec", agent_admission.binding_spec(name)
@@ -127,8 +130,8 @@ installed_controls = ResourceValidationPolicy(
     name="installed-controls",
     description=(
         "The controls the program installs in a tenant are exactly as its builders make them: the workload "
-        "namespace's Pod Security labels, the user identity's RoleBinding and quota, the GPU-access, Service and "
-        "mock-agent admission policies, their bindings and validationActions, the GPU-access parameters."
+        "namespace's Pod Security labels and NetworkPolicy, the user identity's RoleBinding and quota, the GPU-access, "
+        "Service and mock-agent admission policies, their bindings and validationActions, the GPU-access parameters."
     ),
     validate=validate_installed_controls,
     enforcement_level=MANDATORY,
@@ -141,7 +144,7 @@ installed_controls = ResourceValidationPolicy(
 REQUIRED: dict[str, tuple[str, ...]] = {
     GPU_ACCESS: (POLICY_TYPE, BINDING_TYPE, CONFIG_MAP_TYPE),
     TENANT_ACCESS: (ROLE_BINDING_TYPE, QUOTA_TYPE, POLICY_TYPE, BINDING_TYPE),
-    WORKLOADS: (NAMESPACE_TYPE,),
+    WORKLOADS: (NAMESPACE_TYPE, NETWORK_POLICY_TYPE),
     MOCK_AGENT: (POLICY_TYPE, BINDING_TYPE),
 }
 

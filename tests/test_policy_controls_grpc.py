@@ -140,3 +140,11 @@ def test_the_mock_agents_policy_removed(pack: Any, stack: list[Recorded]) -> Non
     """Without it the agent's ClusterRole patches any pod (RBAC cannot narrow it to its node's bind phase)."""
     kept = [r for r in stack if not (r.type == POLICY and "mock-gpu-agent" in r.name and "tenant-a" in r.name)]
     expect(both(pack, kept), "MockGpuAgent", "lacks its " + POLICY)
+
+
+def test_the_workload_namespace_opened(pack: Any, stack: list[Recorded]) -> None:
+    isolation = find(stack, "kubernetes:networking.k8s.io/v1:NetworkPolicy", "tenant-a-workloads-isolation")
+    set_both(isolation, ["spec", "egress"], [{}])
+    expect(both(pack, stack), "'tenant-a-workloads-isolation'", "other than the program builds")
+    kept = [r for r in stack if r.urn != isolation.urn]
+    expect(both(pack, kept), "'tenant-a-workloads'", "lacks its kubernetes:networking.k8s.io/v1:NetworkPolicy")

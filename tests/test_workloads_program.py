@@ -25,7 +25,7 @@ COMPONENT = "gpu-tenancy:workloads:Workloads"
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 NAMESPACE = "kubernetes:core/v1:Namespace"
 QUOTA = "kubernetes:core/v1:ResourceQuota"
-WORKLOAD_TYPES = (COMPONENT, DEPLOYMENT, QUOTA)
+WORKLOAD_TYPES = (COMPONENT, DEPLOYMENT, QUOTA, "kubernetes:networking.k8s.io/v1:NetworkPolicy")
 # Pulumi.dev.yaml's quotas as the tenant API server must hold them: Kubernetes' quota controller counts an
 # extended resource only under `requests.` (the GPU count), HAMi counts `limits.nvidia.com/gpumem`/`gpucores`.
 DEV_QUOTA_HARD = {

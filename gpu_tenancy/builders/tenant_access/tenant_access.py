@@ -11,6 +11,8 @@ What stops it from reaching the node, where each control lives:
   host namespaces, hostPath, hostPort, added capabilities, unconfined seccomp/AppArmor, privilege
   escalation, running as root (MTB-PL1-BC-CPI-3, -HI-*).
 * A ResourceQuota: no NodePort or LoadBalancer Services (MTB-PL1-BC-HI-1), so no port on the GPU host.
+* The namespace's NetworkPolicy (gpu_tenancy/builders/workloads/network_policy.py), which the users may not
+  change (their `edit` could): no private address, no other namespace.
 * Admission policies for what the two above do not cover: GPUs around HAMi
   (gpu_tenancy/builders/gpu_access/gpu_access.py,
   every namespace) and Service `externalIPs` (CVE-2020-8554: intercepting other addresses' traffic).
@@ -60,20 +62,37 @@ def quota_hard() -> dict[str, str]:
 
 
 def services_policy_spec(namespace: str) -> dict[str, Any]:
+    """Services without externalIPs in the users' namespace; and the namespace's NetworkPolicies stay the program's:
+    `edit` lets the users write NetworkPolicies, and one that allows everything would undo the namespace's
+    isolation (gpu_tenancy/builders/workloads/network_policy.py)."""
+    user = f"system:serviceaccount:{namespace}:{SERVICE_ACCOUNT}"
     return {
         "failurePolicy": "Fail",
         "matchConstraints": kube_objects.match_constraints(
-            [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["services"]}],
+            [
+                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+                 "resources": ["services"]},
+                {"apiGroups": ["networking.k8s.io"], "apiVersions": ["v1"],
+                 "operations": ["CREATE", "UPDATE", "DELETE"], "resources": ["networkpolicies"]},
+            ],
             namespace_selector={
                 "matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": [namespace]}]
             },
         ),
         "validations": [
             {
-                "expression": "!has(object.spec.externalIPs) || size(object.spec.externalIPs) == 0",
+                # `object` is null on a DELETE.
+                "expression": "object == null || object.kind != 'Service' || !has(object.spec.externalIPs) || "
+                "size(object.spec.externalIPs) == 0",
                 "message": "Services of tenant users take no externalIPs (they could capture other addresses' traffic)",
                 "reason": "Forbidden",
-            }
+            },
+            {
+                "expression": f"request.userInfo.username != '{user}' || "
+                "(object != null ? object : oldObject).kind != 'NetworkPolicy'",
+                "message": "the namespace's NetworkPolicies are the platform's: tenant users write none",
+                "reason": "Forbidden",
+            },
         ],
     }
 
