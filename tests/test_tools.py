@@ -429,3 +429,15 @@ def test_every_tool_that_cannot_be_installed_is_named_in_one_run(
         f"{bogus}/github.com/kubernetes-sigs/kind/releases/download/{versions.KIND_BINARY}/kind-linux-amd64",
         f"{bogus}/dl.k8s.io/release/{versions.KUBECTL_BINARY}/bin/linux/amd64/kubectl",
     ], errors
+
+
+@pytest.mark.usefixtures("empty_path")
+def test_an_unreadable_release_checksum_file_says_a_mirror_cannot_stand_in(tmp_path: Path, releases: FakeReleases) -> None:
+    def offline(url: str, destination: Path) -> None:
+        raise ToolError(f"download of {url} failed: <urlopen error [Errno -2] Name or service not known>")
+
+    setup, _ = installer(tmp_path, releases, fetch=offline)
+    with pytest.raises(ToolError) as refused:
+        setup.ensure(PULUMI)
+    assert str(refused.value).startswith(f"pulumi {PULUMI_V}: {PULUMI_SUMS} could not be read")
+    assert "never a mirror. Fix: let this host reach it" in str(refused.value)

@@ -251,7 +251,14 @@ class Installer:
             )
         with tempfile.TemporaryDirectory(dir=self.bin_dir) as scratch:
             sums = Path(scratch) / "checksums"
-            self.fetch(published_url, sums)  # never through the mirror: it must not vouch for its own copy
+            try:  # never through the mirror: it must not vouch for its own copy
+                self.fetch(published_url, sums)
+            except ToolError as error:
+                raise ToolError(
+                    f"{tool.name} {tool.version}: {published_url} could not be read ({error}); it is fetched from the "
+                    f"release itself, never a mirror. Fix: let this host reach it, or install {tool.name} "
+                    f"{tool.version} yourself"
+                ) from None
             published = parse_published_checksum(tool, target, sums.read_text(errors="replace"))
         if not published:
             raise ToolError(f"{published_url} names no sha256 for {tool.url(target).rsplit('/', 1)[1]}")
