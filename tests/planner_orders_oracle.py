@@ -45,6 +45,20 @@ def _cores(c: ContainerRequest) -> int:
     return 100 if exclusive else 0
 
 
+def _coresreq(c: ContainerRequest) -> int:
+    """GenerateResourceRequests' Coresreq: gpucores as written (not clamped), else the webhook's 100 or 0."""
+    return c.gpucores if c.gpucores is not None else _cores(c)
+
+
+def _score_mem(c: ContainerRequest, d: Device) -> int:
+    """ComputeScore's mem: the percentage of the card when MemPercentagereq is not 0 or 101, else Memreq.
+    MemPercentagereq is the percentage if > 0, else 101, and 100 when there is no gpumem either."""
+    pct = c.gpumem_percentage if c.gpumem_percentage else 101
+    if pct == 101 and not c.gpumem_mib:
+        pct = 100
+    return d.devmem * pct // 100 if pct not in (0, 101) else (c.gpumem_mib or 0)
+
+
 def _memreq(c: ContainerRequest, d: Device) -> int:
     if c.gpumem_mib:
         return c.gpumem_mib
@@ -72,6 +86,8 @@ def outcomes(nodes: Sequence[Node], workloads: Sequence[Workload], quota: Quota 
 
         def key(i: int) -> float:
             d, (used, umem, ucores) = node.devices[i], usage[i]
+            if d.type == "NVIDIA":  # ComputeScore adds the container's own request on a card of its type
+                used, ucores, umem = used + 1, ucores + _coresreq(c), umem + _score_mem(c, d)
             return sign * _score(d.count, d.devcore, d.devmem, used, ucores, umem)
 
         walks = []

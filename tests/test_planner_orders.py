@@ -145,11 +145,13 @@ def test_a_preferred_node_that_may_refuse_lets_a_worse_one_take_the_pod() -> Non
 
 # ------------------------------------------------------------------ against the brute force
 
-_CARDS = [(A100, 81920), (L4, 23034), (H100, 81559)]
+# A card registered as exactly "NVIDIA" (the request's own type) also counts the request in its score.
+_CARDS = [(A100, 81920), (L4, 23034), (H100, 81559), ("NVIDIA", 16000)]
 _requests = st.builds(
     ContainerRequest,
     gpus=st.integers(1, 2),
     gpumem_mib=st.one_of(st.none(), st.sampled_from([1024, 8192, 11517, 20000, 40960, 70000])),
+    gpumem_percentage=st.one_of(st.none(), st.sampled_from([25, 50])),
     gpucores=st.one_of(st.none(), st.sampled_from([0, 20, 50, 60])),
 )
 
