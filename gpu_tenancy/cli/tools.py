@@ -255,7 +255,8 @@ class Installer:
                 self.fetch(published_url, sums)
             except ToolError as error:
                 raise ToolError(
-                    f"{tool.name} {tool.version}: {published_url} could not be read ({error}); it is fetched from the "
+                    f"{tool.name} {tool.version}: {published_url} could not be read ({error.__cause__ or error}); it "
+                    "is fetched from the "
                     f"release itself, never a mirror. Fix: let this host reach it, or install {tool.name} "
                     f"{tool.version} yourself"
                 ) from None
