@@ -9,9 +9,10 @@ this host can show before anything is made. Pure checks over facts gathered in g
   (`/proc/net/route`): traffic to the overlapping addresses goes one way or the other, never both.
 * "Failed to get rootfs info": on btrfs (storage driver or backing filesystem, `docker info` `Driver` and
   `DriverStatus`) or a device-mapper device (`findmnt -n -o SOURCE --target <data root>` under `/dev/mapper/`,
-  e.g. LUKS) the kubelet cannot find the device of its root filesystem. kind mounts `/dev/mapper` into its own
-  node for btrfs, zfs and devicemapper drivers (pkg/cluster/internal/providers/docker/util.go mountDevMapper),
-  but the tenants' worker containers are started by Pulumi, not kind, and get no such mount.
+  e.g. LUKS) the kubelet cannot find the device of its root filesystem. kind bind-mounts `/dev/mapper` into its
+  nodes on such storage (pkg/cluster/internal/providers/docker/util.go mountDevMapper), and the workers get the
+  same (gpu_tenancy/builders/worker/kind_node.py), but not the device itself: a partition (/dev/nvme0n1p3) or the
+  `/dev/dm-N` a `/dev/mapper/luks-*` link points to, which kind's docs add by hand as an extraMount.
 """
 
 from __future__ import annotations
@@ -89,8 +90,8 @@ def rootfs_problems(facts: KnownIssueFacts) -> list[Problem]:
     if not why:
         return []
     return [Problem(
-        "disk", f"{root} is {why}: kubelets there fail with 'failed to get rootfs info' (kind known issues); the "
-        "tenants' worker containers get no device mount from kind", "move Docker's data-root (/etc/docker/daemon.json "
+        "disk", f"{root} is {why}: kubelets there fail with 'failed to get rootfs info' (kind known issues): neither "
+        "kind's node nor the workers mount that device", "move Docker's data-root (/etc/docker/daemon.json "
         "\"data-root\") to an ext4 or xfs filesystem on a plain partition, then restart Docker")]
 
 
