@@ -26,7 +26,8 @@ OUTPUT_KEYS = {
     "gpu-tenancy:mock_nvml:MockNvml": {"configDigest", "daemonSetName", "gpus"},
     "gpu-tenancy:nvml_mock_image:NvmlMockImage": {"imageName"},
     "gpu-tenancy:tenant:Tenant": {
-        "endpoint", "gpuNodes", "gpus", "kubeconfig", "mode", "nodes", "quota", "tenant", "workloads",
+        "endpoint", "gpuNodes", "gpus", "kubeconfig", "mode", "nodes", "orderedWorkloads", "quota", "tenant",
+        "workloads",
     },
     "gpu-tenancy:tenant_control_plane:TenantControlPlane": {"endpoint", "kubeconfig"},
     "gpu-tenancy:tenant_network:TenantNetwork": set(),
