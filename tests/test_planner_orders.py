@@ -143,6 +143,19 @@ def test_a_preferred_node_that_may_refuse_lets_a_worse_one_take_the_pod() -> Non
     assert outcomes(nodes, workloads, None, True) == {(1, 1, 0), (1, 1, 1)}
 
 
+def test_beyond_the_exploration_a_mixed_tenant_depends_and_ordered_creation_settles_it() -> None:
+    """Five workloads of different shapes on one node of L4s and A100s: too many interleavings to explore,
+    and no symmetry, so every replica depends (fail closed); created in order, every replica fits."""
+    node = Node("h", tuple(Device(f"g{i}", A100 if i % 2 else L4, 81920 if i % 2 else 23034, numa=None, index=i)
+                           for i in range(8)), "t")
+    workloads = [Workload(f"w{k}", (ContainerRequest(1, 1024 * (k + 1), None, 10 * (k % 3)),), replicas=10,
+                          tenant="t") for k in range(5)]
+    found = verdicts([node], workloads)
+    assert {r.verdict for r in found.replicas} == {"depends"}
+    assert found.replicas[0].because.startswith("not established: more than 20000 states to explore")
+    assert {r.verdict for r in verdicts([node], workloads, ordered=frozenset({"t"})).replicas} == {"fits"}
+
+
 # ------------------------------------------------------------------ against the brute force
 
 # A card registered as exactly "NVIDIA" (the request's own type) also counts the request in its score.
