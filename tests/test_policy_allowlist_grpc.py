@@ -27,7 +27,7 @@ TCP = "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane"
 RELEASE = "kubernetes:helm.sh/v3:Release"
 CONTAINER = "docker:index/container:Container"
 COMMAND = "command:local:Command"
-OWN_POLICIES = ("known-types", "field-allowlist", "type-allowances")
+OWN_POLICIES = ("known-types", "field-allowlist", "type-allowances", "attributed-by-identity")
 
 
 @pytest.fixture
