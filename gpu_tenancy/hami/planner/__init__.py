@@ -14,6 +14,9 @@ replicas that do not fit, with HAMi's own reason strings (``"n/N Reason, ..."``)
   lands on, the reasons a card is refused.
 - ``schedule``: the scheduling loop, ``plan``: node order, admission against the quota, what does not fit.
 - ``report``: what a plan gives: placements, and failures with their reasons.
+- ``orders``: per replica, fits whatever order Kubernetes and HAMi take, in none, or depends on the order
+  (and on what); ``ties`` gives one pod's outcomes under every card tie-break, ``symmetry`` settles large
+  groups of identical pods on identical cards.
 
 No Kubernetes, Pulumi or I/O dependencies: everything here is plain data. Import names from the module that
 defines them; this package re-exports nothing.

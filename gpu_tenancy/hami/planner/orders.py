@@ -23,10 +23,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from gpu_tenancy.hami.planner.fit import _score
 from gpu_tenancy.hami.planner.model import Node, Quota, Workload
 from gpu_tenancy.hami.planner.report import PlanResult
-from gpu_tenancy.hami.planner.ties import container_options
+from gpu_tenancy.hami.planner.symmetry import symmetric
+from gpu_tenancy.hami.planner.ties import container_options, node_score
 
 __all__ = ["DEFAULT_BUDGET", "OrderVerdicts", "ReplicaVerdict", "Verdict", "WorkloadVerdict", "verdicts"]
 
@@ -167,13 +167,6 @@ def _pod_options(
     return [(u, m, c, t) for u, (m, c, t) in outcomes.items()], refused[0]
 
 
-def _node_score(node: Node, usage: _Usage) -> float:
-    """ComputeDefaultScore over the node's cards, from the usage before the pod."""
-    d = node.devices
-    return _score(sum(x.count for x in d), sum(x.devcore for x in d), sum(x.devmem for x in d),
-                  sum(u[0] for u in usage), sum(u[2] for u in usage), sum(u[1] for u in usage))
-
-
 def _node_sig(node: Node, usage: _Usage, pods: int) -> tuple[object, ...]:
     """What makes two nodes interchangeable: the same cards (all but their ids) with the same usage."""
     return (node.tenant, node.max_pods, pods,
@@ -309,7 +302,7 @@ class _Explorer:
                 continue  # kube-scheduler's NodeResourcesFit: Too many pods
             options, may_refuse = _pod_options(node, st.usage[ni], wl, quota, qmem, qcores, self.budget)
             if options:
-                cands.append((sign * _node_score(node, st.usage[ni]), ni, options, may_refuse))
+                cands.append((sign * node_score(node, st.usage[ni]), ni, options, may_refuse))
         # HAMi takes the best score among the nodes that fit: a node is chosen when every better one may
         # refuse the pod, and among equal scores any of them.
         reachable = [c for c in cands if all(o[3] for o in cands if o[0] < c[0])]
@@ -344,52 +337,6 @@ class _Explorer:
 
     def key_node(self, st: _State, ni: int) -> object:
         return _node_sig(self.g.nodes[ni], st.usage[ni], st.pods[ni])
-
-
-# ------------------------------------------------------------------ by symmetry, at scale
-
-
-def _symmetric(g: _Group, declared: PlanResult | None) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
-    """(fewest, most) placed per workload when order and ties cannot change how many pods fit: one pod shape
-    with one GPU container, every card of the group the same, every node the same, and no gpumem/gpucores
-    quota the whole group could reach (so neither the webhook nor Fit's quota check ever refuses). Then a
-    card's usage is k times the container's request, a node's state follows from its pod count, and equal
-    scores mean identical states: every tie is between interchangeable cards or nodes. Pods are identical,
-    so which pods fit is any set of the declared plan's size. None when the argument does not apply."""
-    from gpu_tenancy.hami.planner.schedule import _pod_shape, plan
-
-    shapes = {(_pod_shape(w), w.node_scheduler_policy, w.tenant) for w in g.workloads}
-    if len(shapes) != 1 or sum(1 for c in g.workloads[0].containers if c.gpus > 0) != 1:
-        return None
-    cards = {(d.type, d.devmem, d.devcore, d.count, d.health) for n in g.nodes for d in n.devices}
-    if len(cards) != 1 or "nvidia" not in next(iter(cards))[0].lower():
-        return None
-    if len({(len(n.devices), n.max_pods, n.tenant) for n in g.nodes}) != 1:
-        return None
-    total = sum(w.replicas for w in g.workloads)
-    wl = g.workloads[0]
-    for quota in g.quotas:
-        if quota is not None and (quota.gpumem is not None or quota.gpucores is not None):
-            ctr = next(c for c in wl.containers if c.gpus > 0)
-            mem = ctr.gpus * max(ctr.memreq(d) for n in g.nodes for d in n.devices) * total
-            if (quota.gpumem is not None and mem > quota.gpumem) or (
-                quota.gpucores is not None and ctr.gpus * ctr.coresreq * total > quota.gpucores
-            ):
-                return None
-    names = {w.name for w in g.workloads}
-    if declared is None:
-        declared = plan(g.nodes, g.workloads, g.quotas[0], exact_device_order=False)
-    # Every pod has the one shape, so the pods placed are those with no failure.
-    placed = total - sum(1 for f in declared.failures if f.workload in names)
-    if g.ordered:
-        fixed, left = [], placed
-        for w in g.workloads:
-            fixed.append(min(w.replicas, left))
-            left -= fixed[-1]
-        return tuple(fixed), tuple(fixed)
-    lo = tuple(max(0, placed - (total - w.replicas)) for w in g.workloads)
-    hi = tuple(min(w.replicas, placed) for w in g.workloads)
-    return lo, hi
 
 
 # ------------------------------------------------------------------ the verdicts
@@ -432,7 +379,7 @@ def verdicts(
         hi: tuple[int, ...]
         why: dict[str, str] = {}
         # The symmetry argument first: it costs one plan, where exploring a large group would spend the budget.
-        found = _symmetric(g, declared if len(groups) == 1 else None)
+        found = symmetric(g.nodes, g.workloads, g.quotas, g.ordered, declared if len(groups) == 1 else None)
         if found is not None:
             lo, hi = found
             for i, w in enumerate(g.workloads):

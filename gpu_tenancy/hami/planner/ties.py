@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from gpu_tenancy.hami.planner.fit import _REQUEST_TYPE, _score, _type_ok
-from gpu_tenancy.hami.planner.model import ContainerRequest, Device, Quota, Workload
+from gpu_tenancy.hami.planner.model import ContainerRequest, Device, Node, Quota, Workload
 
-__all__ = ["container_options"]
+__all__ = ["container_options", "node_score"]
 
 _Usage = tuple[tuple[int, int, int], ...]
 
@@ -116,3 +116,10 @@ def container_options(
                 yield from walk(gi, [y for y in rest if y != x], got, mem + memreq, cores + req.cores, now_tied)
 
     yield from walk(-1, [], [], 0, 0, False)
+
+
+def node_score(node: Node, usage: _Usage) -> float:
+    """ComputeDefaultScore over the node's cards, from the usage before the pod."""
+    d = node.devices
+    return _score(sum(x.count for x in d), sum(x.devcore for x in d), sum(x.devmem for x in d),
+                  sum(u[0] for u in usage), sum(u[2] for u in usage), sum(u[1] for u in usage))
