@@ -156,6 +156,21 @@ def test_beyond_the_exploration_a_mixed_tenant_depends_and_ordered_creation_sett
     assert {r.verdict for r in verdicts([node], workloads, ordered=frozenset({"t"})).replicas} == {"fits"}
 
 
+def test_identical_pods_on_identical_cards_are_settled_by_symmetry() -> None:
+    """No exploration at all (budget 0): two nodes of one L4 with two slots, two workloads of three identical
+    pods. Four places: in any order four pods fit, and which ones depends on the order they are created in."""
+    nodes = [Node(f"n{i}", (Device(f"g{i}", L4, 23034, 100, 2, numa=None),)) for i in range(2)]
+    workloads = [Workload(f"w{k}", (ContainerRequest(1, 8000),), replicas=3) for k in range(2)]
+    found = verdicts(nodes, workloads, budget=0)
+    assert [r.verdict for r in found.replicas] == ["fits", "depends", "depends"] * 2
+    assert "which pods of identical shape get the places" in found.replicas[1].because
+    seen = outcomes(nodes, workloads, None, False)
+    assert min(o[0] for o in seen) == 1 and max(o[0] for o in seen) == 3
+    ordered = verdicts(nodes, workloads, ordered=frozenset({None}), budget=0)
+    assert [r.verdict for r in ordered.replicas] == ["fits"] * 4 + ["never"] * 2
+    assert outcomes(nodes, workloads, None, True) == {(3, 1)}
+
+
 # ------------------------------------------------------------------ against the brute force
 
 # A card registered as exactly "NVIDIA" (the request's own type) also counts the request in its score.
