@@ -105,13 +105,15 @@ class RealControlPlane:
 
     # -- processes -----------------------------------------------------------------------------------------------
 
-    def _spawn(self, name: str, argv: list[str]) -> None:
+    def spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
+        """Start a process of the plane (stopped with it); `env` adds to the environment."""
         log = (self.workdir / f"{name}.log").open("wb")
         self.processes[name] = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                                cwd=self.workdir, start_new_session=True)
+                                                cwd=self.workdir, start_new_session=True,
+                                                env={**os.environ, **(env or {})})
         log.close()
 
-    def _wait(self, name: str, ready: Any, timeout: float = START_TIMEOUT) -> None:
+    def wait(self, name: str, ready: Any, timeout: float = START_TIMEOUT) -> None:
         deadline = time.monotonic() + timeout
         last = ""
         while time.monotonic() < deadline:
@@ -137,7 +139,7 @@ class RealControlPlane:
         bins = {name: str(path) for name, path in self.binaries.items()}
         etcd_client, etcd_peer, self.api_port = free_port(), free_port(), free_port()
 
-        self._spawn("etcd", [
+        self.spawn("etcd", [
             bins["etcd"], "--name=realcp", f"--data-dir={self.workdir / 'etcd'}",
             f"--listen-client-urls=http://127.0.0.1:{etcd_client}", f"--advertise-client-urls=http://127.0.0.1:{etcd_client}",
             f"--listen-peer-urls=http://127.0.0.1:{etcd_peer}", f"--initial-advertise-peer-urls=http://127.0.0.1:{etcd_peer}",
@@ -154,14 +156,14 @@ class RealControlPlane:
             finally:
                 connection.close()
 
-        self._wait("etcd", etcd_ready)
+        self.wait("etcd", etcd_ready)
 
         serving = self.ca.issue("kube-apiserver", server_ips=("127.0.0.1", "10.96.0.1"),
                                 server_names=("localhost", "kubernetes", "kubernetes.default",
                                               "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"))
         sa_private, sa_public = pki.service_account_keys()
         ca_file = self._write("ca.crt", self.ca.cert_pem)
-        self._spawn("kube-apiserver", [
+        self.spawn("kube-apiserver", [
             bins["kube-apiserver"], f"--etcd-servers=http://127.0.0.1:{etcd_client}",
             "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={self.api_port}",
             f"--tls-cert-file={self._write('apiserver.crt', serving.cert_pem)}",
@@ -177,28 +179,28 @@ class RealControlPlane:
             "--runtime-config=admissionregistration.k8s.io/v1beta1=true",
             f"--cert-dir={self.workdir / 'apiserver-certs'}",
         ])
-        self._wait("kube-apiserver", lambda: self.get("/readyz")[0] == 200)
+        self.wait("kube-apiserver", lambda: self.get("/readyz")[0] == 200)
 
         admin = str(self.admin_kubeconfig)
         controller = self.kubeconfig("system:kube-controller-manager")
-        self._spawn("kube-controller-manager", [
+        self.spawn("kube-controller-manager", [
             bins["kube-controller-manager"], f"--kubeconfig={controller}", "--leader-elect=false", "--secure-port=0",
             f"--service-account-private-key-file={self.workdir / 'sa.key'}", f"--root-ca-file={ca_file}",
             "--use-service-account-credentials=true", f"--service-cluster-ip-range={SERVICE_CIDR}",
         ])
         scheduler = self.kubeconfig("system:kube-scheduler")
-        self._spawn("kube-scheduler", [bins["kube-scheduler"], f"--kubeconfig={scheduler}", "--leader-elect=false",
+        self.spawn("kube-scheduler", [bins["kube-scheduler"], f"--kubeconfig={scheduler}", "--leader-elect=false",
                                        "--secure-port=0"])
         stages = subprocess.run([bins["kwok-default-stages"]], capture_output=True, check=True).stdout
         key, value = KWOK_NODE_ANNOTATION
-        self._spawn("kwok", [
+        self.spawn("kwok", [
             bins["kwok"], f"--kubeconfig={admin}", f"--config={self._write('kwok-stages.yaml', stages)}",
             "--manage-all-nodes=false", f"--manage-nodes-with-annotation-selector={key}={value}",
             f"--server-address=127.0.0.1:{free_port()}", "--node-ip=127.0.0.1",
         ])
         # The controller manager is ready for the tests once it has made the default namespace's service account
         # (pods are refused without it).
-        self._wait("kube-controller-manager",
+        self.wait("kube-controller-manager",
                    lambda: self.get("/api/v1/namespaces/default/serviceaccounts/default")[0] == 200)
         return self
 
