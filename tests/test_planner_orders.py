@@ -171,6 +171,13 @@ def test_identical_pods_on_identical_cards_are_settled_by_symmetry() -> None:
     assert outcomes(nodes, workloads, None, True) == {(3, 1)}
 
 
+def test_two_tenants_may_name_a_workload_alike() -> None:
+    nodes = [Node("a", (Device("ga", L4, 23034),), "tenant-a"), Node("b", (Device("gb", L4, 23034),), "tenant-b")]
+    workloads = [Workload("infer", (ContainerRequest(1, 20000),), tenant="tenant-a"),
+                 Workload("infer", (ContainerRequest(1, 30000),), tenant="tenant-b")]
+    assert [r.verdict for r in verdicts(nodes, workloads).replicas] == ["fits", "never"]
+
+
 # ------------------------------------------------------------------ against the brute force
 
 # A card registered as exactly "NVIDIA" (the request's own type) also counts the request in its score.

@@ -373,34 +373,35 @@ def verdicts(
     ``declared`` is ``plan``'s result for the same input, for HAMi's reasons and to spare re-planning."""
     reasons = _failure_reasons(declared)
     groups = _groups(nodes, workloads, quota, ordered)
-    by_name: dict[str, WorkloadVerdict] = {}
+    # By tenant and name: two tenants may each have a workload of the same name.
+    by_name: dict[tuple[str | None, str], WorkloadVerdict] = {}
     for g in groups:
         lo: tuple[int, ...]
         hi: tuple[int, ...]
-        why: dict[str, str] = {}
+        why: dict[int, str] = {}  # by the workload's place in the group
         # The symmetry argument first: it costs one plan, where exploring a large group would spend the budget.
         found = symmetric(g.nodes, g.workloads, g.quotas, g.ordered, declared if len(groups) == 1 else None)
         if found is not None:
             lo, hi = found
             for i, w in enumerate(g.workloads):
-                why[w.name] = ("which pods of identical shape get the places depends on the order they are "
-                               f"created in: {lo[i]} to {hi[i]} of {w.replicas} placed")
+                why[i] = ("which pods of identical shape get the places depends on the order they are "
+                          f"created in: {lo[i]} to {hi[i]} of {w.replicas} placed")
         else:
             try:
                 lo, hi = _explore(g, budget, why)
             except _TooBig:
                 lo = tuple(0 for _ in g.workloads)
                 hi = tuple(w.replicas for w in g.workloads)
-                for w in g.workloads:
-                    why[w.name] = (f"not established: more than {budget} states to explore and no symmetry "
-                                   "argument applies (pods of several shapes or cards that differ)")
+                for i in range(len(g.workloads)):
+                    why[i] = (f"not established: more than {budget} states to explore and no symmetry "
+                              "argument applies (pods of several shapes or cards that differ)")
         for i, w in enumerate(g.workloads):
-            by_name[w.name] = WorkloadVerdict(w.name, w.replicas, lo[i], hi[i],
-                                              reasons.get(w.name, "no order places it"), why.get(w.name, ""))
-    return OrderVerdicts(tuple(by_name[w.name] for w in workloads if w.name in by_name))
+            by_name[(w.tenant, w.name)] = WorkloadVerdict(w.name, w.replicas, lo[i], hi[i],
+                                              reasons.get(w.name, "no order places it"), why.get(i, ""))
+    return OrderVerdicts(tuple(by_name[(w.tenant, w.name)] for w in workloads if (w.tenant, w.name) in by_name))
 
 
-def _explore(g: _Group, budget: int, why: dict[str, str]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+def _explore(g: _Group, budget: int, why: dict[int, str]) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Exhaustive exploration of one group; ``why`` gets, per workload that varies, what it depends on."""
     explorer = _Explorer(g, budget)
     lo, hi = explorer.run()
@@ -416,7 +417,7 @@ def _explore(g: _Group, budget: int, why: dict[str, str]) -> tuple[tuple[int, ..
                 factors.append(f"tie-breaks ({ties})")
             explorer.budget[0] = budget
             witness = _witness(explorer, g, i)
-            why[g.workloads[i].name] = (
+            why[i] = (
                 f"{' and '.join(factors) or 'the order and the tie-breaks together'}: "
                 f"{lo[i]} to {hi[i]} of {g.workloads[i].replicas} placed; fewest when: {witness}"
             )
