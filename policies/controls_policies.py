@@ -176,3 +176,84 @@ controls_present = StackValidationPolicy(
     validate=validate_controls_present,
     enforcement_level=MANDATORY,
 )
+
+
+# --------------------------------------------------------------------------- RBAC the program grants
+
+CLUSTER_ROLE_TYPE = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"
+CLUSTER_ROLE_BINDING_TYPE = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding"
+SERVICE_ACCOUNT_TYPE = "kubernetes:core/v1:ServiceAccount"
+TENANT_NETWORK = "gpu-tenancy:tenant_network:TenantNetwork"
+# Built-in roles a component binds (kind's kube-proxy binds system:node-proxier, as kubeadm does).
+BUILT_IN_ROLES: dict[str, frozenset[str]] = {TENANT_NETWORK: frozenset({"system:node-proxier"})}
+# What no role of the program grants: anything by wildcard, rights over RBAC, admission and identities, and the
+# subresources that run commands in pods or on nodes.
+FORBIDDEN_VERBS = frozenset({"*", "escalate", "bind", "impersonate"})
+FORBIDDEN_RESOURCES = frozenset(
+    {
+        "*", "secrets", "pods/exec", "pods/attach", "pods/portforward", "nodes/proxy", "serviceaccounts/token",
+        "clusterroles", "clusterrolebindings", "roles", "rolebindings", "validatingadmissionpolicies",
+        "validatingadmissionpolicybindings", "mutatingadmissionpolicies", "mutatingadmissionpolicybindings",
+        "validatingwebhookconfigurations", "mutatingwebhookconfigurations", "certificatesigningrequests/approval",
+    }
+)
+
+
+def _role_problems(role: Res) -> list[str]:
+    problems = []
+    if role.props.get("aggregationRule") is not None:
+        problems.append("aggregates other roles (aggregationRule)")
+    for rule in (r for r in (role.props.get("rules") or []) if isinstance(r, dict)):
+        if "*" in (rule.get("apiGroups") or []) or FORBIDDEN_VERBS & set(rule.get("verbs") or []):
+            problems.append(f"grants {rule.get('verbs')} on {rule.get('apiGroups')}")
+        for resource in sorted(FORBIDDEN_RESOURCES & set(rule.get("resources") or [])):
+            problems.append(f"grants {rule.get('verbs')} on {resource}")
+    return problems
+
+
+def _binding_problems(binding: Res, siblings: list[Res]) -> list[str]:
+    component = nearest_component(binding.urn) or ""
+    roles = {dig(r.props, "metadata", "name") for r in siblings if r.type == CLUSTER_ROLE_TYPE}
+    accounts = {(dig(r.props, "metadata", "namespace"), dig(r.props, "metadata", "name"))
+                for r in siblings if r.type == SERVICE_ACCOUNT_TYPE}
+    problems = []
+    role = as_dict(binding.props.get("roleRef"))
+    if role.get("kind") != "ClusterRole" or role.get("name") not in roles | BUILT_IN_ROLES.get(component, frozenset()):
+        problems.append(f"binds {role.get('kind')} {role.get('name')!r}, not a role its own component makes")
+    for subject in (s for s in (binding.props.get("subjects") or []) if isinstance(s, dict)):
+        if subject.get("kind") != "ServiceAccount" or (subject.get("namespace"), subject.get("name")) not in accounts:
+            problems.append(f"binds {subject.get('kind')} {subject.get('name')!r}, not a ServiceAccount its own "
+                            "component makes")
+    return problems
+
+
+def validate_rbac_contained(args: StackValidationArgs, report: ReportViolation) -> None:
+    resources = from_policy_resources(args.resources)
+    by_parent: dict[str, list[Res]] = defaultdict(list)
+    for res in resources:
+        if res.parent is not None:
+            by_parent[res.parent.urn].append(res)
+    for res in resources:
+        if res.unread or contains_unknown(res.props):
+            continue
+        if res.type == CLUSTER_ROLE_TYPE:
+            problems = _role_problems(res)
+        elif res.type == CLUSTER_ROLE_BINDING_TYPE:
+            problems = _binding_problems(res, by_parent[res.parent.urn] if res.parent else [])
+        else:
+            continue
+        for problem in problems:
+            report(f"{describe(res)} {problem}; the program's roles grant what its components use, to their own "
+                   "service accounts.", res.urn)
+
+
+rbac_contained = StackValidationPolicy(
+    name="rbac-contained",
+    description=(
+        "A ClusterRoleBinding binds a role its own component makes (or the built-in one it needs) to service "
+        "accounts its own component makes, never a user or group; no ClusterRole grants wildcards, escalate, bind, "
+        "impersonate, secrets, exec or attach, or rights over RBAC, admission or webhooks, or aggregates roles."
+    ),
+    validate=validate_rbac_contained,
+    enforcement_level=MANDATORY,
+)

@@ -17,7 +17,7 @@ from typing import Any
 
 from allowlist_policies import field_allowlist, known_types, type_allowances
 from control_plane_policies import tcp_dedicated_namespace, tcp_konnectivity_enabled
-from controls_policies import controls_present, installed_controls
+from controls_policies import controls_present, installed_controls, rbac_contained
 from data_plane_policies import tenant_cidrs_disjoint, worker_joins_own_tenant
 from gpu_policies import gpu_requests_fractional, no_mock_gpus_in_real
 from identity_policies import attributed_by_identity
@@ -47,6 +47,7 @@ __all__ = [
     "installed_controls",
     "known_types",
     "no_mock_gpus_in_real",
+    "rbac_contained",
     "tcp_dedicated_namespace",
     "tcp_konnectivity_enabled",
     "tcp_version_pinned",
@@ -64,6 +65,7 @@ ALL_POLICIES: list[Policy] = [
     attributed_by_identity,
     installed_controls,
     controls_present,
+    rbac_contained,
     tenant_provider_isolation,
     tcp_konnectivity_enabled,
     tcp_dedicated_namespace,

@@ -97,13 +97,13 @@ def assert_violation(messages: list[str], *fragments: str) -> None:
 
 def test_every_policy_is_named_described_and_levelled() -> None:
     names = [p.name for p in tp.ALL_POLICIES]
-    assert len(names) == len(set(names)) == 19
+    assert len(names) == len(set(names)) == 20
     assert set(names) >= {
         "tenant-provider-isolation", "tcp-konnectivity-enabled", "tcp-dedicated-namespace", "tcp-version-pinned",
         "images-pinned", "charts-pinned", "gpu-requests-fractional", "tenant-cidrs-disjoint",
         "worker-joins-own-tenant", "no-mock-gpus-in-real", "workload-safety", "gpu-plan-fits",
         "known-types", "type-allowances", "field-allowlist", "gpu-plan-order", "attributed-by-identity",
-        "installed-controls", "controls-present",
+        "installed-controls", "controls-present", "rbac-contained",
     }
     for policy in tp.ALL_POLICIES:
         assert len(policy.description) > 40
@@ -117,6 +117,7 @@ def test_every_policy_is_named_described_and_levelled() -> None:
         "tenant-provider-isolation", "tcp-dedicated-namespace", "tcp-version-pinned", "tenant-cidrs-disjoint",
         "worker-joins-own-tenant", "no-mock-gpus-in-real", "gpu-plan-fits", "gpu-plan-order", "known-types",
         "type-allowances", "attributed-by-identity", "controls-present",
+        "rbac-contained",
     }
 
 
@@ -1122,7 +1123,10 @@ def add_mock_nvml(
                       {"metadata": cluster_metadata, "rules": [{"apiGroups": [""], "resources": ["nodes"],
                        "resourceNames": [f"{tenant}-worker"], "verbs": ["get", "patch"]}]}, provider))
     added.append(add_resource(resources, parent, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding",
-                      f"{name}-binding", {"metadata": cluster_metadata}, provider))
+                      f"{name}-binding", {"metadata": cluster_metadata, "roleRef": {
+                          "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+                          "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": "kube-system"}]},
+                      provider))
     added.append(add_resource(resources, parent, "kubernetes:core/v1:ConfigMap", f"{name}-config",
                       {"metadata": metadata, "data": {"config.yaml": "devices: []\n"}}, provider))
     if daemon_set:

@@ -260,3 +260,4 @@ def test_every_sampled_configuration_passes(
     monkeypatch.setenv("PULUMI_CONFIG", json.dumps({"gpu-tenancy:mode": settings["mode"]}))
     assert run_resource_policy(controls.installed_controls, resources) == []
     assert run_stack_policy(controls.controls_present, resources) == []
+    assert run_stack_policy(controls.rbac_contained, resources) == []

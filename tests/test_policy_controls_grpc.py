@@ -148,3 +148,56 @@ def test_the_workload_namespace_opened(pack: Any, stack: list[Recorded]) -> None
     expect(both(pack, stack), "'tenant-a-workloads-isolation'", "other than the program builds")
     kept = [r for r in stack if r.urn != isolation.urn]
     expect(both(pack, kept), "'tenant-a-workloads'", "lacks its kubernetes:networking.k8s.io/v1:NetworkPolicy")
+
+
+# --------------------------------------------------------------------------- RBAC the program grants
+
+CLUSTER_ROLE = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"
+CLUSTER_ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding"
+
+
+def rbac(pack: Any, resources: list[Recorded]) -> list[str]:
+    return mandatory(analyze_stack(pack, resources), "rbac-contained")
+
+
+def test_the_example_rbac_is_contained(pack: Any, stack: list[Recorded], user_stack: list[Recorded]) -> None:
+    assert rbac(pack, stack) == [] and rbac(pack, user_stack) == []
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "fragment"),
+    [(["subjects"], [{"kind": "Group", "name": "system:authenticated", "apiGroup": "rbac.authorization.k8s.io"}],
+      "binds Group 'system:authenticated'"),
+     (["subjects"], [{"kind": "ServiceAccount", "name": "tenant-user", "namespace": "workloads"}],
+      "binds ServiceAccount 'tenant-user'"),
+     (["roleRef", "name"], "cluster-admin", "binds ClusterRole 'cluster-admin'"),
+     # A user named like the account (a client certificate's CN can be anything) is no ServiceAccount.
+     (["subjects"], [{"kind": "User", "name": "tenant-a-mock-gpu-agent", "namespace": "kube-system",
+                      "apiGroup": "rbac.authorization.k8s.io"}], "binds User 'tenant-a-mock-gpu-agent'")],
+    ids=["every-user", "the-tenant-user", "cluster-admin", "a-user-named-like-it"],
+)
+def test_the_agents_binding_widened(pack: Any, stack: list[Recorded], path: list[str], value: Any,
+                                    fragment: str) -> None:
+    set_both(find(stack, CLUSTER_ROLE_BINDING, "tenant-a-mock-gpu-agent-binding"), path, value)
+    expect(rbac(pack, stack), "'tenant-a-mock-gpu-agent-binding'", fragment)
+
+
+@pytest.mark.parametrize(
+    ("rule", "fragment"),
+    [({"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}, "on secrets"),
+     ({"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["create"]}, "on pods/exec"),
+     ({"apiGroups": ["*"], "resources": ["pods"], "verbs": ["list"]}, "on ['*']"),
+     ({"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"], "verbs": ["escalate"]},
+      "grants ['escalate']")],
+    ids=["secrets", "exec", "wildcard", "escalate"],
+)
+def test_the_agents_role_widened(pack: Any, stack: list[Recorded], rule: dict[str, Any], fragment: str) -> None:
+    role = find(stack, CLUSTER_ROLE, "tenant-a-mock-gpu-agent-role")
+    set_both(role, ["rules"], [*role.inputs["rules"], rule])
+    expect(rbac(pack, stack), "'tenant-a-mock-gpu-agent-role'", fragment)
+
+
+def test_a_role_that_aggregates_others(pack: Any, stack: list[Recorded]) -> None:
+    role = find(stack, CLUSTER_ROLE, "tenant-a-network-kindnet")
+    set_both(role, ["aggregationRule"], {"clusterRoleSelectors": [{"matchLabels": {"rbac.example.com/agg": "true"}}]})
+    expect(rbac(pack, stack), "'tenant-a-network-kindnet'", "aggregates other roles")
