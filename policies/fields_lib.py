@@ -54,11 +54,20 @@ def field_checked(res: Res) -> bool:
     return kind in POD_SPEC_PATHS
 
 
+# Analyzers see a resource's inputs after its provider's Check (pulumi/pulumi pkg/resource/deploy/step_generator.go
+# runs Check, then analyzeAll). A Terraform-bridged provider (pulumi-docker) fills in its schema's defaults there and
+# names them in each object's `__defaults` (pulumi-terraform-bridge pkg/tfbridge/schema.go); the bridge computes
+# that list itself, so a program cannot pass a field off as a default.
+DEFAULTS_KEY = "__defaults"
+
+
 def paths(value: Any, prefix: str = "") -> Iterator[str]:
-    """Every field path in a property value (see the module docstring)."""
+    """Every field path in a property value (see the module docstring), but the provider's defaults."""
     if is_unknown(value):
         return
     if isinstance(value, dict):
+        defaulted = {d for d in value.get(DEFAULTS_KEY) or [] if isinstance(d, str)}
+        value = {k: v for k, v in value.items() if k != DEFAULTS_KEY and k not in defaulted}
         if not value:
             yield prefix
         for key, item in value.items():

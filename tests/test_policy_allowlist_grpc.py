@@ -261,3 +261,14 @@ def test_every_sampled_configuration_passes(
     assert run_resource_policy(controls.installed_controls, resources) == []
     assert run_stack_policy(controls.controls_present, resources) == []
     assert run_stack_policy(controls.rbac_contained, resources) == []
+
+
+def test_a_bridged_providers_defaults_are_not_the_programs_fields(pack: Any, stack: list[Recorded]) -> None:
+    """pulumi-docker's Check fills in the Terraform schema's defaults and lists them in `__defaults`, and the engine
+    hands analyzers the checked inputs: those fields pass; one the list does not name is still the program's."""
+    worker = find(stack, CONTAINER, "tenant-a-worker-container")
+    defaults = {"mustRun": True, "start": True, "attach": False, "logs": False, "rm": False, "wait": False}
+    worker.inputs.update({**defaults, "__defaults": sorted(defaults)})
+    assert both(pack, stack, "field-allowlist") == []
+    worker.inputs["gpus"] = "all"
+    expect(both(pack, stack, "field-allowlist"), "'tenant-a-worker-container'", "gpus")
