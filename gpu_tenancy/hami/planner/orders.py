@@ -342,14 +342,19 @@ class _Explorer:
 # ------------------------------------------------------------------ the verdicts
 
 
+# Steps of a witness order shown, in runs ("schedule w1 on l4 x2"); a longer order ends with "...".
+_WITNESS_RUNS = 12
+
+
 def _compress(path: Sequence[str]) -> str:
-    runs: list[list[object]] = []
+    runs: list[tuple[str, int]] = []
     for step in path:
         if runs and runs[-1][0] == step:
-            runs[-1][1] = int(str(runs[-1][1])) + 1
+            runs[-1] = (step, runs[-1][1] + 1)
         else:
-            runs.append([step, 1])
-    return ", ".join(f"{s} x{n}" if n != 1 else str(s) for s, n in runs)
+            runs.append((step, 1))
+    shown = [f"{s} x{n}" if n != 1 else s for s, n in runs[:_WITNESS_RUNS]]
+    return ", ".join(shown) + (", ..." if len(runs) > _WITNESS_RUNS else "")
 
 
 def _failure_reasons(declared: PlanResult | None) -> dict[str, str]:
