@@ -65,8 +65,7 @@ REFUSED_PATCHES: list[tuple[str, dict[str, Any], str]] = [
     ("the spec", {"spec": {"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10.1",
                                            "env": [{"name": "X", "value": "1"}]}]}}, "changes no pod spec or label"),
     # One of the few spec fields a pod update may change at all (the API server refuses an env change itself).
-    ("the image", {"spec": {"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10"}]}},
-     "changes no pod spec or label"),
+    ("a deadline", {"spec": {"activeDeadlineSeconds": 60}}, "changes no pod spec or label"),
 ]
 
 

@@ -35,7 +35,7 @@ KINDS = {
     "ClusterRole": ("clusterroles", False), "ClusterRoleBinding": ("clusterrolebindings", False),
     "RoleBinding": ("rolebindings", True), "ResourceQuota": ("resourcequotas", True),
     "Namespace": ("namespaces", False), "Pod": ("pods", True), "Service": ("services", True),
-    "RuntimeClass": ("runtimeclasses", False),
+    "RuntimeClass": ("runtimeclasses", False), "Node": ("nodes", False), "Binding": ("bindings", True),
 }
 
 
@@ -52,6 +52,11 @@ class Response:
     @property
     def message(self) -> str:
         return str(self.body.get("message", ""))
+
+    @property
+    def policy_warnings(self) -> list[str]:
+        """What admission policies warned of (`validationActions: [Warn]`), not the API's own deprecation notes."""
+        return [warning for warning in self.warnings if "AdmissionPolicy" in warning]
 
     @property
     def refusal(self) -> str:

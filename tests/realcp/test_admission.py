@@ -112,12 +112,19 @@ class Tenant:
         return found
 
 
+# Expressions the type checker cannot type for a kind they do reach, by the kind and their message's first words:
+# the mock-GPU agent's node check iterates over the node's status as a map (`has(object.status) ? object.status :
+# {}`), so that a status field added later is covered too; the API server evaluates it untyped at admission, where
+# tests/realcp/test_admission_identities.py shows it admitting the agent's own writes and refusing the others.
+UNTYPED = [("Node", "the mock-GPU agent changes only its node")]
+
+
 def _guards(kind: str) -> tuple[str, ...]:
     """How an expression of a policy matching several kinds keeps out `kind`, whose fields it cannot read (the
     program's policies name `variables.pod = object.kind == 'Pod'`; `variables.gpu` implies it)."""
     if kind == "Pod":
-        return ("object.kind != 'RuntimeClass' || ",)
-    return ("!variables.pod || ", "!variables.gpu || ", "variables.pod || ")
+        return ("object.kind != 'RuntimeClass' || ", "variables.pod || ")
+    return ("!variables.pod || ", "!variables.gpu || ")
 
 
 def _refused_case() -> dict[str, Any]:
@@ -138,9 +145,13 @@ def tenant(request: pytest.FixtureRequest, admin_api: client.ApiClient, namespac
     next(generator)
     try:
         last: list[adm.Response] = []
+
+        def refusing() -> bool:
+            last.append(_probe(admin_api, namespace))
+            return last[-1].status == 403
+
         try:
-            adm.wait_for(f"the {stack} policies to refuse",
-                         lambda: last.append(_probe(admin_api, namespace)) or last[-1].status == 403)
+            adm.wait_for(f"the {stack} policies to refuse", refusing)
         except AssertionError as error:
             raise AssertionError(adm.STUCK if adm.NO_PARAMS in last[-1].message else f"{error}: {last[-1]}") from None
         if any(o["kind"] == "MutatingAdmissionPolicy" for o in objects):
@@ -179,11 +190,13 @@ class TestTheGpuAccessPolicyAsRegistered:
         """The API server's type checker compiles each expression against every kind its policy matches and warns
         of what would fail; an expression may only fail to compile for a kind its own guard keeps out."""
         for policy in (o for o in tenant.objects if o["kind"] == "ValidatingAdmissionPolicy"):
-            expressions = [v["expression"] for v in policy["spec"]["validations"]]
+            validations = policy["spec"]["validations"]
             for warning in adm.type_check_warnings(admin_api, policy):
                 index = int(warning["fieldRef"].removeprefix("spec.validations[").removesuffix("].expression"))
                 kind = warning["warning"].split(", Kind=", 1)[1].split(":", 1)[0]
-                assert expressions[index].startswith(_guards(kind)), (policy["metadata"]["name"], warning)
+                if any(kind == k and validations[index]["message"].startswith(m) for k, m in UNTYPED):
+                    continue
+                assert validations[index]["expression"].startswith(_guards(kind)), (policy["metadata"]["name"], warning)
 
     @pytest.mark.parametrize(("case", "obj", "admitted"), POD_CASES, ids=[c[0] for c in POD_CASES])
     def test_each_pod_is_admitted_or_refused_as_the_cel_tests_say(
@@ -197,7 +210,7 @@ class TestTheGpuAccessPolicyAsRegistered:
         try:
             expected = tenant.expected_denials(request)
             if admitted:
-                assert (response.status, response.warnings, expected) == (201 if request.operation == "CREATE" else 200,
+                assert (response.status, response.policy_warnings, expected) == (201 if request.operation == "CREATE" else 200,
                                                                           [], set()), response.message
             elif case in INVALID_PODS:
                 # Refused before admission: the pod is not one the API server stores, whatever the policy says.
@@ -212,7 +225,7 @@ class TestTheGpuAccessPolicyAsRegistered:
     def test_a_violation_is_denied_not_only_warned(self, admin_api: client.ApiClient, namespace: str,
                                                    tenant: Tenant) -> None:
         refused = adm.create(admin_api, adm.as_pod(_refused_case(), "denied", namespace))
-        assert refused.status == 403 and refused.warnings == [], (refused.status, refused.warnings)
+        assert refused.status == 403 and refused.policy_warnings == [], (refused.status, refused.warnings)
         assert adm.read(admin_api, adm.as_pod(_refused_case(), "denied", namespace)).status == 404
 
     def test_an_update_adding_what_a_create_is_refused_for_is_refused(self, admin_api: client.ApiClient,
@@ -361,7 +374,7 @@ class TestTheCudaControlMutation:
         body = adm.as_pod(obj, f"{adm.slug(case)}-{uuid.uuid4().hex[:4]}", namespace)
         created = adm.create(admin_api, body)
         try:
-            assert created.status == 201 and created.warnings == [], created.message
+            assert created.status == 201 and created.policy_warnings == [], created.message
             stored = adm.ok(adm.read(admin_api, body), "read back")
             env = {c["name"]: c.get("env", []) for c in stored["spec"]["containers"]}
             assert env == {c["name"]: c.get("env", []) for c in _mutated(body)["spec"]["containers"]}
