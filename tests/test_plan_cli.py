@@ -338,3 +338,14 @@ def test_numa_nodes_in_the_json_form_decide_a_card_tie(
     assert got == code
     verdict = {(r["workload"], r["verdict"]) for r in json.loads(out)["order"]["replicas"]}
     assert verdict == {("w0", "fits"), ("w1", "fits" if code == 0 else "depends")}
+
+
+def test_the_picture_carries_the_verdict_over_every_order(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gpu_tenancy.cli import allocation_chart
+
+    drawn: list[str | None] = []
+    monkeypatch.setattr(allocation_chart, "render_png", lambda view, path, title=None: drawn.append(title))
+    code, _, _ = main(capsys, "report", _order_case(tmp_path), "--png", str(tmp_path / "plan.png"))
+    assert code == 3 and drawn == ["Verdict: 1 replica(s) fit in some orders only"]

@@ -215,7 +215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if args.png:
         try:
-            render_png(view, args.png)
+            render_png(view, args.png, f"Verdict: {order_verdicts.summary(found)}")
         except OSError as error:
             print(f"{args.png}: cannot write it ({error.strerror or error})", file=sys.stderr)
             return EXIT_USAGE

@@ -54,6 +54,16 @@ def verdicts_json(found: OrderVerdicts) -> dict[str, Any]:
     }
 
 
+def summary(found: OrderVerdicts) -> str:
+    """The whole plan's verdict in a few words (the text's last line, the picture's subtitle)."""
+    never, depends = len(found.of("never")), len(found.of("depends"))
+    if not never and not depends:
+        return "fits, whatever order Kubernetes and HAMi take"
+    parts = [f"{never} replica(s) fit in no order"] if never else []
+    parts += [f"{depends} replica(s) fit in some orders only"] if depends else []
+    return "; ".join(parts)
+
+
 def verdict_lines(found: OrderVerdicts) -> str:
     """One line per replica that is not certain to fit, then the whole plan's verdict."""
     lines = []
@@ -62,11 +72,5 @@ def verdict_lines(found: OrderVerdicts) -> str:
             lines.append(f"does not fit in any order: {r.workload} replica {r.replica}: {r.because}")
         elif r.verdict == "depends":
             lines.append(f"fits in some orders only: {r.workload} replica {r.replica}: depends on {r.because}")
-    never, depends = len(found.of("never")), len(found.of("depends"))
-    if not never and not depends:
-        lines.append("Verdict: fits, whatever order Kubernetes and HAMi take")
-    else:
-        parts = [f"{never} replica(s) fit in no order"] if never else []
-        parts += [f"{depends} replica(s) fit in some orders only"] if depends else []
-        lines.append(f"Verdict: {'; '.join(parts)}")
+    lines.append(f"Verdict: {summary(found)}")
     return "\n".join(lines) + "\n"
