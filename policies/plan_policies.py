@@ -96,6 +96,10 @@ def _depends_refused() -> bool:
     return stack_config("orderDependentPlan") == "refuse"
 
 
+# The planner's inputs (repr of frozen dataclasses) -> (order verdicts, declared plan), for this process.
+_PLANNED: dict[str, tuple[Any, Any]] = {}
+
+
 def _tenant_verdicts(args: StackValidationArgs, report: ReportViolation) -> list[tuple[Res, str, Any, Any]]:
     """(Tenant, name, the plan's order verdicts, the declared plan) per tenant that can be planned; reports
     the ones that cannot."""
@@ -121,10 +125,15 @@ def _tenant_verdicts(args: StackValidationArgs, report: ReportViolation) -> list
                 tenant, declaration["nodes"], declaration["workloads"], declaration["quota"],
                 _split_count(resources, tenant),
             )
-            # A verdict, not a card-by-card prediction: large nodes are planned with ties in registration order.
-            declared = plan(nodes, workloads, quota, exact_device_order=False)
             ordered = frozenset({tenant}) if declaration["ordered"] else frozenset()
-            found = verdicts(nodes, workloads, quota, ordered=ordered, declared=declared)
+            # Both plan policies ask for the same tenant in one preview: plan and explore it once.
+            key = repr((nodes, workloads, quota, ordered))
+            if key not in _PLANNED:
+                # A verdict, not a card-by-card prediction: large nodes are planned with ties in registration
+                # order.
+                declared = plan(nodes, workloads, quota, exact_device_order=False)
+                _PLANNED[key] = (verdicts(nodes, workloads, quota, ordered=ordered, declared=declared), declared)
+            found, declared = _PLANNED[key]
         except ValueError as error:
             report(f"tenant {tenant!r}: its GPU declaration cannot be planned: {error}.", res.urn)
             continue
