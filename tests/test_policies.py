@@ -1672,10 +1672,10 @@ def test_the_planned_nodes_carry_numa_and_pod_room_from_the_tenant(stack: list[R
     """The Tenant declares its node's cards' NUMA nodes (sim: the mock-GPU agent's 0) and the pods left for
     workloads after the program's DaemonSets."""
     (node,) = find(stack, TENANT, "tenant-b").inputs["gpuNodes"]
-    assert node["numa"] == [0, 0] and node["maxPods"] == 106
+    assert node["numa"] == [0, 0] and node["maxPods"] == 103
     nodes, _, _ = gpu_lib.planner_inputs("tenant-b", [(node["name"], node["gpus"], node["numa"], node["maxPods"])],
                                          [], {}, 10)
-    assert [d.numa for d in nodes[0].devices] == [0, 0] and nodes[0].max_pods == 106
+    assert [d.numa for d in nodes[0].devices] == [0, 0] and nodes[0].max_pods == 103
     nodes, _, _ = gpu_lib.planner_inputs("tenant-b", [(node["name"], node["gpus"])], [], {}, 10)
     assert [d.numa for d in nodes[0].devices] == [None, None], "undeclared NUMA nodes are unknown"
 

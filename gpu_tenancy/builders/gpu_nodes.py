@@ -49,12 +49,18 @@ NODE_DAEMONSETS: dict[str, tuple[str, ...]] = {
 }
 
 
+# Pods of the tenant's own Deployments, which can only run on its workers: CoreDNS (Kamaji's coreDNS addon calls
+# kubeadm's EnsureDNSAddon: 2 replicas, phases/addons/dns/dns.go) and HAMi's scheduler (chart scheduler.replicas 1).
+# Counted on every GPU node: exact for a tenant of one worker; with several they run on one of them, unknown which.
+TENANT_DEPLOYMENT_PODS: dict[str, int] = {"coredns": 2, "hami-scheduler": 1}
+
+
 def workload_pods_per_node(device_layer: str) -> int:
     """Pods the kubelet admits for workloads on a GPU node: its default maxPods (the program sets none
-    when it joins a node) minus the program's own DaemonSet pods there."""
+    when it joins a node) minus the program's own DaemonSet pods there and the tenant's Deployment pods."""
     from gpu_tenancy.hami.planner.model import KUBELET_MAX_PODS
 
-    return KUBELET_MAX_PODS - len(NODE_DAEMONSETS[device_layer])
+    return KUBELET_MAX_PODS - len(NODE_DAEMONSETS[device_layer]) - sum(TENANT_DEPLOYMENT_PODS.values())
 
 
 def worker_container_name(cluster_name: str, tenant: str) -> str:
