@@ -253,6 +253,7 @@ def test_every_sampled_configuration_passes(
     settings = reference.CONFIGS[stack_name]()
     change(settings)
     resources = reference._record("gpu" if stack_name == "gpu-nodeport" else stack_name, settings)
+    # A new field the program sets: print and review the difference with tests/allowed_fields.py.
     assert run_resource_policy(allowlist.field_allowlist, resources) == []
     assert run_stack_policy(allowlist.known_types, resources) == []
     assert run_stack_policy(identity.attributed_by_identity, resources) == []
