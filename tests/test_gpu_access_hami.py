@@ -102,12 +102,14 @@ def runtime_class(name: str, handler: str) -> dict[str, Any]:
     return {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": name}, "handler": handler}
 
 
-@pytest.mark.parametrize(
-    ("name", "handler", "admitted"),
-    [("nvidia", "nvidia", True), ("gpu", "nvidia", False), ("gvisor", "runsc", True)],
-    ids=["hamis-own", "renamed-gpu-handler", "another-handler"],
-)
-def test_runtime_classes_are_matched_by_handler(name: str, handler: str, admitted: bool) -> None:
+# (case, name, handler, admitted); tests/realcp/test_admission.py creates them in a real API server.
+RUNTIME_CLASS_CASES = [("hamis-own", "nvidia", "nvidia", True), ("renamed-gpu-handler", "gpu", "nvidia", False),
+                       ("another-handler", "gvisor", "runsc", True)]
+
+
+@pytest.mark.parametrize(("case", "name", "handler", "admitted"), RUNTIME_CLASS_CASES,
+                         ids=[c[0] for c in RUNTIME_CLASS_CASES])
+def test_runtime_classes_are_matched_by_handler(case: str, name: str, handler: str, admitted: bool) -> None:
     """HAMi's chart makes RuntimeClass `nvidia` with handler `nvidia` (templates/device-plugin/runtime-class.yaml);
     any other class on that handler would put pods on the NVIDIA runtime under a name the pod rules never meet."""
     for operation in ("CREATE", "UPDATE"):

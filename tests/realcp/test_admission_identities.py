@@ -56,11 +56,7 @@ def _expected(objects: list[dict[str, Any]], part: str, request: Request) -> lis
 
 @pytest.fixture(scope="module")
 def namespace(admin_api: client.ApiClient) -> Iterator[str]:
-    name = f"realcp-adm-id-{uuid.uuid4().hex[:6]}"
-    body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-    adm.ok(adm.create(admin_api, body), "create namespace")
-    yield name
-    adm.delete(admin_api, body)
+    yield from adm.fresh_namespace(admin_api)
 
 
 # --------------------------------------------------------------------------- the mock-GPU agent
@@ -90,7 +86,7 @@ def agent(admin_api: client.ApiClient, real_control_plane: RealControlPlane, nam
         as_agent = config.new_client_from_config(str(real_control_plane.kubeconfig(AGENT, _service_account_groups(AGENT))))
         probe = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE}}
         adm.wait_for("the agent's policy", lambda: adm.merge_patch(
-            as_agent, probe, {"metadata": {"labels": {"probe": "x"}}}, dry_run=True).status == 403)
+            as_agent, probe, {"metadata": {"labels": {"probe": "x"}}}, dry_run=True).acted_on)
         yield as_agent, [*objects, registered["tenant-a-mock-gpu-agent-inventory"]]
     finally:
         next(installing, None)
@@ -233,10 +229,17 @@ def user_access(admin_api: client.ApiClient) -> Iterator[list[dict[str, Any]]]:
     try:
         captured = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "probe", "namespace": "workloads"},
                     "spec": {"ports": [{"port": 80}], "externalIPs": ["10.20.0.11"]}}
-        adm.wait_for("the Service policy", lambda: adm.create(admin_api, captured, dry_run=True).status == 403)
+        adm.wait_for("the Service policy", lambda: adm.create(admin_api, captured, dry_run=True).acted_on)
         yield objects
     finally:
         next(installing, None)
+
+
+def test_the_api_server_type_checks_the_user_policy_for_the_kinds_it_reaches(
+    admin_api: client.ApiClient, user_access: list[dict[str, Any]]
+) -> None:
+    for policy in (o for o in user_access if o["kind"] == VAP):
+        assert adm.unguarded_type_warnings(admin_api, policy) == [], policy["metadata"]["name"]
 
 
 @pytest.fixture(params=["client certificate", "the token the program hands out"])
