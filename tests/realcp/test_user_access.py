@@ -24,7 +24,7 @@ from kubernetes.client.exceptions import ApiException
 from policy_support import Recorded
 
 from gpu_tenancy.builders.tenant_access import tenant_access
-from tests.realcp.cluster import RealControlPlane
+from tests.realcp.cluster import RealControlPlane, running
 from tests.realcp.tenant_layer import Cluster, manifest, present, tenant_layer, user_access_stack, wait_until
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -113,6 +113,22 @@ def _dry_run_refused(create: Callable[[], Any]) -> bool:
 
 
 @pytest.fixture(scope="module")
+def own_plane(realcp_binaries: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
+              ) -> Iterator[RealControlPlane]:
+    """A control plane of this module's own. The GPU policy's parameters are a ConfigMap, and kube-apiserver 1.36
+    stops its ConfigMap parameter informer for good once no binding uses it for a moment (kubernetes/kubernetes
+    issues 133827 and 130887): after another module removed the same policy, the re-created one refuses every pod
+    with "no params found for policy binding" (seen here). A tenant's API server has never met another one's."""
+    with running(realcp_binaries, tmp_path_factory.mktemp("realcp-user-access")) as plane:
+        yield plane
+
+
+@pytest.fixture(scope="module")
+def admin_api(own_plane: RealControlPlane) -> client.ApiClient:
+    return config.new_client_from_config(str(own_plane.admin_kubeconfig))
+
+
+@pytest.fixture(scope="module")
 def user_layer(admin_api: client.ApiClient) -> Iterator[list[Recorded]]:
     """Tenant-a's layer with the identity, applied as registered into a state without it; removed at the end."""
     cluster = Cluster(admin_api)
@@ -125,12 +141,6 @@ def user_layer(admin_api: client.ApiClient) -> Iterator[list[Recorded]]:
         core: Any = client.CoreV1Api(admin_api)
         wait_until(lambda: bool(core.list_namespaced_service_account(NAMESPACE, field_selector="metadata.name=default"
                                                                       ).items), "the namespace's default account")
-        # Admission policies are picked up asynchronously: wait until each refuses what it is there to refuse.
-        wait_until(lambda: _dry_run_refused(lambda: core.create_namespaced_service(
-            NAMESPACE, _service("probe", externalIPs=["192.0.2.1"]), dry_run="All")), "the Services policy in force")
-        wait_until(lambda: _dry_run_refused(lambda: core.create_namespaced_pod(
-            NAMESPACE, _with_env(_pod("probe"), "NVIDIA_VISIBLE_DEVICES", "all"), dry_run="All")),
-            "the GPU access policy in force")
         yield objects
     finally:
         for body in reversed(bodies):
@@ -139,9 +149,19 @@ def user_layer(admin_api: client.ApiClient) -> Iterator[list[Recorded]]:
 
 
 @pytest.fixture(scope="module")
-def user(user_layer: list[Recorded], real_control_plane: RealControlPlane) -> User:
+def user(user_layer: list[Recorded], own_plane: RealControlPlane) -> User:
     name, groups = _identity(user_layer)
-    return User(name, groups, config.new_client_from_config(str(real_control_plane.kubeconfig(name, groups))))
+    user = User(name, groups, config.new_client_from_config(str(own_plane.kubeconfig(name, groups))))
+    # Admission policies are picked up asynchronously: wait until each refuses the user what it is there to refuse.
+    wait_until(lambda: _dry_run_refused(lambda: user.core.create_namespaced_service(
+        NAMESPACE, _service("probe", externalIPs=["192.0.2.1"]), dry_run="All")), "the Services policy in force")
+    # The GPU policy refuses every pod until its parameters are found (`parameterNotFoundAction: Deny`): in force
+    # means a compliant pod is admitted and a violating one refused.
+    wait_until(lambda: not _dry_run_refused(lambda: user.core.create_namespaced_pod(
+        NAMESPACE, _pod("probe"), dry_run="All")) and _dry_run_refused(lambda: user.core.create_namespaced_pod(
+            NAMESPACE, _with_env(_pod("probe"), "NVIDIA_VISIBLE_DEVICES", "all"), dry_run="All")),
+        "the GPU access policy in force with its parameters")
+    return user
 
 
 # --------------------------------------------------------------------------- objects the requests send
@@ -374,7 +394,7 @@ def test_the_restricted_baseline_pod_is_admitted(user: User) -> None:
 
 
 def test_the_certificate_is_the_identity_the_programs_kubeconfig_gives(
-        user: User, user_layer: list[Recorded], admin_api: client.ApiClient, real_control_plane: RealControlPlane
+        user: User, user_layer: list[Recorded], admin_api: client.ApiClient, own_plane: RealControlPlane
 ) -> None:
     # The program's kubeconfig carries the account's token, filled in by the token controller; the authorizer sees
     # the same user and groups through it as through the certificate used above.
@@ -387,7 +407,7 @@ def test_the_certificate_is_the_identity_the_programs_kubeconfig_gives(
         return "token" in data
 
     wait_until(filled, "the account's token")
-    kubeconfig = tenant_access.kubeconfig("tenant-a", real_control_plane.admin_kubeconfig.read_text(), token["token"],
+    kubeconfig = tenant_access.kubeconfig("tenant-a", own_plane.admin_kubeconfig.read_text(), token["token"],
                                           NAMESPACE)
     seen = []
     program_user = User(user.name, user.groups, config.new_client_from_config_dict(yaml.safe_load(kubeconfig)))
