@@ -25,6 +25,7 @@ from policy_support import EXAMPLE_STACKS, Recorded
 TENANT = "tenant-a"
 ADMISSION = "admissionregistration.k8s.io"
 EFFECT_TIMEOUT = 30.0  # seconds: the API server picks up policies, bindings and parameters asynchronously
+GONE_TIMEOUT = 120.0  # seconds: a namespace is deleted in a few seconds here
 IMAGE = "registry.k8s.io/pause:3.10.1"
 ADMIN = "realcp-admin"  # the user name of the cluster's admin certificate (tests/realcp/cluster.py)
 
@@ -184,6 +185,9 @@ def installed(api: client.ApiClient, objects: list[dict[str, Any]]) -> Iterator[
     finally:
         for body in reversed(created):
             delete(api, body)
+        # A namespace goes only once the namespace controller has emptied it: the next test may make it again.
+        wait_for("the installed objects to be gone", lambda: all(read(api, body).status == 404 for body in created),
+                 timeout=GONE_TIMEOUT)
 
 
 def fresh_namespace(api: client.ApiClient) -> Iterator[str]:
