@@ -103,6 +103,8 @@ class Hami:
             f"--metrics-bind-address=127.0.0.1:{self.metrics_port}",
             # The program's chart values: defaultSchedulerPolicy (tests/fixtures/hami_real/hami-values.gpu.json).
             "--node-scheduler-policy=binpack", "--gpu-scheduler-policy=spread", "--v=1",
+            # Its client's default rate limit makes every scenario wait on the others; the chart leaves it unset.
+            "--kube-qps=500", "--kube-burst=1000",
         ], env={"KUBECONFIG": str(admin)})
         self.plane.wait("hami-scheduler", lambda: _tls_open(port))
         config_path = work / "hami-kube-scheduler.yaml"

@@ -156,7 +156,13 @@ def _pod(case: dict[str, Any], workload: dict[str, Any], replica: int) -> dict[s
                      "terminationGracePeriodSeconds": 0}}
 
 
-def run(case: dict[str, Any], order: list[tuple[str, int]], harness: Any, core: Any, tag: str) -> dict[str, int]:
+def _schedulable(node: Any) -> bool:
+    ready = any(c.type == "Ready" and c.status == "True" for c in (node.status.conditions or []))
+    return ready and not any(t.effect in ("NoSchedule", "NoExecute") for t in (node.spec.taints or []))
+
+
+def run(case: dict[str, Any], order: list[tuple[str, int]], harness: Any, core: Any, tag: str,
+        reasons: list[str] | None = None) -> dict[str, int]:
     """Create the scenario's nodes, then its pods in `order`, each settled before the next; HAMi's placements."""
     from kubernetes.client.exceptions import ApiException
 
@@ -188,6 +194,13 @@ def run(case: dict[str, Any], order: list[tuple[str, int]], harness: Any, core: 
         while not all(harness.knows(name) for name in names):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"HAMi did not register {names} in 30 s")
+            time.sleep(0.5)
+        # A new node carries the not-ready taint until kwok reports it Ready (TaintNodesByCondition); a pod created
+        # before then is refused by kube-scheduler's TaintToleration, not by HAMi.
+        deadline = time.monotonic() + 30
+        while not all(_schedulable(core.read_node(name)) for name in names):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{names} not Ready and untainted in 30 s")
             time.sleep(0.2)
         by_name = {w["name"]: w for w in case["workloads"]}
         placed = {w["name"]: 0 for w in case["workloads"]}
@@ -199,14 +212,27 @@ def run(case: dict[str, Any], order: list[tuple[str, int]], harness: Any, core: 
                 pod = core.read_namespaced_pod(body["metadata"]["name"], namespace)
                 annotations = pod.metadata.annotations or {}
                 if pod.spec.node_name and annotations.get(hami.BIND_PHASE_ANNOTATION) == hami.BIND_PHASE_SUCCESS:
+                    # The device plugin releases the node lock after marking success; HAMi binds the next pod only
+                    # once it is gone (pkg/scheduler/scheduler.go lockAllDevices, no retry outside a pod group).
+                    node = core.read_node(pod.spec.node_name)
+                    if hami.NODE_LOCK_ANNOTATION in (node.metadata.annotations or {}):
+                        harness.device_plugin_pass(pod.spec.node_name)
+                        time.sleep(0.1)
+                        continue
                     placed[workload] += 1
                     break
                 if annotations.get(hami.BIND_PHASE_ANNOTATION) == hami.BIND_PHASE_ALLOCATING:
                     harness.device_plugin_pass(annotations.get(hami.ASSIGNED_NODE_ANNOTATION, ""))
+                # Only a filter's refusal counts: a failed bind (SchedulerError) is retried by kube-scheduler.
                 refused = [c.message or "" for c in (pod.status.conditions or [])
-                           if c.type == "PodScheduled" and c.status == "False"]
+                           if c.type == "PodScheduled" and c.status == "False" and c.reason == "Unschedulable"]
                 if refused:
-                    REASONS.append(refused[0])
+                    # kube-scheduler's message, without its preemption tail: HAMi's reasons per card and node.
+                    (reasons if reasons is not None else REASONS).append(f"{body['metadata']['name']}: "
+                                                                         + refused[0].split(" no new claims")[0])
+                    # A refused pod holds nothing (HAMi counts usage at a successful filter only), and in this
+                    # scenario nothing is freed later; deleted, it stops being retried on every cluster event.
+                    core.delete_namespaced_pod(body["metadata"]["name"], namespace, grace_period_seconds=0)
                     break
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"{namespace}/{body['metadata']['name']} neither bound nor refused in 60 s")
@@ -252,12 +278,18 @@ def main(argv: list[str] | None = None) -> int:
             core = client.CoreV1Api(config.new_client_from_config(str(plane.admin_kubeconfig)))
             case = scenario(seed)
             tried = orders(case, args.orders)
+            observed: list[dict[str, int]] = []
+            refusals: list[list[str]] = []
             try:
-                observed = [run(case, order, harness, core, f"o{i}") for i, order in enumerate(tried)]
+                for i, order in enumerate(tried):
+                    reasons: list[str] = []
+                    observed.append(run(case, order, harness, core, f"o{i}", reasons))
+                    refusals.append(reasons)
             except Exception as error:  # one scenario's failure is reported, the others go on
                 print(f"seed {seed}: not run: {type(error).__name__}: {str(error)[:300]}", flush=True)
                 return
-            record = {**case, "orders": [[f"{w}-{r}" for w, r in order] for order in tried], "hami": observed}
+            record = {**case, "orders": [[f"{w}-{r}" for w, r in order] for order in tried], "hami": observed,
+                      "refusals": refusals}
             with lock:
                 for line in disagreements(case, observed):
                     print(line, flush=True)
