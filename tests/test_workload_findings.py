@@ -126,6 +126,8 @@ def test_a_path_or_chart_not_known_is_shown_as_a_question_mark() -> None:
 def test_a_pod_reaching_gpus_around_hami_is_found_once_its_spec_is_known() -> None:
     spec: dict[str, Any] = {"containers": [{"name": "c", "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]}]}
     assert findings(_res("kubernetes:core/v1:Pod", {"spec": spec})) == [
+        ("gpuAccess", "reaches a GPU but is not scheduled by hami-scheduler (schedulerName None), so HAMi neither "
+                      "checks nor counts it"),
         ("gpuAccess", "container 'c' sets NVIDIA_VISIBLE_DEVICES, which HAMi's device plugin owns")]
     spec["runtimeClassName"] = UNKNOWN  # a preview: the admission policy's verdict waits for the whole spec
     assert findings(_res("kubernetes:core/v1:Pod", {"spec": spec})) == []

@@ -14,6 +14,7 @@ from typing import Any
 from gpu_tenancy.contract.stack_config import StackConfig
 from gpu_tenancy.contract.tenant_config import GpuConfig, TenantConfig
 from gpu_tenancy.hami import protocol as hami
+from gpu_tenancy.hami.kubelet import KUBELET_MAX_PODS
 
 
 @dataclass(frozen=True)
@@ -58,8 +59,6 @@ TENANT_DEPLOYMENT_PODS: dict[str, int] = {"coredns": 2, "hami-scheduler": 1}
 def workload_pods_per_node(device_layer: str) -> int:
     """Pods the kubelet admits for workloads on a GPU node: its default maxPods (the program sets none
     when it joins a node) minus the program's own DaemonSet pods there and the tenant's Deployment pods."""
-    from gpu_tenancy.hami.planner.model import KUBELET_MAX_PODS
-
     return KUBELET_MAX_PODS - len(NODE_DAEMONSETS[device_layer]) - sum(TENANT_DEPLOYMENT_PODS.values())
 
 

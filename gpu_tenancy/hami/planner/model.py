@@ -11,6 +11,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from gpu_tenancy.hami.kubelet import KUBELET_MAX_PODS
+
 __all__ = [
     "KUBELET_MAX_PODS",
     "MAX_DEVICES_PER_NODE",
@@ -39,8 +41,6 @@ _POLICIES = ("binpack", "spread")
 # (sort/zsortinterface.go); HAMi sorts a node's whole device list, so tied devices on a node with more
 # devices keep an order the planner does not reproduce.
 MAX_DEVICES_PER_NODE = 12
-# The kubelet's default maxPods (KubeletConfiguration); the program sets none when it joins a node.
-KUBELET_MAX_PODS = 110
 _MIG = "mig"
 
 
