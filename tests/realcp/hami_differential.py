@@ -96,6 +96,37 @@ def devices(case: dict[str, Any], node: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def example_cases(stack_files: Sequence[Path]) -> list[dict[str, Any]]:
+    """Each tenant of each stack file as a scenario: its GPU nodes' cards as the planner reads them (NUMA 0 where
+    the stack does not say) and its workloads, without its quota. `seed` names it: `<stack>-<tenant>`."""
+    from gpu_tenancy.cli.plan.plan_input import load
+
+    cases = []
+    for path in stack_files:
+        nodes, workloads, _quota = load(str(path))
+        stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
+        for tenant in sorted({n.tenant for n in nodes if n.tenant}):
+            cases.append({
+                "seed": f"{stack}-{tenant}",
+                "nodes": [{"name": f"n{i}", "cards": [{"model": d.type, "memoryMiB": d.devmem, "numa": d.numa or 0,
+                                                        "index": j} for j, d in enumerate(n.devices)]}
+                          for i, n in enumerate(n for n in nodes if n.tenant == tenant)],
+                "workloads": [{
+                    "name": w.name, "replicas": w.replicas,
+                    "containers": [{"gpus": c.gpus, "gpumem": c.gpumem_mib, "gpumemPercentage": c.gpumem_percentage,
+                                    "gpucores": c.gpucores} for c in w.containers],
+                    "gpuPolicy": w.gpu_scheduler_policy, "nodePolicy": w.node_scheduler_policy,
+                    **({"useGpuType": ",".join(w.use_gpu_type)} if w.use_gpu_type else {}),
+                    **({"noUseGpuType": ",".join(w.nouse_gpu_type)} if w.nouse_gpu_type else {}),
+                } for w in workloads if w.tenant == tenant],
+            })
+    return cases
+
+
+def declared_and_reversed(case: dict[str, Any]) -> list[list[tuple[str, int]]]:
+    return [pods_of(case), list(reversed(pods_of(case)))]
+
+
 # ------------------------------------------------------------------ the planner's side
 
 
@@ -107,6 +138,7 @@ def planner_input(case: dict[str, Any]) -> tuple[list[Node], list[Workload]]:
                                                    gpumem_percentage=c.get("gpumemPercentage"),
                                                    gpucores=c.get("gpucores")) for c in w["containers"]),
                  use_gpu_type=(w["useGpuType"],) if "useGpuType" in w else (),
+                 nouse_gpu_type=(w["noUseGpuType"],) if "noUseGpuType" in w else (),
                  gpu_scheduler_policy=w["gpuPolicy"], node_scheduler_policy=w["nodePolicy"])
         for w in case["workloads"]
     ]
@@ -150,6 +182,8 @@ def _pod(case: dict[str, Any], workload: dict[str, Any], replica: int) -> dict[s
                    "hami.io/node-scheduler-policy": workload["nodePolicy"]}
     if "useGpuType" in workload:
         annotations["nvidia.com/use-gputype"] = workload["useGpuType"]
+    if "noUseGpuType" in workload:
+        annotations["nvidia.com/nouse-gputype"] = workload["noUseGpuType"]
     return {"metadata": {"name": f"{workload['name']}-{replica}", "annotations": annotations,
                          "labels": {"workload": workload["name"]}},
             "spec": {"containers": containers, "nodeSelector": {"gpu-tenancy.io/scenario": str(case["seed"])},
@@ -252,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--orders", type=int, default=2)
     parser.add_argument("--jobs", type=int, default=4, help="scenarios run at once (each on its own nodes)")
+    parser.add_argument("--examples", type=Path, nargs="*", help="stack files: run each tenant's workloads instead")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     import threading
@@ -274,10 +309,12 @@ def main(argv: list[str] | None = None) -> int:
         api = config.new_client_from_config(str(plane.admin_kubeconfig))
         harness = hami_harness.Hami(plane, scheduler, api).start()
 
-        def one(seed: int) -> None:
+        examples = {case["seed"]: case for case in example_cases(args.examples or [])}
+
+        def one(seed: Any) -> None:
             core = client.CoreV1Api(config.new_client_from_config(str(plane.admin_kubeconfig)))
-            case = scenario(seed)
-            tried = orders(case, args.orders)
+            case = examples[seed] if seed in examples else scenario(seed)
+            tried = declared_and_reversed(case) if seed in examples else orders(case, args.orders)
             observed: list[dict[str, int]] = []
             refusals: list[list[str]] = []
             try:
@@ -294,11 +331,12 @@ def main(argv: list[str] | None = None) -> int:
                 for line in disagreements(case, observed):
                     print(line, flush=True)
                 records.append(record)
-                records.sort(key=lambda r: r["seed"])
+                records.sort(key=lambda r: str(r["seed"]).zfill(8))
                 args.out.write_text(json.dumps(records, separators=(",", ":")) + "\n")
                 print(f"seed {seed}: {observed}", flush=True)
 
-        seeds = [s for s in range(args.first_seed, args.first_seed + args.scenarios) if s not in done]
+        seeds: list[Any] = list(examples) if examples else list(range(args.first_seed, args.first_seed + args.scenarios))
+        seeds = [s for s in seeds if s not in done]
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
             for future in [pool.submit(one, seed) for seed in seeds]:
                 future.result()

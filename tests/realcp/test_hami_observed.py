@@ -81,3 +81,22 @@ def test_every_verdict_is_exercised_by_the_record(verdict: str) -> None:
             seen |= {"never"} if most < replicas else set()
             seen |= {"depends"} if fewest < most else set()
     assert verdict in seen
+
+
+EXAMPLES_OBSERVED = Path(__file__).with_name("hami_examples_observed.json")
+EXAMPLE_STACK_FILES = [Path(__file__).resolve().parents[2] / f"Pulumi.{name}.yaml" for name in ("dev", "dev-nvml", "gpu")]
+
+
+def test_hami_placed_every_replica_of_the_example_stacks_in_both_orders_as_the_planner_says() -> None:
+    """Each tenant of each example stack, its cards and workloads as the planner reads the stack file, run by HAMi
+    in the declared order and reversed. A changed stack file changes the case, and this fails until the record is
+    made again (`--examples Pulumi.dev.yaml Pulumi.dev-nvml.yaml Pulumi.gpu.yaml`)."""
+    records = {r["seed"]: r for r in json.loads(EXAMPLES_OBSERVED.read_text())}
+    cases = hami_differential.example_cases(EXAMPLE_STACK_FILES)
+    assert sorted(records) == sorted(c["seed"] for c in cases) and len(cases) == 6
+    for case in cases:
+        record = records[case["seed"]]
+        assert {k: record[k] for k in case} == case, case["seed"]
+        replicas = {w["name"]: w["replicas"] for w in case["workloads"]}
+        assert record["hami"] == [replicas, replicas], case["seed"]
+        assert hami_differential.planner_bounds(case) == {name: (n, n) for name, n in replicas.items()}
