@@ -12,15 +12,16 @@ from __future__ import annotations
 import copy
 import json
 import re
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness import unwrap
 from kubernetes import client
 from policy_support import EXAMPLE_STACKS, Recorded
+
+from tests.realcp.cluster import wait_until
+from tests.realcp.tenant_layer import manifest
 
 TENANT = "tenant-a"
 ADMISSION = "admissionregistration.k8s.io"
@@ -117,14 +118,6 @@ def ok(response: Response, what: str) -> dict[str, Any]:
     return response.body
 
 
-def wait_for(what: str, check: Callable[[], bool], timeout: float = EFFECT_TIMEOUT) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.3)
-
-
 def denial(policy: str, binding: str, message: str) -> str:
     """How the API server words a binding's refusal (k8s.io/apiserver v0.36.3 pkg/admission/plugin/policy/
     validating/dispatcher.go `Dispatch`: the first denied decision only)."""
@@ -132,12 +125,6 @@ def denial(policy: str, binding: str, message: str) -> str:
 
 
 # --------------------------------------------------------------------------- what the program registers
-
-
-def manifest(resource: Recorded) -> dict[str, Any]:
-    body = json.loads(json.dumps(unwrap(resource.inputs)))
-    # Pulumi's wire numbers are doubles; pulumi-kubernetes sends integral ones as integers.
-    return json.loads(json.dumps(body), parse_float=lambda t: int(float(t)) if float(t).is_integer() else float(t))
 
 
 def in_tenant(stack: str, tenant: str = TENANT) -> list[Recorded]:
@@ -186,7 +173,7 @@ def installed(api: client.ApiClient, objects: list[dict[str, Any]]) -> Iterator[
         for body in reversed(created):
             delete(api, body)
         # A namespace goes only once the namespace controller has emptied it: the next test may make it again.
-        wait_for("the installed objects to be gone", lambda: all(read(api, body).status == 404 for body in created),
+        wait_until("the installed objects to be gone", lambda: all(read(api, body).status == 404 for body in created),
                  timeout=GONE_TIMEOUT)
 
 
@@ -211,7 +198,7 @@ def type_check_warnings(api: client.ApiClient, policy: dict[str, Any]) -> list[A
         state.update(ok(read(api, policy), "read policy"))
         return state.get("status", {}).get("observedGeneration") == state["metadata"].get("generation")
 
-    wait_for(f"the type check of {policy['metadata']['name']}", checked)
+    wait_until(f"the type check of {policy['metadata']['name']}", checked)
     return list(state["status"].get("typeChecking", {}).get("expressionWarnings", []))
 
 

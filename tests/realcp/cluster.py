@@ -17,7 +17,7 @@ import socket
 import ssl
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,18 @@ KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
 
 class StartError(Exception):
     """A component did not come up in time; the message quotes the end of its log."""
+
+
+def wait_until(what: str, check: Callable[[], Any], timeout: float = 30.0, interval: float = 0.3) -> Any:
+    """Poll `check` until it returns something true, and return that; fail naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(interval)
 
 
 def free_port() -> int:

@@ -200,16 +200,13 @@ def run(case: dict[str, Any], order: list[tuple[str, int]], harness: Any, core: 
     """Create the scenario's nodes, then its pods in `order`, each settled before the next; HAMi's placements."""
     from kubernetes.client.exceptions import ApiException
 
-    from tests.realcp.cluster import KWOK_NODE_ANNOTATION
+    from tests.realcp.cluster import KWOK_NODE_ANNOTATION, wait_until
 
     namespace = f"hami-{case['seed']}-{tag}"
     core.create_namespace({"metadata": {"name": namespace}})
     names = []
-    deadline = time.monotonic() + 30
-    while not core.list_namespaced_service_account(namespace, field_selector="metadata.name=default").items:
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"no default service account in {namespace}")
-        time.sleep(0.2)
+    wait_until(f"the default service account of {namespace}",
+               lambda: core.list_namespaced_service_account(namespace, field_selector="metadata.name=default").items)
     try:
         for node in case["nodes"]:
             name = f"hami-{case['seed']}-{tag}-{node['name']}"
@@ -224,18 +221,10 @@ def run(case: dict[str, Any], order: list[tuple[str, int]], harness: Any, core: 
             names.append(name)
             harness.add_node(name, registered)
         # A new node wakes HAMi's register loop at once (pkg/scheduler/scheduler.go, node informer AddFunc).
-        deadline = time.monotonic() + 30
-        while not all(harness.knows(name) for name in names):
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"HAMi did not register {names} in 30 s")
-            time.sleep(0.5)
+        wait_until(f"HAMi to register {names}", lambda: all(harness.knows(name) for name in names), interval=0.5)
         # A new node carries the not-ready taint until kwok reports it Ready (TaintNodesByCondition); a pod created
         # before then is refused by kube-scheduler's TaintToleration, not by HAMi.
-        deadline = time.monotonic() + 30
-        while not all(_schedulable(core.read_node(name)) for name in names):
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{names} not Ready and untainted in 30 s")
-            time.sleep(0.2)
+        wait_until(f"{names} Ready and untainted", lambda: all(_schedulable(core.read_node(name)) for name in names))
         by_name = {w["name"]: w for w in case["workloads"]}
         placed = {w["name"]: 0 for w in case["workloads"]}
         for workload, replica in order:

@@ -192,14 +192,6 @@ def ensure_namespace(cluster: Cluster, name: str) -> None:
     cluster.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}, "realcp-prerequisites")
 
 
-def wait_until(check: Any, what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout:.0f} s")
-        time.sleep(0.5)
-
-
 @functools.cache
 def user_access_stack() -> list[Recorded]:
     """The dev stack with `tenants[].userAccess: true` on tenant-a: its non-admin identity's objects besides the

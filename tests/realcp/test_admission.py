@@ -134,17 +134,17 @@ def tenant(request: pytest.FixtureRequest, admin_api: client.ApiClient, namespac
             return last[-1].acted_on
 
         try:
-            adm.wait_for(f"the {stack} policies to act", acting)
+            adm.wait_until(f"the {stack} policies to act", acting)
         except AssertionError as error:
             raise AssertionError(adm.STUCK if adm.NO_PARAMS in last[-1].message else f"{error}: {last[-1]}") from None
         if any(o["kind"] == "MutatingAdmissionPolicy" for o in objects):
             gpu = adm.as_pod(pod(ctr(gpu=True)), "probe", namespace)
-            adm.wait_for("the mutation", lambda: "env" in adm.create(admin_api, gpu, dry_run=True).body.get(
+            adm.wait_until("the mutation", lambda: "env" in adm.create(admin_api, gpu, dry_run=True).body.get(
                 "spec", {"containers": [{}]})["containers"][0])
         yield Tenant(stack, objects)
     finally:
         next(generator, None)
-        adm.wait_for("the policies to be gone", lambda: (lambda r: r.admitted and not r.policy_warnings)(
+        adm.wait_until("the policies to be gone", lambda: (lambda r: r.admitted and not r.policy_warnings)(
             _probe(admin_api, namespace)))
 
 
@@ -225,7 +225,7 @@ class TestTheGpuAccessPolicyAsRegistered:
         plain = adm.as_pod(pod(ctr()), "plain", namespace)
         assert adm.ok(adm.delete(admin_api, params), "delete the parameters")
         try:
-            adm.wait_for("the missing parameters", lambda: adm.create(admin_api, plain, dry_run=True).status != 201)
+            adm.wait_until("the missing parameters", lambda: adm.create(admin_api, plain, dry_run=True).status != 201)
             refused = adm.create(admin_api, plain)
             request = Request("pods", "CREATE", namespace, plain)
             assert (refused.status, refused.body.get("reason")) == (422, "Invalid"), refused.message
@@ -235,7 +235,7 @@ class TestTheGpuAccessPolicyAsRegistered:
             assert adm.create(admin_api, system, dry_run=True).status == 201
         finally:
             adm.ok(adm.create(admin_api, params), "restore the parameters")
-            adm.wait_for("the parameters", lambda: adm.create(admin_api, plain, dry_run=True).status == 201)
+            adm.wait_until("the parameters", lambda: adm.create(admin_api, plain, dry_run=True).status == 201)
 
     def test_only_hamis_service_accounts_change_hamis_annotations(
         self, admin_api: client.ApiClient, real_control_plane: RealControlPlane, namespace: str, tenant: Tenant

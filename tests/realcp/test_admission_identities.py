@@ -85,7 +85,7 @@ def agent(admin_api: client.ApiClient, real_control_plane: RealControlPlane, nam
         assert registered["tenant-a-mock-gpu-agent-role"]["rules"][0]["resourceNames"] == [NODE]
         as_agent = config.new_client_from_config(str(real_control_plane.kubeconfig(AGENT, _service_account_groups(AGENT))))
         probe = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE}}
-        adm.wait_for("the agent's policy", lambda: adm.merge_patch(
+        adm.wait_until("the agent's policy", lambda: adm.merge_patch(
             as_agent, probe, {"metadata": {"labels": {"probe": "x"}}}, dry_run=True).acted_on)
         yield as_agent, [*objects, registered["tenant-a-mock-gpu-agent-inventory"]]
     finally:
@@ -229,7 +229,7 @@ def user_access(admin_api: client.ApiClient) -> Iterator[list[dict[str, Any]]]:
     try:
         captured = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "probe", "namespace": "workloads"},
                     "spec": {"ports": [{"port": 80}], "externalIPs": ["10.20.0.11"]}}
-        adm.wait_for("the Service policy", lambda: adm.create(admin_api, captured, dry_run=True).acted_on)
+        adm.wait_until("the Service policy", lambda: adm.create(admin_api, captured, dry_run=True).acted_on)
         yield objects
     finally:
         next(installing, None)
@@ -252,7 +252,7 @@ def as_user(request: pytest.FixtureRequest, real_control_plane: RealControlPlane
         return config.new_client_from_config(str(real_control_plane.kubeconfig(user, _service_account_groups(user))))
     secret = adm.named(user_access, "Secret", "")
     token: dict[str, str] = {}
-    adm.wait_for("the token controller", lambda: bool(token.update(
+    adm.wait_until("the token controller", lambda: bool(token.update(
         adm.ok(adm.read(admin_api, secret), "read token").get("data") or {}) or token.get("token")))
     kubeconfig = yaml.safe_load(real_control_plane.admin_kubeconfig.read_text())
     kubeconfig["users"][0]["user"] = {"token": base64.b64decode(token["token"]).decode()}

@@ -121,11 +121,11 @@ def mutation_only(request: pytest.FixtureRequest, admin_api: client.ApiClient, n
         return "env" in adm.create(admin_api, gpu, dry_run=True).body.get("spec", {"containers": [{}]})["containers"][0]
 
     try:
-        adm.wait_for("the mutation", mutated)
+        adm.wait_until("the mutation", mutated)
         yield
     finally:
         next(generator, None)
-        adm.wait_for("the mutation to be gone", lambda: not mutated())
+        adm.wait_until("the mutation to be gone", lambda: not mutated())
 
 
 class TestTheCudaControlMutation:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,8 @@ from policy_support import EXAMPLE_STACKS, Recorded
 from gpu_tenancy.builders import gpu_nodes
 from gpu_tenancy.hami import protocol as hami
 from gpu_tenancy.hami.agent.kube import KubeAgent
-from tests.realcp.cluster import KWOK_NODE_ANNOTATION, RealControlPlane
+from tests.realcp.cluster import KWOK_NODE_ANNOTATION, RealControlPlane, wait_until
+from tests.realcp.tenant_layer import manifest
 
 HAMI_RENDERED_GPU = Path(__file__).resolve().parents[1] / "fixtures" / "hami_real" / "hami-rendered.gpu.yaml"
 PREFIX = "realcp-sched-"
@@ -40,26 +41,9 @@ SYSTEM = f"{PREFIX}kube-system"
 WAIT = 60.0
 
 
-def _wait_for(what: str, check: Callable[[], Any], timeout: float = WAIT) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.5)
-
-
 def _registered(stack: str, tenant: str, kind: str) -> list[Recorded]:
     return [r for r in EXAMPLE_STACKS[stack]() if r.type.endswith(f":{kind}") and r.name.startswith(f"{tenant}-")
             and f"{tenant}-kubernetes" in r.provider]
-
-
-def _manifest(resource: Recorded) -> dict[str, Any]:
-    body: dict[str, Any] = json.loads(json.dumps(resource.inputs))
-    # Pulumi's wire numbers are doubles; pulumi-kubernetes sends integral ones as integers.
-    return json.loads(json.dumps(body), parse_float=lambda text: int(float(text)) if float(text).is_integer() else float(text))
 
 
 def _renamespaced(body: dict[str, Any]) -> dict[str, Any]:
@@ -102,7 +86,7 @@ def test_the_agent_registers_its_gpus_under_its_own_rbac(real_control_plane: Rea
     (role,) = [r for r in _registered("dev", "tenant-a", "ClusterRole") if "mock-gpu-agent" in r.name]
     (binding,) = [r for r in _registered("dev", "tenant-a", "ClusterRoleBinding") if "mock-gpu-agent" in r.name]
     (inventory,) = [r for r in _registered("dev", "tenant-a", "ConfigMap") if "mock-gpu-agent" in r.name]
-    role_body, binding_body = _manifest(role), _renamespaced(_manifest(binding))
+    role_body, binding_body = manifest(role), _renamespaced(manifest(binding))
     role_body["metadata"]["name"] = binding_body["roleRef"]["name"] = PREFIX + role_body["metadata"]["name"]
     binding_body["metadata"]["name"] = PREFIX + binding_body["metadata"]["name"]
     rbac.create_cluster_role(role_body)
@@ -114,7 +98,7 @@ def test_the_agent_registers_its_gpus_under_its_own_rbac(real_control_plane: Rea
         agent_user = f"system:serviceaccount:{subject['namespace']}:{subject['name']}"
         as_agent = config.new_client_from_config(str(real_control_plane.kubeconfig(
             agent_user, ("system:serviceaccounts", f"system:serviceaccounts:{subject['namespace']}"))))
-        groups = json.loads(_manifest(inventory)["data"]["inventory.json"])
+        groups = json.loads(manifest(inventory)["data"]["inventory.json"])
         devices = hami.device_inventory("tenant-a", groups, hami.DEFAULT_SPLIT_COUNT)
 
         plan = KubeAgent(client.CoreV1Api(as_agent), node_name, devices).reconcile_once()
@@ -171,7 +155,7 @@ def test_kube_scheduler_stops_at_the_pod_limit_the_planner_plans(
         admin_api: client.ApiClient, core: client.CoreV1Api, system_namespace: str, stack: str) -> None:
     apps = client.AppsV1Api(admin_api)
     node_name = f"{PREFIX}{stack}-node"
-    daemonsets = [_renamespaced(_manifest(r)) for r in _registered(stack, "tenant-a", "DaemonSet")]
+    daemonsets = [_renamespaced(manifest(r)) for r in _registered(stack, "tenant-a", "DaemonSet")]
     assert daemonsets, f"{stack}: tenant-a registers no DaemonSet"
     # Chart DaemonSets keep their selectors and templates; the priority class is dropped (the Priority admission
     # plugin allows system-node-critical in kube-system only; placement does not depend on it), and the
@@ -211,8 +195,8 @@ def test_kube_scheduler_stops_at_the_pod_limit_the_planner_plans(
                         raise
             apps.create_namespaced_daemon_set(SYSTEM, body)
             names.append(body["metadata"]["name"])
-        daemon_pods = _wait_for(f"{len(daemonsets)} DaemonSet pods on {node_name}",
-                                lambda: len(_scheduled_on(core, node_name)) == len(daemonsets) and _scheduled_on(core, node_name))
+        daemon_pods = wait_until(f"{len(daemonsets)} DaemonSet pods on {node_name}",
+                                lambda: len(_scheduled_on(core, node_name)) == len(daemonsets) and _scheduled_on(core, node_name), timeout=WAIT)
         # The planner's list of what runs on a GPU node is what the real DaemonSet controller put there, and
         # Kamaji's agent; so its pod budget per node is what kube-scheduler leaves for workloads.
         layer = DEVICE_LAYER[stack]
@@ -230,7 +214,8 @@ def test_kube_scheduler_stops_at_the_pod_limit_the_planner_plans(
                      "template": {"metadata": {"labels": {"app": "fill"}},
                                   "spec": {"nodeSelector": {"kubernetes.io/hostname": node_name},
                                            "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10.1"}]}}}})
-        _wait_for("every replica created", lambda: len(core.list_namespaced_pod(workload_namespace).items) == replicas)
+        wait_until("every replica created", lambda: len(core.list_namespaced_pod(workload_namespace).items) == replicas,
+                   timeout=WAIT)
 
         def settled() -> tuple[int, list[client.V1Pod]] | None:
             pods = core.list_namespaced_pod(workload_namespace).items
@@ -239,7 +224,7 @@ def test_kube_scheduler_stops_at_the_pod_limit_the_planner_plans(
                 c.type == "PodScheduled" and c.status == "False" for c in (pod.status.conditions or []))]
             return (bound, waiting) if bound + len(waiting) == replicas else None
 
-        bound, waiting = _wait_for("every replica bound or marked unschedulable", settled, timeout=120)
+        bound, waiting = wait_until("every replica bound or marked unschedulable", settled, timeout=120)
         assert bound == 110 - len(daemon_pods)
         assert len(waiting) == replicas - bound
         assert all("Too many pods" in (c.message or "") for pod in waiting for c in pod.status.conditions
@@ -257,9 +242,9 @@ def test_kube_scheduler_stops_at_the_pod_limit_the_planner_plans(
 
 def _tenant_workloads(stack: str, tenant: str) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
     """The tenant's workload namespace, its ResourceQuotas and its Deployments, as registered."""
-    namespaces = [_manifest(r) for r in _registered(stack, tenant, "Namespace") if "workloads" in r.name]
-    quotas = [_manifest(r) for r in _registered(stack, tenant, "ResourceQuota")]
-    deployments = [_manifest(r) for r in _registered(stack, tenant, "Deployment") if "workloads" in r.name]
+    namespaces = [manifest(r) for r in _registered(stack, tenant, "Namespace") if "workloads" in r.name]
+    quotas = [manifest(r) for r in _registered(stack, tenant, "ResourceQuota")]
+    deployments = [manifest(r) for r in _registered(stack, tenant, "Deployment") if "workloads" in r.name]
     assert len(namespaces) == 1 and deployments, f"{stack}/{tenant}: no workload namespace or workload"
     return namespaces[0], quotas, deployments
 
@@ -273,8 +258,8 @@ def _apply_in(namespace: str, admin_api: client.ApiClient, namespace_body: dict[
     for quota in quotas:
         core.create_namespaced_resource_quota(namespace, {**quota, "metadata": {**quota["metadata"], "namespace": namespace}})
     # The quota controller must have computed the quota's usage before pods are admitted against it.
-    _wait_for("quota status", lambda: all(q.status and q.status.used is not None
-                                          for q in core.list_namespaced_resource_quota(namespace).items))
+    wait_until("quota status", lambda: all(q.status and q.status.used is not None
+                                          for q in core.list_namespaced_resource_quota(namespace).items), timeout=WAIT)
     for deployment in deployments:
         apps.create_namespaced_deployment(namespace, {**deployment, "metadata": {**deployment["metadata"], "namespace": namespace}})
 
@@ -325,7 +310,7 @@ def test_a_replica_past_the_gpu_quota_is_refused_by_the_api_server(admin_api: cl
     _apply_in(namespace, admin_api, namespace_body, quotas, [deployment])
     try:
         assert _created_pods(core, namespace, gpus_allowed // per_pod) == gpus_allowed // per_pod
-        failures = _wait_for("a FailedCreate event", lambda: _failed_creates(admin_api, namespace))
+        failures = wait_until("a FailedCreate event", lambda: _failed_creates(admin_api, namespace), timeout=WAIT)
         assert any("exceeded quota" in message and "requests.nvidia.com/gpu" in message for message in failures), failures
     finally:
         core.delete_namespace(namespace)
@@ -349,9 +334,10 @@ def test_the_api_server_enforces_only_the_gpu_count_of_the_quota_and_leaves_memo
         for name in ("first", "second"):  # together twice the memory quota
             core.create_namespaced_pod(namespace, {"metadata": {"name": name, "labels": template["metadata"]["labels"]},
                                                    "spec": {**template["spec"], "containers": [container]}})
-        used = _wait_for("quota usage", lambda: (core.read_namespaced_resource_quota(quota["metadata"]["name"], namespace)
+        used = wait_until("quota usage", lambda: (core.read_namespaced_resource_quota(quota["metadata"]["name"], namespace)
                                                  .status.used or {}).get("requests.nvidia.com/gpu") == "2" and
-                         core.read_namespaced_resource_quota(quota["metadata"]["name"], namespace).status.used)
+                         core.read_namespaced_resource_quota(quota["metadata"]["name"], namespace).status.used,
+                         timeout=WAIT)
         assert set(used) == {"requests.nvidia.com/gpu"}, used
     finally:
         core.delete_namespace(namespace)

@@ -21,6 +21,7 @@ from kubernetes.client.exceptions import ApiException
 from policy_support import EXAMPLE_STACKS, Recorded, copy_stack, find
 from pulumi.runtime import rpc
 
+from tests.realcp.cluster import wait_until
 from tests.realcp.tenant_layer import (
     Cluster,
     UnknownValue,
@@ -35,7 +36,6 @@ from tests.realcp.tenant_layer import (
     tenant_layer,
     tenants,
     user_access_stack,
-    wait_until,
 )
 
 TENANTS = ("tenant-a", "tenant-b")
@@ -72,7 +72,7 @@ def upstream_crds(cluster: Cluster) -> Iterator[Any]:
                 if cluster.get(crd) is None:
                     installed.append(crd)
                 cluster.apply(crd, "realcp-upstream-crds")
-                wait_until(lambda crd=crd: _established(cluster, crd), f"CRD {crd['metadata']['name']} established")
+                wait_until(f"CRD {crd['metadata']['name']} established", lambda crd=crd: _established(cluster, crd))
 
     yield install
     for crd in installed:

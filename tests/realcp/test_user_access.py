@@ -24,8 +24,8 @@ from kubernetes.client.exceptions import ApiException
 from policy_support import Recorded
 
 from gpu_tenancy.builders.tenant_access import tenant_access
-from tests.realcp.cluster import RealControlPlane, running
-from tests.realcp.tenant_layer import Cluster, manifest, present, tenant_layer, user_access_stack, wait_until
+from tests.realcp.cluster import RealControlPlane, running, wait_until
+from tests.realcp.tenant_layer import Cluster, manifest, present, tenant_layer, user_access_stack
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 THREAT = "threat-model"
@@ -139,8 +139,8 @@ def user_layer(admin_api: client.ApiClient) -> Iterator[list[Recorded]]:
         for body in bodies:
             cluster.apply(body, "pulumi-kubernetes")
         core: Any = client.CoreV1Api(admin_api)
-        wait_until(lambda: bool(core.list_namespaced_service_account(NAMESPACE, field_selector="metadata.name=default"
-                                                                      ).items), "the namespace's default account")
+        wait_until("the namespace's default account", lambda: bool(core.list_namespaced_service_account(
+            NAMESPACE, field_selector="metadata.name=default").items))
         yield objects
     finally:
         for body in reversed(bodies):
@@ -153,14 +153,14 @@ def user(user_layer: list[Recorded], own_plane: RealControlPlane) -> User:
     name, groups = _identity(user_layer)
     user = User(name, groups, config.new_client_from_config(str(own_plane.kubeconfig(name, groups))))
     # Admission policies are picked up asynchronously: wait until each refuses the user what it is there to refuse.
-    wait_until(lambda: _dry_run_refused(lambda: user.core.create_namespaced_service(
-        NAMESPACE, _service("probe", externalIPs=["192.0.2.1"]), dry_run="All")), "the Services policy in force")
+    wait_until("the Services policy in force", lambda: _dry_run_refused(lambda: user.core.create_namespaced_service(
+        NAMESPACE, _service("probe", externalIPs=["192.0.2.1"]), dry_run="All")))
     # The GPU policy refuses every pod until its parameters are found (`parameterNotFoundAction: Deny`): in force
     # means a compliant pod is admitted and a violating one refused.
-    wait_until(lambda: not _dry_run_refused(lambda: user.core.create_namespaced_pod(
-        NAMESPACE, _pod("probe"), dry_run="All")) and _dry_run_refused(lambda: user.core.create_namespaced_pod(
-            NAMESPACE, _with_env(_pod("probe"), "NVIDIA_VISIBLE_DEVICES", "all"), dry_run="All")),
-        "the GPU access policy in force with its parameters")
+    wait_until("the GPU access policy in force with its parameters", lambda: not _dry_run_refused(
+        lambda: user.core.create_namespaced_pod(NAMESPACE, _pod("probe"), dry_run="All")) and _dry_run_refused(
+        lambda: user.core.create_namespaced_pod(NAMESPACE, _with_env(_pod("probe"), "NVIDIA_VISIBLE_DEVICES", "all"),
+                                                dry_run="All")))
     return user
 
 
@@ -406,7 +406,7 @@ def test_the_certificate_is_the_identity_the_programs_kubeconfig_gives(
         token.update(data)
         return "token" in data
 
-    wait_until(filled, "the account's token")
+    wait_until("the account's token", filled)
     kubeconfig = tenant_access.kubeconfig("tenant-a", own_plane.admin_kubeconfig.read_text(), token["token"],
                                           NAMESPACE)
     seen = []
