@@ -5,6 +5,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -45,6 +46,20 @@ def _no_mutmut_stats_in_subprocesses() -> Iterator[None]:
     yield
     if stats:
         os.environ["MUTANT_UNDER_TEST"] = "stats"
+
+
+@pytest.fixture
+def stack() -> Any:
+    """A private copy of the dev stack's registrations to craft variants from (a module may define its own)."""
+    from policy_support import copy_stack, dev_stack
+
+    return copy_stack(dev_stack())
+
+
+@pytest.fixture
+def pack(request: pytest.FixtureRequest) -> Any:
+    """The running policy pack's analyzer: the `analyzer` fixture a module imports from tests/test_policy_pack_grpc.py."""
+    return request.getfixturevalue("analyzer")
 
 
 @pytest.fixture

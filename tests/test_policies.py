@@ -68,12 +68,6 @@ def real() -> list[Recorded]:
     return copy_stack(gpu_stack())
 
 
-@pytest.fixture
-def stack() -> list[Recorded]:
-    """A private copy of the dev stack to craft bad variants from."""
-    return copy_stack(dev_stack())
-
-
 # A stack policy's finding that is about no one resource (the engine shows it without a URN).
 STACK_WIDE = ("the stack mixes modes: ",)
 

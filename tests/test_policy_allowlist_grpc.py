@@ -7,7 +7,6 @@ added to the real registrations of an example stack; the example stacks themselv
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -28,17 +27,6 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 CONTAINER = "docker:index/container:Container"
 COMMAND = "command:local:Command"
 OWN_POLICIES = ("known-types", "field-allowlist", "type-allowances", "attributed-by-identity")
-
-
-@pytest.fixture
-def pack(request: pytest.FixtureRequest) -> Any:
-    """The running pack's analyzer stub (the `analyzer` fixture of tests/test_policy_pack_grpc.py)."""
-    return request.getfixturevalue("analyzer")
-
-
-@pytest.fixture
-def stack() -> Iterator[list[Recorded]]:
-    yield copy_stack(dev_stack())
 
 
 def both(pack: Any, stack: list[Recorded], policy: str) -> list[str]:

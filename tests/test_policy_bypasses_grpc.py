@@ -8,11 +8,10 @@ registrations; each must draw a mandatory diagnostic, and the untouched stacks n
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from policy_support import Recorded, copy_stack, craft, dev_stack, find, set_both
+from policy_support import Recorded, craft, find, set_both
 from test_policy_pack_grpc import (  # noqa: F401  (fixtures: the pack's analyzer process, its configuration)
     MANDATORY,
     analyze,
@@ -26,17 +25,6 @@ SECRET = "kubernetes:core/v1:Secret"
 POD = "kubernetes:core/v1:Pod"
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 RELEASE = "kubernetes:helm.sh/v3:Release"
-
-
-@pytest.fixture
-def pack(request: pytest.FixtureRequest) -> Any:
-    """The running pack's analyzer stub (the `analyzer` fixture of tests/test_policy_pack_grpc.py)."""
-    return request.getfixturevalue("analyzer")
-
-
-@pytest.fixture
-def stack() -> Iterator[list[Recorded]]:
-    yield copy_stack(dev_stack())
 
 
 def mandatory(diagnostics: list[Any], policy: str) -> list[str]:

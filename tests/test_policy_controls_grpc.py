@@ -6,12 +6,11 @@ binding or the binding's actions is refused (`installed-controls`), and so is a 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from harness import stack_config
-from policy_support import EXAMPLE_STACKS, Recorded, copy_stack, dev_stack, find, record_engine_view, set_both
+from policy_support import EXAMPLE_STACKS, Recorded, copy_stack, find, record_engine_view, set_both
 from test_policy_bypasses_grpc import expect, mandatory
 from test_policy_pack_grpc import (  # noqa: F401  (fixtures: the pack's analyzer process, its configuration)
     analyze,
@@ -26,16 +25,6 @@ ADMISSION = "kubernetes:admissionregistration.k8s.io/v1:"
 BINDING = ADMISSION + "ValidatingAdmissionPolicyBinding"
 POLICY = ADMISSION + "ValidatingAdmissionPolicy"
 CONTROLS = ("installed-controls", "controls-present")
-
-
-@pytest.fixture
-def pack(request: pytest.FixtureRequest) -> Any:
-    return request.getfixturevalue("analyzer")
-
-
-@pytest.fixture
-def stack() -> Iterator[list[Recorded]]:
-    yield copy_stack(dev_stack())
 
 
 @pytest.fixture(scope="module")

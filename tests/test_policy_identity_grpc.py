@@ -5,11 +5,9 @@ pack, tests/policy_support.py), and nothing is made outside the program's compon
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-from policy_support import Recorded, copy_stack, craft, dev_stack, find
+from policy_support import Recorded, craft, find
 from test_policy_bypasses_grpc import expect, mandatory, tenant_component
 from test_policy_pack_grpc import (  # noqa: F401  (fixtures: the pack's analyzer process, its configuration)
     analyze_stack,
@@ -22,16 +20,6 @@ SECRET = "kubernetes:core/v1:Secret"
 TCP_COMPONENT = "gpu-tenancy:tenant_control_plane:TenantControlPlane"
 TCP = "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane"
 POLICY = "attributed-by-identity"
-
-
-@pytest.fixture
-def pack(request: pytest.FixtureRequest) -> Any:
-    return request.getfixturevalue("analyzer")
-
-
-@pytest.fixture
-def stack() -> Iterator[list[Recorded]]:
-    yield copy_stack(dev_stack())
 
 
 def kubeconfig_from(stack: list[Recorded], tenant: str, *urns: str) -> Recorded:

@@ -3,12 +3,9 @@ management cluster: each finding whole, with the resource the preview shows it o
 
 from __future__ import annotations
 
-import pytest
 from policy_support import (
     Recorded,
     add_resource,
-    copy_stack,
-    dev_stack,
     find,
     owned,
     provider_ref,
@@ -24,11 +21,6 @@ import tenant_policies as tp  # isort: skip
 PROVIDER = resource_lib.K8S_PROVIDER_TYPE
 URN = "urn:pulumi:dev::gpu-tenancy::"
 TENANT_PROVIDER = URN + "gpu-tenancy:tenant:Tenant$gpu-tenancy:tenant_control_plane:TenantControlPlane$" + PROVIDER
-
-
-@pytest.fixture
-def stack() -> list[Recorded]:
-    return copy_stack(dev_stack())
 
 
 def test_every_provider_of_no_known_cluster_is_named(stack: list[Recorded]) -> None:
