@@ -118,7 +118,7 @@ def cache_root() -> Path:
 def build_key(component: Component, toolchain: str) -> str:
     digest = hashlib.sha256()
     for part in ((MODULES / component.name / "go.mod").read_bytes(), (MODULES / component.name / "go.sum").read_bytes(),
-                 ldflags(component).encode(), toolchain.encode(), json.dumps(sorted(go_environment_keys())).encode()):
+                 ldflags(component).encode(), toolchain.encode(), json.dumps(go_environment_keys(), sort_keys=True).encode()):
         digest.update(hashlib.sha256(part).digest())
     return f"{component.name}-{pinned_version(component)}-{digest.hexdigest()[:12]}"
 

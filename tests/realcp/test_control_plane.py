@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from tests.realcp import build
 from tests.realcp.cluster import RealControlPlane
 
@@ -54,3 +56,13 @@ def test_the_binaries_come_from_the_cache_keyed_by_their_pins(realcp_binaries: d
 def test_every_process_is_still_running(real_control_plane: RealControlPlane) -> None:
     assert real_control_plane.alive() == {name: True for name in
                                           ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")}
+
+
+def test_a_changed_build_setting_is_a_new_cache_entry(monkeypatch: pytest.MonkeyPatch) -> None:
+    # No build: only the key. Each input of the build (its environment's values, the toolchain) must change it.
+    component = build.COMPONENTS[0]
+    before = build.build_key(component, "go1.26.8")
+    assert build.build_key(component, "go1.26.9") != before
+    environ = build.go_environment()
+    monkeypatch.setattr(build, "go_environment", lambda: {**environ, "CGO_ENABLED": "1"})
+    assert build.build_key(component, "go1.26.8") != before
