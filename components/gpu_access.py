@@ -32,19 +32,16 @@ class GpuAccessPolicy(pulumi.ComponentResource):
         super().__init__("gpu-tenancy:gpu_access:GpuAccessPolicy", name, None, opts)
         metadata = {"name": gpu_access.POLICY_NAME, "labels": kube_objects.labels(args.tenant, "gpu-access")}
         in_tenant = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on)
-        params = k8s.core.v1.ConfigMap(
-            f"{name}-params",
-            metadata={**metadata, "namespace": gpu_access.PARAMS_NAMESPACE},
-            data=gpu_access.params_data(args.cuda_control_marker),
-            opts=in_tenant,
-        )
         policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
-            f"{name}-policy", metadata=metadata, spec=gpu_access.validating_admission_policy_spec(), opts=in_tenant
+            f"{name}-policy",
+            metadata=metadata,
+            spec=gpu_access.validating_admission_policy_spec(args.cuda_control_marker),
+            opts=in_tenant,
         )
         self.binding = k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
             f"{name}-binding",
             metadata=metadata,
             spec=gpu_access.binding_spec(),
-            opts=pulumi.ResourceOptions.merge(in_tenant, pulumi.ResourceOptions(depends_on=[policy, params])),
+            opts=pulumi.ResourceOptions.merge(in_tenant, pulumi.ResourceOptions(depends_on=[policy])),
         )
         self.register_outputs({"policy": gpu_access.POLICY_NAME})

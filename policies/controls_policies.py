@@ -37,7 +37,6 @@ POLICY_TYPE = ADMISSION + "ValidatingAdmissionPolicy"
 BINDING_TYPE = ADMISSION + "ValidatingAdmissionPolicyBinding"
 ROLE_BINDING_TYPE = "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"
 QUOTA_TYPE = "kubernetes:core/v1:ResourceQuota"
-CONFIG_MAP_TYPE = "kubernetes:core/v1:ConfigMap"
 NETWORK_POLICY_TYPE = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 GPU_ACCESS = "gpu-tenancy:gpu_access:GpuAccessPolicy"
 TENANT_ACCESS = "gpu-tenancy:tenant_access:TenantAccess"
@@ -68,14 +67,12 @@ def _expected(res: Res, component: str | None) -> tuple[str, Any] | None:
     name = dig(res.props, "metadata", "name")
     if component == GPU_ACCESS:
         if res.type == POLICY_TYPE:
-            return "spec", gpu_access.validating_admission_policy_spec()
-        if res.type == BINDING_TYPE:
-            return "spec", gpu_access.binding_spec()
-        if res.type == CONFIG_MAP_TYPE:
             # Only sim-nvml's own mutation writes the marker; elsewhere a marker lets a pod set
             # CUDA_DISABLE_CONTROL to it, which HAMi's device plugin reads as "no HAMi-core" (strconv.ParseBool).
             marker = cuda_control.MARKER if stack_config("mode") == "sim-nvml" else ""
-            return "data", gpu_access.params_data(marker)
+            return "spec", gpu_access.validating_admission_policy_spec(marker)
+        if res.type == BINDING_TYPE:
+            return "spec", gpu_access.binding_spec()
     elif component == TENANT_ACCESS:
         if res.type == ROLE_BINDING_TYPE:
             built = tenant_access.role_binding("", workloads.WORKLOAD_NAMESPACE)
@@ -131,7 +128,7 @@ installed_controls = ResourceValidationPolicy(
     description=(
         "The controls the program installs in a tenant are exactly as its builders make them: the workload "
         "namespace's Pod Security labels and NetworkPolicy, the user identity's RoleBinding and quota, the GPU-access, "
-        "Service and mock-agent admission policies, their bindings and validationActions, the GPU-access parameters."
+        "Service and mock-agent admission policies, their bindings and validationActions."
     ),
     validate=validate_installed_controls,
     enforcement_level=MANDATORY,
@@ -142,7 +139,7 @@ installed_controls = ResourceValidationPolicy(
 
 # component -> the resource types it must contain, each once at least.
 REQUIRED: dict[str, tuple[str, ...]] = {
-    GPU_ACCESS: (POLICY_TYPE, BINDING_TYPE, CONFIG_MAP_TYPE),
+    GPU_ACCESS: (POLICY_TYPE, BINDING_TYPE),
     TENANT_ACCESS: (ROLE_BINDING_TYPE, QUOTA_TYPE, POLICY_TYPE, BINDING_TYPE),
     WORKLOADS: (NAMESPACE_TYPE, NETWORK_POLICY_TYPE),
     MOCK_AGENT: (POLICY_TYPE, BINDING_TYPE),
@@ -169,7 +166,7 @@ def validate_controls_present(args: StackValidationArgs, report: ReportViolation
 controls_present = StackValidationPolicy(
     name="controls-present",
     description=(
-        "Every tenant has its GPU-access admission policy, binding and parameters; a user identity its RoleBinding, "
+        "Every tenant has its GPU-access admission policy and binding; a user identity its RoleBinding, "
         "quota and Service policy with binding; a workload namespace; a mock-GPU agent its admission policy and "
         "binding: none of the controls the program installs is removed."
     ),

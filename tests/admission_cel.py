@@ -111,7 +111,9 @@ def binding_denials(
     """
     if not in_scope(spec, request):
         return []
-    param_ref = binding.get("paramRef")
+    # A policy without paramKind ignores its binding's paramRef (the same file: "If definition has no paramKind,
+    # paramRef set in binding will be ignored"), e.g. a binding from before its policy dropped parameters.
+    param_ref = binding.get("paramRef") if spec.get("paramKind") is not None else None
     if param_ref is not None and not params_found:
         if param_ref.get("parameterNotFoundAction") == "Deny" and spec.get("failurePolicy", "Fail") == "Fail":
             return ["failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"]

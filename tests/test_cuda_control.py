@@ -127,7 +127,7 @@ def _mutated(pod: dict[str, Any]) -> dict[str, Any]:
 # (case, pod, GPU-access denials with sim-nvml's parameters, with the other modes'); also created for real in
 # tests/realcp/test_admission.py.
 MARKER_CASES: list[tuple[str, dict[str, Any], list[str], list[str]]] = [
-    # The mutation's own value on a GPU container: only where sim-nvml's parameters name it.
+    # The mutation's own value on a GPU container: only where sim-nvml's policy names it.
     ("mutated GPU container", _mutated(_pod({"nvidia.com/gpu": "1"})), [], ["refused"]),
     # A pod's own value, or the marker on a container without a GPU: refused in every mode alike.
     ("own value", _pod({"nvidia.com/gpu": "1"}, env=[{"name": "CUDA_DISABLE_CONTROL", "value": "true"}]),
@@ -142,9 +142,8 @@ MARKER_CASES: list[tuple[str, dict[str, Any], list[str], list[str]]] = [
 def test_the_gpu_access_policy_admits_the_mutation_only_in_sim_nvml(
     case: str, pod: dict[str, Any], sim_nvml: list[str], other_modes: list[str]
 ) -> None:
-    spec = gpu_access.validating_admission_policy_spec()
     obj = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "team"}, **pod}
     for marker, expected in ((cuda_control.MARKER, sim_nvml), ("", other_modes)):
-        params = {"apiVersion": "v1", "kind": "ConfigMap", "data": gpu_access.params_data(marker)}
-        refused = denials(spec, Request("pods", "CREATE", "team", obj, params=params))
+        spec = gpu_access.validating_admission_policy_spec(marker)
+        refused = denials(spec, Request("pods", "CREATE", "team", obj))
         assert ["refused"] * len(refused) == expected, (marker, refused)

@@ -270,31 +270,58 @@ def test_every_variable_hami_sets_is_refused_from_a_pod(name: str, value: str) -
     assert gpu_access.pod_problems(obj["spec"])
 
 
-def _registered_gpu_access() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """The tenant's policy, binding and parameters as the program registers them (dev stack)."""
-    from policy_support import dev_stack, find
+def _registered_gpu_access(stack_name: str = "dev") -> tuple[dict[str, Any], dict[str, Any]]:
+    """The tenant's policy and binding as the program registers them in an example stack."""
+    from policy_support import EXAMPLE_STACKS, find
 
-    stack = dev_stack()
+    stack = EXAMPLE_STACKS[stack_name]()
     admission = "kubernetes:admissionregistration.k8s.io/v1:"
     policy = unwrap(find(stack, admission + "ValidatingAdmissionPolicy", "tenant-a-gpu-access-policy").inputs)
     binding = unwrap(find(stack, admission + "ValidatingAdmissionPolicyBinding", "tenant-a-gpu-access-binding").inputs)
-    params = unwrap(find(stack, "kubernetes:core/v1:ConfigMap", "tenant-a-gpu-access-params").inputs)
-    return policy, binding, params
+    return policy, binding
 
 
-def test_the_binding_denies_and_denies_every_pod_without_its_parameters() -> None:
-    """A binding that only warns or audits, or one that lets pods by when its ConfigMap is missing, admits a
-    pod with NVIDIA_VISIBLE_DEVICES=all."""
-    policy, binding, params = _registered_gpu_access()
+def test_the_binding_denies_and_takes_no_parameters() -> None:
+    """A binding that only warns or audits admits a pod with NVIDIA_VISIBLE_DEVICES=all; a policy with parameters
+    decides on what its parameter watch last saw, which goes stale once its binding is re-created
+    (kubernetes/kubernetes#130887), so the policy takes none."""
+    policy, binding = _registered_gpu_access()
     spec, bound = policy["spec"], binding["spec"]
-    assert bound["policyName"] == policy["metadata"]["name"]
-    assert (bound["paramRef"]["name"], bound["paramRef"]["namespace"]) == (
-        params["metadata"]["name"], params["metadata"]["namespace"])
-    around = Request("pods", "CREATE", "team", pod(ctr(env=nvd("all"))), params=params)
+    assert bound == {"policyName": policy["metadata"]["name"], "validationActions": ["Deny"]}
+    assert "paramKind" not in spec
+    around = Request("pods", "CREATE", "team", pod(ctr(env=nvd("all"))))
     assert binding_denials(spec, bound, around)
-    plain = Request("pods", "CREATE", "team", pod(ctr()), params=params)
+    plain = Request("pods", "CREATE", "team", pod(ctr()))
     assert binding_denials(spec, bound, plain) == []
-    assert binding_denials(spec, bound, plain, params_found=False)
+
+
+@pytest.mark.parametrize(("stack_name", "marker"), [("dev", "''"), ("dev-nvml", "'T'"), ("gpu", "''")])
+def test_the_registered_policy_names_the_marker_only_in_sim_nvml(stack_name: str, marker: str) -> None:
+    policy, _ = _registered_gpu_access(stack_name)
+    assert policy["spec"]["variables"][0] == {"name": "cudaControlMarker", "expression": marker}
+    marked = Request("pods", "CREATE", "team", pod(ctr(gpu=True,
+                                                      env=[{"name": "CUDA_DISABLE_CONTROL", "value": "T"}])))
+    assert bool(denials(policy["spec"], marked)) is (marker == "''")
+
+
+def test_a_binding_left_with_parameters_is_ignored_by_the_policy_without_them() -> None:
+    """A stack updated from a policy with parameters: its binding may still carry paramRef while the policy no
+    longer has paramKind; the API server then ignores paramRef (policy_dispatcher.go, CollectParams), so the
+    binding neither denies every pod nor lets one by."""
+    policy, binding = _registered_gpu_access()
+    old_binding = {**binding["spec"], "paramRef": {"name": "gpu-tenancy-gpu-access", "namespace": "kube-system",
+                                                   "parameterNotFoundAction": "Deny"}}
+    plain = Request("pods", "CREATE", "team", pod(ctr()))
+    assert binding_denials(policy["spec"], old_binding, plain, params_found=False) == []
+    around = Request("pods", "CREATE", "team", pod(ctr(env=nvd("all"))))
+    assert binding_denials(policy["spec"], old_binding, around, params_found=False)
+
+
+def test_the_marker_is_a_cel_literal_of_safe_characters() -> None:
+    assert gpu_access.marker_variable("T") == {"name": "cudaControlMarker", "expression": "'T'"}
+    for bad in ("T' || true || '", "a b", "\\"):
+        with pytest.raises(ValueError, match="only letters"):
+            gpu_access.marker_variable(bad)
 
 
 def test_ephemeral_containers_are_checked_when_added() -> None:

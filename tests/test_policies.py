@@ -1188,9 +1188,10 @@ def to_sim_nvml(resources: list[Recorded], keep_agent: bool = False) -> list[Rec
             remove_subtree(resources, owned(resources, resource_lib.MOCK_AGENT_TYPE, tenant_name))
         set_both(hami(resources, tenant_name), ["values", "devicePlugin"], dict(SIM_NVML_DEVICE_PLUGIN))
         add_mock_nvml(resources, tenant_name)
-        # sim-nvml's GPU-access parameters name the CUDA-control marker its own mutation writes.
-        params = find(resources, "kubernetes:core/v1:ConfigMap", f"{tenant_name}-gpu-access-params")
-        set_both(params, ["data", "cudaControlMarker"], cuda_control.MARKER)
+        # sim-nvml's GPU-access policy names the CUDA-control marker its own mutation writes.
+        policy = find(resources, "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy",
+                      f"{tenant_name}-gpu-access-policy")
+        set_both(policy, ["spec", "variables", 0, "expression"], f"'{cuda_control.MARKER}'")
         add_resource(resources, tenant, INVENTORY_CHECK, f"{tenant_name}-inventory", {"tenant": tenant_name},
              outputs={"problems": []})
     return resources

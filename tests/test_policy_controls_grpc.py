@@ -65,8 +65,9 @@ def test_the_workload_namespace_without_its_enforce_label(pack: Any, stack: list
 @pytest.mark.parametrize(
     ("path", "value"),
     [(["spec", "validationActions"], ["Warn"]), (["spec", "validationActions"], ["Audit"]),
-     (["spec", "paramRef", "parameterNotFoundAction"], "Allow"), (["spec", "policyName"], "something-else")],
-    ids=["warn", "audit", "allow-without-params", "other-policy"],
+     (["spec", "policyName"], "something-else"),
+     (["spec", "matchResources"], {"namespaceSelector": {"matchLabels": {"team": "none"}}})],
+    ids=["warn", "audit", "other-policy", "narrowed"],
 )
 def test_the_gpu_access_binding_weakened(pack: Any, stack: list[Recorded], path: list[str], value: Any) -> None:
     set_both(find(stack, BINDING, "tenant-a-gpu-access-binding"), path, value)
@@ -81,8 +82,8 @@ def test_the_gpu_access_policy_emptied(pack: Any, stack: list[Recorded]) -> None
 def test_the_cuda_control_marker_outside_sim_nvml(pack: Any, stack: list[Recorded]) -> None:
     """In sim (and real) a marker would let any GPU pod set CUDA_DISABLE_CONTROL to it: HAMi's device plugin reads
     `T` as true (strconv.ParseBool) and leaves HAMi-core out."""
-    set_both(find(stack, "kubernetes:core/v1:ConfigMap", "tenant-a-gpu-access-params"), ["data", "cudaControlMarker"], "T")
-    expect(both(pack, stack), "'tenant-a-gpu-access-params'", "other than the program builds")
+    set_both(find(stack, POLICY, "tenant-a-gpu-access-policy"), ["spec", "variables", 0, "expression"], "'T'")
+    expect(both(pack, stack), "'tenant-a-gpu-access-policy'", "other than the program builds")
 
 
 def test_the_gpu_access_policy_removed(pack: Any, stack: list[Recorded]) -> None:

@@ -132,18 +132,10 @@ def in_tenant(stack: str, tenant: str = TENANT) -> list[Recorded]:
 
 
 def admission_objects(stack: str, tenant: str = TENANT) -> list[dict[str, Any]]:
-    """Every admission policy and binding the stack registers in the tenant, with the parameter objects the
-    bindings name (in the order they must exist: parameters, policies, bindings)."""
+    """Every admission policy and binding the stack registers in the tenant, policies first."""
     resources = in_tenant(stack, tenant)
     policies = [manifest(r) for r in resources if r.type.split(":")[1].startswith(f"{ADMISSION}/")]
-    params = []
-    for binding in (p for p in policies if p["kind"].endswith("Binding") and "paramRef" in p["spec"]):
-        ref = binding["spec"]["paramRef"]
-        (found,) = [manifest(r) for r in resources if r.type == "kubernetes:core/v1:ConfigMap"
-                    and manifest(r)["metadata"].get("name") == ref["name"]
-                    and manifest(r)["metadata"].get("namespace") == ref["namespace"]]
-        params.append(found)
-    return params + sorted(policies, key=lambda p: p["kind"].endswith("Binding"))
+    return sorted(policies, key=lambda p: p["kind"].endswith("Binding"))
 
 
 def named(objects: list[dict[str, Any]], kind: str, name_part: str = "") -> dict[str, Any]:
@@ -250,26 +242,3 @@ def as_pod(obj: dict[str, Any], name: str, namespace: str) -> dict[str, Any]:
 
 def slug(text: str) -> str:
     return "".join(ch if ch.isalnum() else "-" for ch in text.lower()).strip("-")[:50]
-
-
-def param_informer_keeper(api: client.ApiClient, name: str) -> Iterator[None]:
-    """A policy taking ConfigMap parameters, bound to nothing, kept for the whole module: kube-apiserver stops
-    its informer for a built-in paramKind as soon as no binding names that kind, and a later binding then never
-    finds its parameters, for the life of the process (kubernetes/kubernetes#130887, #133827; k8s.io/apiserver
-    v0.36.3 generic/policy_source.go `calculatePolicyData` cancels it, `ensureParamsForPolicyLocked` gets the
-    stopped informer back from the shared factory). Each test class here removes the GPU-access binding."""
-    policy = {"apiVersion": f"{ADMISSION}/v1", "kind": "ValidatingAdmissionPolicy", "metadata": {"name": name},
-              "spec": {"failurePolicy": "Ignore", "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
-                       "matchConstraints": {"namespaceSelector": {"matchLabels": {name: "never"}},
-                                            "resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
-                                                               "operations": ["CREATE"], "resources": ["pods"]}]},
-                       "validations": [{"expression": "true"}]}}
-    binding = {"apiVersion": f"{ADMISSION}/v1", "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": name},
-               "spec": {"policyName": name, "validationActions": ["Deny"],
-                        "paramRef": {"name": name, "namespace": "default", "parameterNotFoundAction": "Allow"}}}
-    yield from (None for _ in installed(api, [policy, binding]))
-
-
-NO_PARAMS = "no params found for policy binding"
-STUCK = ("the API server finds no parameters for a binding whose ConfigMap exists: an earlier test left no binding "
-         "naming ConfigMap parameters, which stops their informer for good (kubernetes/kubernetes#130887)")

@@ -115,10 +115,8 @@ def _dry_run_refused(create: Callable[[], Any]) -> bool:
 @pytest.fixture(scope="module")
 def own_plane(realcp_binaries: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
               ) -> Iterator[RealControlPlane]:
-    """A control plane of this module's own. The GPU policy's parameters are a ConfigMap, and kube-apiserver 1.36
-    stops its ConfigMap parameter informer for good once no binding uses it for a moment (kubernetes/kubernetes
-    issues 133827 and 130887): after another module removed the same policy, the re-created one refuses every pod
-    with "no params found for policy binding" (seen here). A tenant's API server has never met another one's."""
+    """A control plane of this module's own: the identity's layer is applied into a state no other module has
+    touched, as on a tenant's first `up`."""
     with running(realcp_binaries, tmp_path_factory.mktemp("realcp-user-access")) as plane:
         yield plane
 
@@ -155,9 +153,8 @@ def user(user_layer: list[Recorded], own_plane: RealControlPlane) -> User:
     # Admission policies are picked up asynchronously: wait until each refuses the user what it is there to refuse.
     wait_until("the Services policy in force", lambda: _dry_run_refused(lambda: user.core.create_namespaced_service(
         NAMESPACE, _service("probe", externalIPs=["192.0.2.1"]), dry_run="All")))
-    # The GPU policy refuses every pod until its parameters are found (`parameterNotFoundAction: Deny`): in force
-    # means a compliant pod is admitted and a violating one refused.
-    wait_until("the GPU access policy in force with its parameters", lambda: not _dry_run_refused(
+    # In force means a compliant pod is admitted and a violating one refused.
+    wait_until("the GPU access policy in force", lambda: not _dry_run_refused(
         lambda: user.core.create_namespaced_pod(NAMESPACE, _pod("probe"), dry_run="All")) and _dry_run_refused(
         lambda: user.core.create_namespaced_pod(NAMESPACE, _with_env(_pod("probe"), "NVIDIA_VISIBLE_DEVICES", "all"),
                                                 dry_run="All")))

@@ -28,6 +28,7 @@ The same admission policy runs in every mode, so sim and sim-nvml refuse exactly
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -62,12 +63,12 @@ HAMI_WRITERS_PREFIX = "system:serviceaccount:kube-system:"
 # The kubelet creates mirror pods with spec.nodeName set; nobody else places a pod without a scheduler.
 NODE_USER_PREFIX = "system:node:"
 POLICY_NAME = "gpu-tenancy-gpu-access"
-# The policy's parameters: a ConfigMap in kube-system (the binding's paramRef) with one key, the value of
-# CUDA_DISABLE_CONTROL that sim-nvml's own admission mutation writes on GPU containers
-# (gpu_tenancy.builders.mock_nvml.cuda_control), '' in every other mode. The mode thus changes the device layer's data,
-# not the policy, which stays the same in every mode.
-PARAMS_NAMESPACE = "kube-system"
-MARKER_KEY = "cudaControlMarker"
+# sim-nvml's CUDA_DISABLE_CONTROL value (gpu_tenancy.builders.mock_nvml.cuda_control), '' in every other mode, is a
+# CEL literal in the policy's first variable, not a ConfigMap parameter: a paramKind policy's parameter watch stops
+# when its binding is deleted and is not restarted (kubernetes/kubernetes#130887), so a re-created binding would
+# decide on stale or missing parameters until the API server restarts.
+MARKER_VARIABLE = "cudaControlMarker"
+_MARKER_CHARS = re.compile(r"[A-Za-z0-9_.-]*")
 
 
 def controlled(name: str) -> bool:
@@ -182,9 +183,8 @@ ASKS_FOR_A_GPU_CEL = (
 )
 # sim-nvml only: the value its admission mutation writes, on a container that asks HAMi for a GPU.
 MARKER_CEL = (
-    f"(e.name == 'CUDA_DISABLE_CONTROL' && has(e.value) && params != null && has(params.data) && "
-    f"'{MARKER_KEY}' in params.data && params.data['{MARKER_KEY}'] != '' && "
-    f"e.value == params.data['{MARKER_KEY}'] && {ASKS_FOR_A_GPU_CEL})"
+    f"(e.name == 'CUDA_DISABLE_CONTROL' && has(e.value) && variables.{MARKER_VARIABLE} != '' && "
+    f"e.value == variables.{MARKER_VARIABLE} && {ASKS_FOR_A_GPU_CEL})"
 )
 ENV_CEL = (
     "variables.containers.all(c, !has(c.env) || c.env.all(e, "
@@ -271,11 +271,18 @@ VALIDATIONS = (
 )
 
 
-def validating_admission_policy_spec() -> dict[str, Any]:
-    """admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy spec (GA since Kubernetes 1.30)."""
+def marker_variable(cuda_control_marker: str) -> dict[str, str]:
+    """The policy's first variable: the CUDA_DISABLE_CONTROL value sim-nvml's mutation writes, as a CEL literal."""
+    if not _MARKER_CHARS.fullmatch(cuda_control_marker):
+        raise ValueError(f"CUDA-control marker {cuda_control_marker!r}: only letters, digits, '_', '.', '-'")
+    return {"name": MARKER_VARIABLE, "expression": f"'{cuda_control_marker}'"}
+
+
+def validating_admission_policy_spec(cuda_control_marker: str = "") -> dict[str, Any]:
+    """admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy spec (GA since Kubernetes 1.30); the marker only
+    in sim-nvml (its mutation's value), '' elsewhere, where no pod may set CUDA_DISABLE_CONTROL at all."""
     return {
         "failurePolicy": "Fail",
-        "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
         "matchConstraints": kube_objects.match_constraints(
             [
                 {
@@ -298,7 +305,8 @@ def validating_admission_policy_spec() -> dict[str, Any]:
                 ]
             },
         ),
-        "variables": [{"name": name, "expression": expression} for name, expression in VARIABLES.items()],
+        "variables": [marker_variable(cuda_control_marker),
+                      *({"name": name, "expression": expression} for name, expression in VARIABLES.items())],
         "validations": [
             {"expression": expression, "message": message, "reason": "Forbidden"}
             for expression, message in VALIDATIONS
@@ -307,14 +315,4 @@ def validating_admission_policy_spec() -> dict[str, Any]:
 
 
 def binding_spec(policy_name: str = POLICY_NAME) -> dict[str, Any]:
-    # No parameters, no admission: a missing ConfigMap denies every pod in scope rather than letting it by.
-    return {
-        "policyName": policy_name,
-        "paramRef": {"name": policy_name, "namespace": PARAMS_NAMESPACE, "parameterNotFoundAction": "Deny"},
-        "validationActions": ["Deny"],
-    }
-
-
-def params_data(cuda_control_marker: str) -> dict[str, str]:
-    """The parameters ConfigMap's data: the marker sim-nvml's mutation writes, '' in the other modes."""
-    return {MARKER_KEY: cuda_control_marker}
+    return {"policyName": policy_name, "validationActions": ["Deny"]}

@@ -53,9 +53,10 @@ _DEVICE_FIELDS = (
     # Which node holds which card, under the node's name: a kind worker per tenant, or the GPU hosts.
     ("gpu-tenancy:tenant:Tenant", ("gpuNodes",)),
     ("kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane", ("spec", "kubernetes", "kubelet")),
-    # sim-nvml: the value of its CUDA-control mutation the GPU-access policy lets through
-    # (gpu_tenancy.builders.gpu_access.gpu_access).
-    ("kubernetes:core/v1:ConfigMap", ("data", "cudaControlMarker")),
+    # sim-nvml: the value of its CUDA-control mutation the GPU-access policy lets through, the policy's variable of
+    # that name (gpu_tenancy.builders.gpu_access.gpu_access.MARKER_VARIABLE); "@<name>" picks a list entry by name.
+    ("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy",
+     ("spec", "variables", "@cudaControlMarker")),
     # sim-nvml: the API server flags its CUDA-control admission policy needs
     # (gpu_tenancy.builders.mock_nvml.cuda_control).
     ("kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane", ("spec", "controlPlane", "deployment", "extraArgs")),
@@ -104,6 +105,11 @@ def _without(inputs: Mapping[str, Any], path: tuple[str, ...]) -> tuple[dict[str
     if len(path) == 1:
         return copy, copy.pop(path[0], None)
     child = copy.get(path[0])
+    if len(path) == 2 and path[1].startswith("@") and isinstance(child, list):
+        name = path[1][1:]
+        picked = [entry for entry in child if isinstance(entry, Mapping) and entry.get("name") == name]
+        copy[path[0]] = [entry for entry in child if entry not in picked]
+        return copy, picked[0] if picked else None
     if not isinstance(child, Mapping):
         return copy, None
     rest, value = _without(child, path[1:])
