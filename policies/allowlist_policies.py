@@ -110,25 +110,28 @@ def allowances() -> tuple[dict[str, str], list[str]]:
 # --------------------------------------------------------------------------- known-types
 
 
-def validate_known_types(args: StackValidationArgs, report: ReportViolation) -> None:
+def validate_known_types(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    # A resource policy: the engine asks it before each resource's step, in `up --skip-preview` too
+    # (pulumi/pulumi pkg/resource/deploy/step_generator.go: analyzers run before the resource is operated on).
+    res = from_resource_args(args)
     allowed, problems = allowances()
-    for problem in problems:
-        report(problem, None)
-    for res in from_policy_resources(args.resources):
-        if res.type not in KNOWN_TYPES and res.type not in allowed:
-            report(
-                f"{describe(res)} is of type {res.type}, which the program never registers, so no policy reads it; "
-                f"remove it, or allow the type in the stack config ({ALLOWANCES_KEY}: [{{type, reason}}]).",
-                res.urn,
-            )
+    if res.type == "pulumi:pulumi:Stack":
+        for problem in problems:  # the stack is registered first: a bad allowance stops everything
+            report(problem, None)
+    if res.type not in KNOWN_TYPES and res.type not in allowed:
+        report(
+            f"{describe(res)} is of type {res.type}, which the program never registers, so no policy reads it; "
+            f"remove it, or allow the type in the stack config ({ALLOWANCES_KEY}: [{{type, reason}}]).",
+            None,
+        )
 
 
-known_types = StackValidationPolicy(
+known_types = ResourceValidationPolicy(
     name="known-types",
     description=(
         "Every resource is of a type the program registers (the pack reads those), or of a type the stack allows "
         f"with a reason ({ALLOWANCES_KEY}); anything else, e.g. a *Patch kind or a custom resource with a pod "
-        "template, is refused by its type."
+        "template, is refused by its type before it is created."
     ),
     validate=validate_known_types,
     enforcement_level=MANDATORY,

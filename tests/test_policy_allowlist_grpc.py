@@ -92,6 +92,17 @@ def test_a_runtime_class_that_renames_the_gpu_handler(pack: Any, stack: list[Rec
     expect(both(pack, stack, "field-allowlist"), "'tenant-a-gpu-class'", "handler 'nvidia'")
 
 
+def test_an_unknown_type_is_refused_before_its_own_step(pack: Any, stack: list[Recorded]) -> None:
+    """The engine asks resource policies of each resource as it is registered, before its step runs, in
+    `up --skip-preview` as in a preview; the resource alone, with nothing registered after it, is refused."""
+    workloads = tenant_component(stack, "tenant-a", "gpu-tenancy:workloads:Workloads")
+    craft(stack, "kubernetes:argoproj.io/v1alpha1:Workflow", "tenant-a-flow",
+          {"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow", "metadata": {"name": "f", "namespace": "workloads"}},
+          parent=workloads, provider=find(stack, PROVIDER, "tenant-a-kubernetes"))
+    alone = [r for r in stack if r.name == "tenant-a-flow"]
+    expect(mandatory(analyze(pack, alone), "known-types"), "'tenant-a-flow'", "argoproj.io/v1alpha1:Workflow")
+
+
 def test_a_stack_level_command_against_the_management_cluster(pack: Any, stack: list[Recorded]) -> None:
     craft(stack, COMMAND, "debug", {"create": "kubectl --context kind-gpu-tenancy apply -f root.yaml",
                                     "interpreter": ["/bin/sh", "-c"]})
@@ -192,7 +203,7 @@ def _with_workflow() -> list[Recorded]:
 def test_a_type_the_stack_allows_passes_and_the_preview_prints_why() -> None:
     reason = "batch pipelines run as Argo workflows in this lab"
     with running_pack({"gpu-tenancy-policy:allowedTypes": [{"type": WORKFLOW, "reason": reason}]}) as own:
-        found = analyze_stack(own, _with_workflow())
+        found = analyze(own, _with_workflow()) + analyze_stack(own, _with_workflow())
     assert [d for d in found if d.policyName == "known-types"] == []
     notes = [d.message for d in found if d.policyName == "type-allowances" and d.enforcementLevel == ADVISORY]
     assert len(notes) == 1 and "'tenant-a-flow'" in notes[0] and reason in notes[0]
@@ -212,7 +223,7 @@ def test_a_type_the_stack_allows_passes_and_the_preview_prints_why() -> None:
 )
 def test_a_bad_allowance_is_one_line_naming_the_key(allowances: Any, fragment: str) -> None:
     with running_pack({"gpu-tenancy-policy:allowedTypes": allowances}) as own:
-        messages = mandatory(analyze_stack(own, _with_workflow()), "known-types")
+        messages = mandatory(analyze(own, _with_workflow()), "known-types")
     expect(messages, "gpu-tenancy-policy:allowedTypes", fragment)
     expect(messages, "'tenant-a-flow'", WORKFLOW)  # a bad allowance allows nothing
 
@@ -243,7 +254,7 @@ def test_every_sampled_configuration_passes(
     resources = reference._record("gpu" if stack_name == "gpu-nodeport" else stack_name, settings)
     # A new field the program sets: print and review the difference with tests/allowed_fields.py.
     assert run_resource_policy(allowlist.field_allowlist, resources) == []
-    assert run_stack_policy(allowlist.known_types, resources) == []
+    assert run_resource_policy(allowlist.known_types, resources) == []
     assert run_stack_policy(identity.attributed_by_identity, resources) == []
     # The engine hands the pack the stack's config; the mode decides the GPU-access parameters.
     monkeypatch.setenv("PULUMI_CONFIG", json.dumps({"gpu-tenancy:mode": settings["mode"]}))
