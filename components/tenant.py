@@ -231,6 +231,7 @@ class Tenant(pulumi.ComponentResource):
                 endpoint=control_plane.endpoint,
                 ca_cert_hash=control_plane.ca_cert_hash,
                 kubeconfig=control_plane.kubeconfig,
+                control_plane_id=control_plane.tcp.id,
                 depends_on=[control_plane],
                 pod_cidr=pod_cidr,
                 service_cidr=service_cidr,

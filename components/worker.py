@@ -11,7 +11,7 @@ import pulumi_command as command
 import pulumi_docker as docker
 
 from gpu_tenancy.builders import kube_objects
-from gpu_tenancy.builders.worker import kind_node, worker_join
+from gpu_tenancy.builders.worker import kind_node, node_proxy, worker_join
 
 
 @dataclass
@@ -24,6 +24,8 @@ class WorkerArgs:
     ca_cert_hash: pulumi.Input[str]
     # The tenant's admin kubeconfig: the join mints its bootstrap token with it, the delete removes the Node.
     kubeconfig: pulumi.Input[str]
+    # The TenantControlPlane's id: the same text for ever, unknown only while it is replaced.
+    control_plane_id: pulumi.Input[str]
     depends_on: list[pulumi.Resource]
     pod_cidr: str = ""
     service_cidr: str = ""
@@ -32,6 +34,7 @@ class WorkerArgs:
 class Worker(pulumi.ComponentResource):
     node_name: pulumi.Output[str]
     join: command.local.Command
+    proxy: command.local.Command | None
 
     def __init__(self, name: str, args: WorkerArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-tenancy:worker:Worker", name, None, opts)
@@ -47,7 +50,8 @@ class Worker(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
         host = docker_info.stdout.apply(kind_node.host_flags)
-        node_env = self._node_env(args)
+        # Only what kind's entrypoint reads at start; the proxy goes to containerd in place (self.proxy below).
+        node_env = kind_node.snapshotter_env(os.environ) or None
         # The flags kind itself uses for node containers (kind pkg/cluster/internal/providers/docker/provision.go
         # runArgsForNode and commonArgs).
         self.container = docker.Container(
@@ -94,6 +98,7 @@ class Worker(pulumi.ComponentResource):
             # Its name is fixed: the old container must be gone before the new one can take it.
             opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on, delete_before_replace=True),
         )
+        self.proxy = self._proxy(name, args)
         template = pulumi.Output.all(args.endpoint, args.ca_cert_hash).apply(
             lambda v: worker_join.join_configuration_template(
                 v[0], v[1], args.container_name, kube_objects.gpu_node_labels(tenant)
@@ -114,25 +119,39 @@ class Worker(pulumi.ComponentResource):
                 "CONTROL_PLANE_TENANT": tenant,
                 "CONTROL_PLANE_ENDPOINT": args.endpoint,
             },
-            # A new container, a new control plane (its CA) or a moved API endpoint: the kubelet must join
-            # again (kubelet.conf names the old server, and the join script keeps a joined node as it is).
-            triggers=[self.container.id, args.ca_cert_hash, args.endpoint],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.container], delete_before_replace=True),
+            # A new container or a replaced control plane replaces the join: its delete then runs (with the
+            # stored kubeconfig) while the old control plane still answers, since the engine deletes a
+            # delete-first replacement's dependents first. A moved endpoint or a new CA of the same control plane
+            # is an update instead: pulumi-command runs `create` with the new kubeconfig, which rejoins the node
+            # and keeps that kubeconfig for the delete (a trigger would run the delete with the dead one).
+            triggers=[self.container.id, args.control_plane_id],
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=[self.container, *([self.proxy] if self.proxy else [])],
+                delete_before_replace=True,
+            ),
         )
         self.node_name = self.join.id.apply(lambda _: args.container_name)
         self.register_outputs({"containerName": args.container_name, "nodeName": self.node_name})
 
-    def _node_env(self, args: WorkerArgs) -> pulumi.Input[list[str]] | None:
-        """What kind passes to its node containers from the host environment: the proxy settings and the
-        containerd snapshotter (kind_node.node_env); absent when none is set, exactly like kind's arguments."""
-        environ = os.environ
-        snapshotter = kind_node.snapshotter_env(environ)
-        proxy = self._proxy_env(args, environ)
+    def _proxy(self, name: str, args: WorkerArgs) -> command.local.Command | None:
+        """The host's proxy settings in containerd's drop-in (gpu_tenancy/builders/worker/node_proxy.py); none
+        without a proxy. In the container's `env` (as kind does) a change would replace the worker: `env` is
+        ForceNew in the Docker provider; here it is an update of this command, which restarts containerd."""
+        proxy = self._proxy_env(args, os.environ)
         if proxy is None:
-            return snapshotter or None
-        if not snapshotter:
-            return proxy
-        return proxy.apply(lambda values: sorted([*values, *snapshotter]))
+            return None
+        return command.local.Command(
+            f"{name}-proxy",
+            create=node_proxy.apply_script(),
+            delete=node_proxy.remove_script(),
+            interpreter=["/bin/sh", "-c"],
+            stdin=proxy.apply(node_proxy.dropin),  # secret when the proxy URLs carry credentials
+            environment={"GPU_TENANCY_WORKER": args.container_name},
+            # A new container starts without the drop-in: written again for it.
+            triggers=[self.container.id],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.container], delete_before_replace=True),
+        )
 
     def _proxy_env(self, args: WorkerArgs, environ: Mapping[str, str]) -> pulumi.Output[list[str]] | None:
         """HTTP(S)_PROXY/NO_PROXY as kind gives its nodes (gpu_tenancy/kind_node.proxy_env); none without a proxy."""
@@ -155,7 +174,7 @@ class Worker(pulumi.ComponentResource):
                 )
             ]
         )
-        # Proxy credentials stay encrypted in the state (kind itself also copies them into the node's
-        # environment, where anyone root on the node or the Docker host reads them: docs/threat-model.md).
+        # Proxy credentials stay encrypted in the state (in the node they are in containerd's drop-in, where
+        # anyone root on the node or the Docker host reads them, as in kind's nodes: docs/threat-model.md).
         return pulumi.Output.secret(envs) if kind_node.proxy_has_credentials(environ) else envs
 

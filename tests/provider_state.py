@@ -527,3 +527,40 @@ def changes_against_state(
         if changes.replaces or changes.updates:
             out[f"{resource.type} {resource.name}"] = changes
     return out
+
+
+@dataclass(frozen=True)
+class CommandRun:
+    """One script pulumi-command runs, and the inputs it runs with."""
+
+    step: str  # "delete" | "create" | "update"
+    script: str
+    stdin: str
+    environment: dict[str, str]
+
+
+def _run(step: str, inputs: dict[str, Any], script_key: str) -> list[CommandRun]:
+    script = inputs.get(script_key)
+    return [CommandRun(step, script, inputs.get("stdin") or "", dict(inputs.get("environment") or {}))] if script else []
+
+
+def command_runs(stored: Stored | None, new_inputs: dict[str, Any] | None) -> list[CommandRun]:
+    """What pulumi-command v1.2.1 runs (`local/commandController.go`) when the program registers `new_inputs`
+    (None: no longer registers it) for a resource whose state is `stored` (None: not in the state yet).
+
+    A new resource runs `create`. A replace runs the stored `delete` with the stored inputs (`Delete` gets
+    only the state: its stdin and environment are the old ones), then the new `create`, in this order when
+    replaced delete-first (tests/replacement_model.py). An update runs the new `update`, or the new `create`
+    when no `update` is set, with the new inputs, which the state then keeps (`Update`). A resource the
+    program no longer registers runs its stored `delete` with the stored inputs. No change runs nothing."""
+    if stored is None:
+        return _run("create", _plain(new_inputs or {}), "create")
+    if new_inputs is None:
+        return _run("delete", stored.outputs, "delete")
+    new = _plain(new_inputs)
+    changed = _changed_top_keys(stored.inputs, new)  # provider_diff's rule for COMMANDS: triggers replace
+    if "triggers" in changed:
+        return [*_run("delete", stored.outputs, "delete"), *_run("create", new, "create")]
+    if changed:
+        return _run("update", new, "update" if new.get("update") else "create")
+    return []

@@ -5,13 +5,20 @@ resources the program really registers (tests/policy_support.py), and against `m
 
 from __future__ import annotations
 
+import base64
 import json
+from pathlib import Path
 from typing import Any
 
+import harness
 import pytest
+import yaml
 from doctor_stubs import HostCase
-from policy_support import Recorded, dev_stack, nvml_stack
-from provider_state import COMMANDS, IMAGE, provider_diff, stored_state
+from harness import unwrap
+from policy_support import Recorded, dev_stack, nvml_stack, record_engine_view, tenant_api_servers
+from provider_state import COMMANDS, CONTAINER, IMAGE, changes_against_state, command_runs, provider_diff, stored_state
+from replacement_model import replacements
+from worker_fakes import FakeHost
 
 NVML_BUILD = "gpu-tenancy:nvml_mock_image:NvmlMockImage$command:local:Command::"
 
@@ -98,3 +105,139 @@ def test_an_unknown_host_is_refused_in_one_line(tmp_path: Any) -> None:
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.strip() == ("doctor: gpu-l4-99: no such worker in Pulumi.gpu.yaml (workers: gpu-a100-01, "
                                      "gpu-l4-01)")
+
+
+# --------------------------------------------------------------------------- a proxy change on the host
+
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
+
+
+def _recorded(monkeypatch: pytest.MonkeyPatch, proxy: str | None) -> list[Recorded]:
+    """The dev stack as `pulumi up` registers it with `proxy` as the host's HTTP_PROXY (none: unset)."""
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    if proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy)
+    return record_engine_view()
+
+
+@pytest.mark.parametrize(("before", "after"), [("http://proxy-a:3128", "http://proxy-b:3128"),
+                                               (None, "http://proxy-b:3128"), ("http://proxy-a:3128", None)],
+                         ids=["changed", "set", "unset"])
+def test_a_proxy_change_replaces_no_worker_and_reaches_containerd(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, before: str | None, after: str | None
+) -> None:
+    """terraform-provider-docker's `env` is ForceNew: as kind passes the proxy (`docker run -e`), a new proxy
+    would replace every worker. The Docker provider sees no change here; pulumi-command updates, creates or
+    deletes the proxy command, and what it runs leaves containerd in the node with the new proxy."""
+    old, new = _recorded(monkeypatch, before), _recorded(monkeypatch, after)
+    assert replacements(old, new) == {}
+    assert [key for key in changes_against_state(old, new) if key.startswith(CONTAINER)] == []
+    old_by_urn, new_by_urn = {r.urn: r for r in old}, {r.urn: r for r in new}
+    proxies = sorted({r.urn for r in [*old, *new] if r.name.endswith("-worker-proxy")})
+    assert len(proxies) == 2
+    for urn in proxies:
+        first, second = old_by_urn.get(urn), new_by_urn.get(urn)
+        worker = (first or second).inputs["environment"]["GPU_TENANCY_WORKER"]  # type: ignore[union-attr]
+        host = FakeHost(tmp_path / worker, worker).kind_entrypoint()
+        if first is not None:
+            (create,) = command_runs(None, first.inputs)
+            assert host.run(create.script, create.stdin, create.environment).returncode == 0
+        runs = command_runs(stored_state(first) if first else None, second.inputs if second else None)
+        assert [run.step for run in runs] == (["update"] if first and second else ["create"] if second else ["delete"])
+        for run in runs:
+            result = host.run(run.script, run.stdin, run.environment)
+            assert result.returncode == 0, result.stderr
+        environment = host.containerd_environment()
+        assert (environment.get("HTTP_PROXY"), environment.get("http_proxy", "")) == (after or "", after or "")
+        assert host.root.is_dir(), "the container stays"
+
+
+# --------------------------------------------------------------------------- a tenant's endpoint or CA changes
+
+WORKER_JOIN = "tenant-a-worker-join"
+
+
+def _tenant_a_moved(monkeypatch: pytest.MonkeyPatch, change: str | None) -> list[Recorded]:
+    """The dev stack registered when Kamaji's admin kubeconfig for tenant-a names another address (its
+    LoadBalancer IP moved) or another CA (Kamaji made a new one), as tests/harness.py's Kamaji writes it."""
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    original = harness.tenant_kubeconfig
+    other_ca = base64.b64encode(harness._test_ca_pem()).decode()
+
+    def kubeconfig(tenant: str) -> str:
+        config = yaml.safe_load(original(tenant))
+        cluster = config["clusters"][0]["cluster"]
+        if tenant == "tenant-a" and change == "endpoint":
+            cluster["server"] = "https://10.201.0.9:6443"
+        if tenant == "tenant-a" and change == "ca":
+            cluster["certificate-authority-data"] = other_ca
+        return str(yaml.safe_dump(config))
+
+    monkeypatch.setattr(harness, "tenant_kubeconfig", kubeconfig)
+    return record_engine_view()
+
+
+def _api(kubeconfig: str) -> dict[str, str]:
+    cluster = yaml.safe_load(kubeconfig)["clusters"][0]["cluster"]
+    return {"server": cluster["server"], "ca": cluster["certificate-authority-data"]}
+
+
+@pytest.mark.parametrize("change", ["endpoint", "ca"])
+def test_a_moved_endpoint_or_a_new_ca_rejoins_the_worker_in_place(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, change: str
+) -> None:
+    old, new = _tenant_a_moved(monkeypatch, None), _tenant_a_moved(monkeypatch, change)
+    assert tenant_api_servers(old)["tenant-a"] != tenant_api_servers(new)["tenant-a"], "the change is real"
+    (first,) = [r for r in old if r.name == WORKER_JOIN]
+    (second,) = [r for r in new if r.name == WORKER_JOIN]
+    changes = changes_against_state(old, new)
+    assert [key for key in changes if key.startswith(CONTAINER)] == []
+    join = changes[f"command:local:Command {WORKER_JOIN}"]
+    assert join.replaces == [] and {"stdin", "environment"} <= set(join.updates)
+    assert not [r.name for r in replacements(old, new).values() if r.name.startswith("tenant-a-worker")]
+
+    old_kubeconfig, environment = unwrap(first.inputs["stdin"]), first.inputs["environment"]
+    worker = environment["GPU_TENANCY_WORKER"]
+    host = FakeHost(tmp_path / "node", worker)
+    host.behave(api=_api(old_kubeconfig))
+    joined = host.run(first.inputs["create"], old_kubeconfig, environment)
+    assert joined.returncode == 0, joined.stderr
+    # The tenant's API server now answers only at its new address, with its new CA; its datastore keeps the Node.
+    host.behave(api=_api(unwrap(second.inputs["stdin"])))
+    (update,) = command_runs(stored_state(first), second.inputs)
+    assert update.step == "update"
+    result = host.run(update.script, update.stdin, update.environment)
+    assert result.returncode == 0, result.stderr
+    assert host.resets() == 1 and len(host.joins()) == 2
+    discovery = yaml.safe_load(host.joins()[-1])["discovery"]["bootstrapToken"]
+    endpoint, ca_hash = tenant_api_servers(new)["tenant-a"]
+    assert (discovery["apiServerEndpoint"], discovery["caCertHashes"]) == (endpoint, [ca_hash])
+    assert set(host.objects("nodes")) == {worker}
+    # A later `up` with the same inputs runs nothing; one that runs the script again (a rotated admin
+    # credential) leaves the node as it is.
+    assert command_runs(stored_state(second), second.inputs) == []
+    assert host.run(update.script, update.stdin, update.environment).returncode == 0
+    assert len(host.joins()) == 2
+    # The state keeps the new inputs, so a destroy removes the Node through the API server that answers.
+    left = host.run(stored_state(second).outputs["delete"], update.stdin, update.environment)
+    assert left.returncode == 0, left.stderr
+    assert host.objects("nodes") == {}
+
+
+@pytest.mark.parametrize(("change", "error"), [("endpoint", "connection refused"), ("ca", "x509: certificate signed")])
+def test_the_stored_kubeconfig_no_longer_reaches_a_moved_tenant(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, change: str, error: str
+) -> None:
+    """Why the endpoint and CA are no trigger: a replacement's delete runs with the stored inputs
+    (tests/provider_state.py command_runs), and that kubeconfig fails against the moved tenant every time."""
+    old, new = _tenant_a_moved(monkeypatch, None), _tenant_a_moved(monkeypatch, change)
+    (first,) = [r for r in old if r.name == WORKER_JOIN]
+    (second,) = [r for r in new if r.name == WORKER_JOIN]
+    host = FakeHost(tmp_path, first.inputs["environment"]["GPU_TENANCY_WORKER"])
+    host.behave(api=_api(unwrap(first.inputs["stdin"])))
+    assert host.run(first.inputs["create"], unwrap(first.inputs["stdin"]), first.inputs["environment"]).returncode == 0
+    host.behave(api=_api(unwrap(second.inputs["stdin"])))
+    stale = host.run(first.inputs["delete"], unwrap(first.inputs["stdin"]), first.inputs["environment"])
+    assert stale.returncode == 1 and error in stale.stderr

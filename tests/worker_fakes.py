@@ -17,7 +17,8 @@ no secret reached a command line. What each fake follows upstream:
   the ControlPlaneKubeletLocalMode gate): it writes bootstrap-kubelet.conf, then pki/ca.crt if absent, and
   removes bootstrap-kubelet.conf again on every return (its deferred `os.Remove`, failure or not). The failures
   it models, each as upstream returns it (the workflow runner prefixes "error execution phase kubelet-start"):
-  `join="node-exists"` (a Ready Node of that name: refused before the kubelet is configured),
+  `join="node-exists"` or a Node of that name in the tenant's API (a Ready Node of that name: refused before
+  the kubelet is configured; the fake's Nodes never turn NotReady, as no lease runs out in a test),
   `join="kubelet-unhealthy"` (`WaitForKubelet` times out) and `join="tls-bootstrap-timeout"`
   (`waitForTLSBootstrappedClient` times out; the kubelet config and flags file are on disk by then).
   After any of them only pki/ca.crt is left of the join's credentials: that is what a retry finds.
@@ -37,6 +38,15 @@ no secret reached a command line. What each fake follows upstream:
   `forbidden_creates=N` the first N creates are refused with `Error from server (Forbidden)`: a fresh
   tenant's admin group gets its rights only once Kamaji's tenant-side controllers have run
   (clastix/kamaji 26.8.2-edge controllers/soot/manager.go; e2e/worker_kubeadm_join_test.go retries).
+* systemd in the node (systemd.exec(5), systemd-system.conf(5)): units are read at boot (the first `systemctl`)
+  and on `systemctl daemon-reload`; `systemctl restart containerd` starts containerd with the environment read
+  last (DefaultEnvironment= of system.conf.d, then the Environment= of containerd's drop-ins, which win),
+  unquoted as systemd does (double quotes, backslash escapes, `%%` in unit files). `cat FILE`, `mkdir -p DIR`;
+  `cat > FILE` under /etc/systemd fails when the directory is missing (kind's image has no
+  containerd.service.d).
+* kubectl with `behaviour(api={"server": ..., "ca": ...})`: the tenant's API server answers only at that
+  address with that CA; a kubeconfig naming another address gets "connection refused", another CA kubectl's
+  x509 error, as `Unable to connect to the server: ...`, exit 1.
 * `sleep` returns at once (logged), so a wait loop that runs out is tested without waiting.
 """
 
@@ -74,6 +84,68 @@ def path(p):
 def exists(*ps):
     return any(path(p).exists() for p in ps)
 behaviour = json.loads((state / "behaviour.json").read_text())
+SYSTEM_CONF = "etc/systemd/system.conf.d"
+CONTAINERD_DROPINS = "etc/systemd/system/containerd.service.d"
+def unquote_words(text, specifiers):
+    # systemd extract_first_word(EXTRACT_UNQUOTE | EXTRACT_CUNESCAPE) on an Environment= value; in unit files
+    # `%%` is a literal percent and any other `%x` a specifier (none is written here: refused).
+    words, word, quote, i, started = [], "", False, 0, False
+    while i < len(text):
+        c = text[i]
+        if c == "\\" and i + 1 < len(text):
+            word, i, started = word + text[i + 1], i + 2, True
+            continue
+        if c == "%" and specifiers:
+            if text[i + 1:i + 2] != "%":
+                raise SystemExit(f"fake systemd: unmodelled specifier in {text!r}")
+            word, i, started = word + "%", i + 2, True
+            continue
+        if c == '"':
+            quote, i, started = not quote, i + 1, True
+            continue
+        if c.isspace() and not quote:
+            if started:
+                words.append(word)
+            word, started, i = "", False, i + 1
+            continue
+        word, i, started = word + c, i + 1, True
+    if started:
+        words.append(word)
+    return dict(w.split("=", 1) for w in words)
+def read_units():
+    # What systemd loads (at boot and on daemon-reload): DefaultEnvironment= from system.conf.d, then the
+    # Environment= lines of containerd's drop-ins in name order; a unit's Environment= wins (systemd.exec(5)).
+    env = {}
+    for conf in sorted((root / SYSTEM_CONF).glob("*.conf")):
+        for line in conf.read_text().splitlines():
+            if line.startswith("DefaultEnvironment="):
+                env.update(unquote_words(line.split("=", 1)[1], specifiers=False))
+    for conf in sorted((root / CONTAINERD_DROPINS).glob("*.conf")):
+        for line in conf.read_text().splitlines():
+            if line.startswith("Environment="):
+                env.update(unquote_words(line.split("=", 1)[1], specifiers=True))
+    return env
+loaded, containerd_env = root / ".systemd-loaded.json", root / ".containerd-env.json"
+if cmd[:1] == ["systemctl"] and not loaded.exists():  # systemd booted: units read, containerd started
+    loaded.write_text(json.dumps(read_units()))
+    containerd_env.write_text(loaded.read_text())
+if cmd == ["systemctl", "daemon-reload"]:
+    loaded.write_text(json.dumps(read_units()))
+    sys.exit(0)
+if cmd == ["systemctl", "restart", "containerd"]:
+    containerd_env.write_text(loaded.read_text())  # the configuration loaded last, not what is on disk now
+    restarts = root / ".containerd-restarts"
+    restarts.write_text(str(int(restarts.read_text()) + 1 if restarts.exists() else 1))
+    sys.exit(0)
+if cmd[:2] == ["mkdir", "-p"]:
+    path(cmd[2]).mkdir(parents=True, exist_ok=True)
+    sys.exit(0)
+if cmd[0] == "cat" and len(cmd) == 2:
+    if not path(cmd[1]).is_file():
+        sys.stderr.write(f"cat: {cmd[1]}: No such file or directory\n")
+        sys.exit(1)
+    sys.stdout.write(path(cmd[1]).read_text())
+    sys.exit(0)
 if cmd[:3] == ["systemctl", "is-active", "--quiet"] and cmd[3] == "containerd":
     counter = state / "containerd-polls"
     polls = int(counter.read_text()) + 1 if counter.exists() else 1
@@ -91,6 +163,9 @@ if cmd[:2] == ["sh", "-c"]:
     snippet = cmd[2]
     if snippet.startswith(("umask 077; cat > ", "cat > ")):
         target = path(snippet.split("cat > ", 1)[1])
+        if not target.parent.is_dir() and target.parent.is_relative_to(root / "etc" / "systemd"):
+            sys.stderr.write(f"sh: 1: cannot create {snippet.split('cat > ', 1)[1]}: Directory nonexistent\n")
+            sys.exit(2)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(sys.stdin.buffer.read())
         target.chmod(0o600 if snippet.startswith("umask 077;") else 0o644)
@@ -131,7 +206,7 @@ if cmd[:3] == ["kubeadm", "join", "--config"]:
         bootstrap.unlink()  # defer os.Remove(bootstrapKubeConfigFile)
         sys.stderr.write(f"error execution phase kubelet-start: {message}\n")
         sys.exit(1)
-    if failure == "node-exists":
+    if failure == "node-exists" or (state / "api" / "nodes" / name).exists():
         phase_fails(f'a Node with name "{name}" and status "Ready" already exists in the cluster. '
                     "You must delete the existing Node or change the name of this new joining Node")
     (root / "var" / "lib" / "kubelet").mkdir(parents=True, exist_ok=True)
@@ -175,6 +250,18 @@ while i < len(args):
 kubeconfig = Path(options["--kubeconfig"])
 with open(state / "kubeconfigs.jsonl", "a") as log:
     log.write(json.dumps([kubeconfig.read_text(), oct(kubeconfig.stat().st_mode & 0o777)]) + "\n")
+if "api" in behaviour:
+    import yaml
+    cluster = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]
+    host = cluster["server"].removeprefix("https://")
+    if cluster["server"] != behaviour["api"]["server"]:
+        sys.stderr.write(f"Unable to connect to the server: dial tcp {host}: connect: connection refused\n")
+        sys.exit(1)
+    if cluster["certificate-authority-data"] != behaviour["api"]["ca"]:
+        sys.stderr.write(f'Unable to connect to the server: tls: failed to verify certificate: x509: certificate '
+                         f'signed by unknown authority (possibly because of "crypto/rsa: verification error" while '
+                         f'trying to verify candidate authority certificate "kubernetes")\n')
+        sys.exit(1)
 api = state / "api"
 if words == ["create"] and options.get("-f") == "-":
     obj = json.loads(sys.stdin.read())
@@ -277,4 +364,22 @@ class FakeHost:
 
     def resets(self) -> int:
         path = self.state / "resets"
+        return int(path.read_text()) if path.exists() else 0
+
+    def kind_entrypoint(self) -> FakeHost:
+        """What kind's entrypoint does in a node started without proxy variables (v0.32.0
+        `images/base/files/usr/local/bin/entrypoint` `configure_proxy`): an empty DefaultEnvironment for them."""
+        conf = self.file("/etc/systemd/system.conf.d/proxy-default-environment.conf")
+        conf.parent.mkdir(parents=True, exist_ok=True)
+        conf.write_text('[Manager]\nDefaultEnvironment="HTTP_PROXY=" "HTTPS_PROXY=" "NO_PROXY="\n')
+        (self.root / "etc" / "systemd" / "system").mkdir(parents=True, exist_ok=True)
+        return self
+
+    def containerd_environment(self) -> dict[str, str]:
+        """The environment containerd runs with now (set at boot or by its last restart)."""
+        path = self.root / ".containerd-env.json"
+        return dict(json.loads(path.read_text())) if path.exists() else {}
+
+    def containerd_restarts(self) -> int:
+        path = self.root / ".containerd-restarts"
         return int(path.read_text()) if path.exists() else 0

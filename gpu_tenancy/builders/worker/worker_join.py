@@ -32,6 +32,9 @@ JOIN_FILE = "/run/gpu-tenancy-join.yaml"
 # RunJoinNodeChecks). kubelet.conf means joined; the other two without it mean a join that failed half-way.
 KUBELET_CONF = "/etc/kubernetes/kubelet.conf"
 HALF_JOINED = ("/etc/kubernetes/pki/ca.crt", "/etc/kubernetes/bootstrap-kubelet.conf")
+# The join configuration (without its token) the node last joined with: its endpoint, CA hash, name and labels.
+# On disk with kubelet.conf (not in /run), so a restarted container still knows whom it joined.
+JOINED_WITH = "/etc/kubernetes/gpu-tenancy-joined-with.yaml"
 
 
 def join_configuration_template(
@@ -45,7 +48,8 @@ def join_configuration_template(
 
 
 def join_script(tenant: str) -> str:
-    """Create: wait for containerd, reset a half-joined node, mint a token, join; idempotent once joined.
+    """Create and update: wait for containerd, reset a half-joined node (or one joined with another
+    configuration), mint a token, join; a node joined with this configuration is left as it is.
 
     Environment: GPU_TENANCY_WORKER (container = node name), GPU_TENANCY_JOIN_CONFIGURATION (from
     join_configuration_template). Stdin: the tenant's admin kubeconfig.
@@ -81,8 +85,19 @@ until docker exec "$worker" systemctl is-active --quiet containerd; do
   fi
   sleep 1
 done
+# pulumi-command runs this script on create and on every update, with the new inputs (v1.2.1
+# local/commandController.go `Update`: `create` when no `update` is set). A node joined with this
+# configuration stays as it is; one joined to another endpoint or CA (the control plane moved, its CA
+# changed) leaves and joins again here, with the kubeconfig that reaches the tenant now.
+rejoin=""
 if docker exec "$worker" test -f {KUBELET_CONF}; then
-  exit 0
+  joined_with="$(docker exec "$worker" cat {JOINED_WITH} 2>/dev/null || true)"
+  if [ "$joined_with" = "$(printf '%s\n' "$template")" ]; then
+    exit 0
+  fi
+  echo "gpu-tenancy: $worker was joined with another endpoint, CA or node registration: resetting it to join again" >&2
+  docker exec "$worker" kubeadm reset --force
+  rejoin=1
 fi
 # A join that failed half-way left files kubeadm's preflight refuses to overwrite: start clean.
 if docker exec "$worker" sh -c {shlex.quote(half_joined)}; then
@@ -101,7 +116,13 @@ esac
 after="${{template#*{TOKEN_PLACEHOLDER}}}"
 printf '%s%s%s\\n' "$before" "$token_id.$token_secret" "$after" \\
   | docker exec -i "$worker" sh -c 'umask 077; cat > {JOIN_FILE}'
+if [ -n "$rejoin" ]; then
+  # Its old registration, Ready until its lease runs out, makes kubeadm refuse the name ("a Node with name ...
+  # and status Ready already exists"): removed through the tenant's current API server.
+  kubectl --kubeconfig "$kubeconfig" --request-timeout=60s delete node "$worker" --ignore-not-found
+fi
 docker exec "$worker" kubeadm join --config {JOIN_FILE}
+printf '%s\n' "$template" | docker exec -i "$worker" sh -c 'cat > {JOINED_WITH}'
 """
 
 
