@@ -22,10 +22,10 @@ from pulumi_policy import (
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from resource_lib import HELM_RELEASE_TYPE, TCP_TYPE, Res, from_policy_resources, from_resource_args
 from tenancy_lib import ancestor_tenant, resource_tenant
-from value_lib import as_list, dig, is_unknown, known_str
+from value_lib import as_list, dig, known_str
 
 from gpu_tenancy.builders.mock_nvml import cuda_control
-from gpu_tenancy.contract import versions
+from gpu_tenancy.contract import chart_lock, versions
 
 # Every type the program registers, in any mode and configuration (components, providers and reads included).
 KNOWN_TYPES = frozenset(
@@ -161,12 +161,15 @@ def _value_problems(res: Res) -> list[str]:
     """Fields the program sets whose value alone would reach another tenant or a host."""
     problems = []
     if res.type == HELM_RELEASE_TYPE:
-        chart = chart_name(res.props.get("chart"))
-        repo, text = dig(res.props, "repositoryOpts", "repo"), known_str(res.props.get("chart")) or ""
-        pinned = CHART_REPOSITORIES.get(chart or "")
-        if not is_unknown(repo) and (pinned is None or repo != pinned or "/" in text):
-            problems.append(f"installs chart {text!r} from {repo!r}; charts come only from the repositories "
-                            f"gpu_tenancy/contract/versions.py pins ({', '.join(sorted(CHART_REPOSITORIES))})")
+        # Exactly the program's charts: an archive of the chart cache (chart_lock), which `make charts` pulled from
+        # the chart's pinned repository and verified; no repository, so Helm reads nothing else.
+        chart, repo = res.props.get("chart"), res.props.get("repositoryOpts")
+        problem = chart_lock.cache_path_problem(chart, chart_name(chart), res.props.get("version"))
+        if problem or repo not in (None, {}):
+            where = f" from {dig(repo, 'repo')!r}" if repo not in (None, {}) else ""
+            problems.append(f"installs chart {chart!r}{where}, which {problem or 'names a repository'}; charts come "
+                            "only from the chart cache, pulled from the repositories gpu_tenancy/contract/versions.py "
+                            f"pins ({', '.join(sorted(CHART_REPOSITORIES))}) by `make charts`")
     elif res.type == TCP_TYPE:
         tenant = resource_tenant(res) or ancestor_tenant(res)
         store = dig(res.props, "spec", "dataStore")

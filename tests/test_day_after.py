@@ -158,8 +158,8 @@ def test_a_proxy_change_replaces_no_worker_and_reaches_containerd(
 WORKER_JOIN = "tenant-a-worker-join"
 
 
-def _tenant_a_moved(monkeypatch: pytest.MonkeyPatch, change: str | None) -> list[Recorded]:
-    """The dev stack registered when Kamaji's admin kubeconfig for tenant-a names another address (its
+def _tenant_a_moved(monkeypatch: pytest.MonkeyPatch, change: str | None, stack: str = "dev") -> list[Recorded]:
+    """The dev (or dev-nvml) stack registered when Kamaji's admin kubeconfig for tenant-a names another address (its
     LoadBalancer IP moved) or another CA (Kamaji made a new one), as tests/harness.py's Kamaji writes it."""
     for name in PROXY_VARIABLES:
         monkeypatch.delenv(name, raising=False)
@@ -176,7 +176,7 @@ def _tenant_a_moved(monkeypatch: pytest.MonkeyPatch, change: str | None) -> list
         return str(yaml.safe_dump(config))
 
     monkeypatch.setattr(harness, "tenant_kubeconfig", kubeconfig)
-    return record_engine_view()
+    return record_engine_view(harness.nvml_config(), stack="dev-nvml") if stack == "dev-nvml" else record_engine_view()
 
 
 def _api(kubeconfig: str) -> dict[str, str]:
@@ -241,3 +241,18 @@ def test_the_stored_kubeconfig_no_longer_reaches_a_moved_tenant(
     host.behave(api=_api(unwrap(second.inputs["stdin"])))
     stale = host.run(first.inputs["delete"], unwrap(first.inputs["stdin"]), first.inputs["environment"])
     assert stale.returncode == 1 and error in stale.stderr
+
+
+def test_a_moved_tenant_waits_again_for_its_rejoined_nodes_registration(monkeypatch: pytest.MonkeyPatch) -> None:
+    """sim-nvml: the rejoined Node is a new object that HAMi's device plugin registers again. The inventory
+    wait gets the new kubeconfig on stdin, so pulumi-command runs it again (an update runs `create`), after
+    the join's update (its triggers name the join)."""
+    old, new = _tenant_a_moved(monkeypatch, None, "dev-nvml"), _tenant_a_moved(monkeypatch, "endpoint", "dev-nvml")
+    (join_before,) = [r for r in old if r.name == WORKER_JOIN]
+    (join_after,) = [r for r in new if r.name == WORKER_JOIN]
+    assert [run.step for run in command_runs(stored_state(join_before), join_after.inputs)] == ["update"]
+    (wait_before,) = [r for r in old if r.name.startswith("tenant-a-inventory-") and r.name.endswith("-registered")]
+    (wait_after,) = [r for r in new if r.urn == wait_before.urn]
+    (rerun,) = command_runs(stored_state(wait_before), wait_after.inputs)
+    assert rerun.step == "update" and rerun.script == wait_after.inputs["create"]
+    assert join_after.urn in wait_after.property_dependencies["triggers"]

@@ -14,6 +14,7 @@ from policy_support import shared_recording
 from pulumi.runtime import MockResourceArgs
 
 from gpu_tenancy.builders.host_worker import hostprep
+from gpu_tenancy.contract.chart_lock import chart_name
 from gpu_tenancy.hami import inventory
 from tests.harness import TEST_SECRETS, by_type, gpu_config, is_secret, record_mocks, record_stack, registered_gpus
 
@@ -79,7 +80,7 @@ def test_each_host_joins_its_own_tenant(resources: list[MockResourceArgs]) -> No
 
 
 def test_hami_runs_its_device_plugin_and_kubelet_keeps_host_defaults(resources: list[MockResourceArgs]) -> None:
-    hami = [r for r in by_type(resources, "kubernetes:helm.sh/v3:Release") if r.inputs["chart"] == "hami"]
+    hami = [r for r in by_type(resources, "kubernetes:helm.sh/v3:Release") if chart_name(r.inputs["chart"]) == "hami"]
     assert len(hami) == len(TENANTS)
     assert all(r.inputs["values"]["devicePlugin"]["enabled"] is True for r in hami)
     for tcp in by_type(resources, "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane"):
