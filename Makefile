@@ -44,7 +44,7 @@ export DOCKER_HOST ?= $(shell docker context inspect --format '{{.Endpoints.dock
 endif
 
 .DEFAULT_GOAL := help
-.PHONY: help runtime venv tools stack-file preflight up doctor preview destroy plan test lint typecheck unit e2e e2e-nvml e2e-faults bench promotion-diff mutation
+.PHONY: help runtime venv tools stack-file preflight charts up doctor preview destroy plan test lint typecheck unit e2e e2e-nvml e2e-faults bench promotion-diff mutation
 
 help: ## List the targets
 	@echo "usage: make <target> [STACK=<name>: Pulumi.<name>.yaml, default dev] [CONFIRM=1: no prompt on a real stack]"
@@ -87,10 +87,17 @@ preflight: stack-file | $(if $(UP_GOAL),runtime) ## Install the stack's tools, c
 	fi; \
 	exit $$status
 
+# The Helm charts STACK installs, pulled once into .charts/ and checked against the sha256 their repository's index
+# publishes, recorded in .charts/lock.json; the program installs from there, so later runs fetch nothing
+# (gpu_tenancy/contract/chart_lock.py). A chart the lock records whose repository now serves other content is
+# refused; RELOCK=<chart>[,<chart>] takes what its repository publishes now.
+charts: runtime ## Pull STACK's Helm charts once into .charts/, verified and locked (RELOCK=kamaji: take its new build)
+	@$(BIN)/python -m gpu_tenancy.cli.charts --stack $(STACK) $(foreach chart,$(subst $(comma),$(space),$(RELOCK)),--relock $(chart))
+
 # `make doctor`'s host checks first, in preflight (nothing is created when they fail), then an `up` that
 # refreshes from the live lab (a worker removed or stopped by hand, an image gone) before it diffs, and builds
 # again each image the stack built that Docker no longer has (`docker image prune -a`; no refresh sees that).
-up: preflight runtime ## Deploy STACK (created on first use): host checks, refresh, then preview with the policy pack
+up: preflight runtime charts ## Deploy STACK (created on first use): host checks, refresh, then preview with the policy pack
 	mkdir -p $(STATE_DIR)
 	pulumi stack select --create $(STACK)
 	replace=$$($(BIN)/python -m gpu_tenancy.cli.doctor --stack $(STACK) --missing-images) && \
@@ -99,7 +106,7 @@ up: preflight runtime ## Deploy STACK (created on first use): host checks, refre
 doctor: runtime ## Check this host and, when deployed, the lab: one line per problem with its fix (exit 1 if any)
 	@$(BIN)/python -m gpu_tenancy.cli.doctor --stack $(STACK) --state-dir $(STATE_DIR)
 
-preview: preflight runtime ## What `up` would change, with the policy pack (creates STACK on first use)
+preview: preflight runtime charts ## What `up` would change, with the policy pack (creates STACK on first use)
 	mkdir -p $(STATE_DIR)
 	pulumi stack select --create $(STACK)
 	pulumi preview --stack $(STACK) --policy-pack policies --diff

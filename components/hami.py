@@ -9,8 +9,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.charts import cached_chart
 from gpu_tenancy.builders.hami import hami_chart
-from gpu_tenancy.contract import versions
 
 
 @dataclass
@@ -40,9 +40,8 @@ class Hami(pulumi.ComponentResource):
         self.release = k8s.helm.v3.Release(
             f"{name}-chart",
             name="hami",
-            chart="hami",
+            chart=cached_chart("hami", args.chart_version),
             version=args.chart_version,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=versions.HAMI_CHART_REPO),
             namespace="kube-system",
             values=hami_chart.hami_values(
                 args.kubernetes_version,

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.charts import cached_chart
 from gpu_tenancy.builders import kube_objects
 from gpu_tenancy.builders.kamaji import kamaji_chart
 from gpu_tenancy.builders.tenant_datastore import datastore
@@ -41,9 +42,8 @@ class Kamaji(pulumi.ComponentResource):
         cert_manager = k8s.helm.v3.Release(
             f"{name}-cert-manager",
             name="cert-manager",
-            chart="cert-manager",
+            chart=cached_chart("cert-manager", args.cert_manager_version),
             version=args.cert_manager_version,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=versions.CERT_MANAGER_CHART_REPO),
             namespace="cert-manager",
             create_namespace=True,
             values=kamaji_chart.cert_manager_values(),
@@ -52,9 +52,8 @@ class Kamaji(pulumi.ComponentResource):
         kamaji = k8s.helm.v3.Release(
             f"{name}-chart",
             name="kamaji",  # release and namespace are fixed by Kamaji's CRD webhook annotations
-            chart="kamaji",
+            chart=cached_chart("kamaji", args.chart_version),
             version=args.chart_version,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=versions.KAMAJI_CHART_REPO),
             namespace=kamaji_chart.KAMAJI_NAMESPACE,
             create_namespace=True,
             values=kamaji_chart.kamaji_values(args.image_tag, args.etcd_volume_mib),

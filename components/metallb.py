@@ -13,8 +13,8 @@ import pulumi_command as command
 import pulumi_docker as docker
 import pulumi_kubernetes as k8s
 
+from components.charts import cached_chart
 from gpu_tenancy.builders.metallb import admission_gate, metallb_objects, netpool
-from gpu_tenancy.contract import versions
 
 NAMESPACE = "metallb-system"
 CONTROLLER = "metallb-controller"  # the chart's `{{ metallb.fullname }}-controller` for release "metallb"
@@ -43,9 +43,8 @@ class MetalLB(pulumi.ComponentResource):
         release = k8s.helm.v3.Release(
             f"{name}-chart",
             name="metallb",
-            chart="metallb",
+            chart=cached_chart("metallb", args.chart_version),
             version=args.chart_version,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=versions.METALLB_CHART_REPO),
             namespace=NAMESPACE,
             create_namespace=True,
             values=metallb_objects.metallb_values(),

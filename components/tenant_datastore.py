@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.charts import cached_chart
 from gpu_tenancy.builders import kube_objects
 from gpu_tenancy.builders.tenant_datastore import datastore
 from gpu_tenancy.contract import versions
@@ -36,9 +37,8 @@ class TenantDataStore(pulumi.ComponentResource):
         release = k8s.helm.v3.Release(
             f"{name}-chart",
             name=self.name,
-            chart="kamaji-etcd",
+            chart=cached_chart("kamaji-etcd", versions.KAMAJI_ETCD_CHART_VERSION),
             version=versions.KAMAJI_ETCD_CHART_VERSION,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=versions.KAMAJI_CHART_REPO),
             namespace=args.tenant,
             values=datastore.dedicated_values(args.tenant, args.volume_mib),
             timeout=900,

@@ -40,7 +40,7 @@ from resource_lib import (
 from tenancy_lib import ancestor_tenant, component_label, owner
 from value_lib import as_list, dig, is_unknown, known_str
 
-from gpu_tenancy.contract import chart_pins, versions
+from gpu_tenancy.contract import chart_lock, chart_pins, versions
 from gpu_tenancy.contract.image_pins import image_tag
 
 # --------------------------------------------------------------------------- 4 tcp-version-pinned
@@ -173,30 +173,37 @@ def validate_charts_pinned(args: ResourceValidationArgs, report: ReportViolation
     repo = dig(res.props, "repositoryOpts", "repo")
     if is_unknown(chart) or is_unknown(version) or is_unknown(repo):
         return
+    name = chart_name(chart) or chart  # a cached archive's path names its chart
     if not isinstance(version, str) or not version.strip():
-        report(f"{describe(res)}: chart {chart!r} has no version; set version= to an exact chart version.", None)
+        report(f"{describe(res)}: chart {name!r} has no version; set version= to an exact chart version.", None)
     elif any(ch in _RANGE_CHARACTERS for ch in version) or version.lower() in ("latest", "stable"):
-        report(f"{describe(res)}: chart {chart!r} version {version!r} is a range; pin an exact version.", None)
+        report(f"{describe(res)}: chart {name!r} version {version!r} is a range; pin an exact version.", None)
     elif (label := chart_pins.moving_build_label(version)) and isinstance(chart, str) and chart_pins.chart_key(
-        chart, version
+        str(name), version
     ) not in policy_config(args, "acceptMovingBuilds", DEFAULT_ACCEPTED_MOVING_BUILDS):
         report(
-            f"{describe(res)}: chart {chart!r} version {version!r} is a moving build ({label!r} is republished "
+            f"{describe(res)}: chart {name!r} version {version!r} is a moving build ({label!r} is republished "
             "from a branch), not a pin; pin a released version.", None
         )
     is_url = isinstance(chart, str) and chart.startswith(("oci://", "https://", "http://"))
-    if not is_url and not (isinstance(repo, str) and repo.strip()):
+    if is_url or (isinstance(repo, str) and repo.strip()):
+        return
+    # No repository: Helm takes `chart` as a local path first (helm_release.go `locateChart`), so it must be an
+    # archive of the chart cache, which `make charts` pulled from the chart's pinned repository and verified.
+    problem = chart_lock.cache_path_problem(chart, chart_name(chart), version)
+    if problem:
         report(
-            f"{describe(res)}: chart {chart!r} has no repository; set repository_opts=RepositoryOptsArgs(repo=...) "
-            "or use an oci:// chart reference.", None
+            f"{describe(res)}: chart {chart!r} has no repository and {problem}; install it from the chart cache "
+            "(components/charts.py cached_chart, filled by `make charts`).", None
         )
 
 
 charts_pinned = ResourceValidationPolicy(
     name="charts-pinned",
     description=(
-        "Every Helm chart names an exact version, not a range or a moving build such as 0.0.0+latest, and its "
-        "repository (repositoryOpts.repo or an oci:// URL)."
+        "Every Helm chart names an exact version, not a range or a moving build such as 0.0.0+latest, and either "
+        "its repository (repositoryOpts.repo or an oci:// URL) or an archive of the chart cache at that version "
+        "(.charts/sha256-<hex>/<name>-<version>.tgz, pulled and verified by `make charts`)."
     ),
     validate=validate_charts_pinned,
     enforcement_level=MANDATORY,

@@ -14,6 +14,7 @@ import gc
 import hashlib
 import json
 import runpy
+import tempfile
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,7 +35,10 @@ from gpu_tenancy.builders import kube_objects
 from gpu_tenancy.builders.host_worker import hostprep
 from gpu_tenancy.builders.mock_nvml import nvml_mock
 from gpu_tenancy.builders.worker import kind_node
+from gpu_tenancy.contract import chart_lock
+from gpu_tenancy.contract.config import load_config
 from tests import hami_register
+from tests.chart_repo import fill_cache
 
 # The annotation HAMi v2.10.0's device plugin writes its register to (pkg/device/nvidia/device.go
 # RegisterAnnos "hami.io/node-nvidia-register"): spelt out here, not taken from gpu_tenancy.hami.protocol.
@@ -448,11 +452,30 @@ def _engine_invoke_gate(mocks: LabMocks) -> Iterator[None]:
         yield
 
 
+# The project directory the program reads its chart cache from (chart_lock.PROJECT_DIR): one of the tests' own,
+# filled before each evaluation as `make charts` would fill the project's.
+CHART_PROJECT = Path(tempfile.mkdtemp(prefix="gpu-tenancy-charts-"))
+
+
+def charts_pulled(config: dict[str, Any], secrets: tuple[str, ...] = tuple(TEST_SECRETS)) -> None:
+    """What `make charts` does before an `up`: each chart the config installs is in the cache and the lock."""
+    chart_lock.PROJECT_DIR = CHART_PROJECT
+    try:
+        wanted = chart_lock.stack_charts(load_config(config, frozenset(k for k in secrets if k in config)))
+    except Exception:  # a config the program refuses installs no chart
+        return
+    lock = chart_lock.load_lock(CHART_PROJECT)
+    for ref in wanted:
+        if lock.find(ref) is None:
+            fill_cache(CHART_PROJECT, ref.name, ref.version, ref.repo)
+
+
 def _run(
     mocks: LabMocks, config: dict[str, Any], preview: bool, stack: str, secrets: tuple[str, ...] = tuple(TEST_SECRETS)
 ) -> None:
     """Evaluate the program; keys in `secrets` are stored as `pulumi config set --secret` would."""
     mocks.preview = mocks.preview or preview
+    charts_pulled(config, secrets)
     with _engine_invoke_gate(mocks):
         _evaluate(mocks, config, preview, stack, secrets)
 

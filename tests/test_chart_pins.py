@@ -1,15 +1,34 @@
 """The Kamaji chart is a moving build (issue 12, defect 10): `charts-pinned` refuses such versions unless
-versions.UNPINNED_CHARTS names them, and every run warns while one is deployed."""
+versions.UNPINNED_CHARTS names them, and every run warns while one is deployed. Every chart is installed from the
+chart cache as locked (gpu_tenancy/contract/chart_lock.py), so such a build cannot change under a stack; the pack
+accepts exactly those archives as local charts."""
 
 from __future__ import annotations
 
+import json
 import logging
+import re
+from pathlib import Path
+from typing import Any
 
+import harness
 import pytest
+from chart_repo import fill_cache
 from harness import dev_config, record_stack
-from policy_support import Recorded, copy_stack, dev_stack, find, run_resource_policy, set_both
+from policy_support import (
+    EXAMPLE_STACKS,
+    Recorded,
+    copy_stack,
+    dev_stack,
+    find,
+    record_engine_view,
+    run_resource_policy,
+    set_both,
+)
+from provider_state import ProviderChanges, changes_against_state
 
-from gpu_tenancy.contract import chart_pins, versions
+from gpu_tenancy.contract import chart_lock, chart_pins, versions
+from gpu_tenancy.contract.config import load_config
 
 import tenant_policies as tp  # isort: skip  (policies/ is put on sys.path by policy_support)
 
@@ -50,6 +69,8 @@ def test_charts_pinned_refuses_other_moving_builds(chart_name: str, version: str
     stack = copy_stack(dev_stack())
     release = find(stack, RELEASE, chart_name)
     set_both(release, ["version"], version)
+    cached = release.inputs["chart"]  # the cached archive of that version, so the version alone is wrong
+    set_both(release, ["chart"], re.sub(r"-v?\d[^/]*\.tgz$", f"-{version}.tgz", cached))
     (message,) = messages(stack)
     assert f"version {version!r} is a moving build" in message and "not a pin" in message
 
@@ -76,3 +97,82 @@ def test_no_warning_for_a_pinned_kamaji_chart(caplog: pytest.LogCaptureFixture) 
     with caplog.at_level(logging.WARNING):
         record_stack(config)
     assert not [r for r in caplog.records if "NOT pinned" in r.getMessage()]
+
+
+# --------------------------------------------------------------------------- the chart cache
+
+
+def _cache_paths(resources: list[Any]) -> dict[str, str]:
+    return {r.name: r.inputs["chart"] for r in resources if r.type == RELEASE}
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLE_STACKS))
+def test_every_release_installs_the_locked_archive_of_what_the_stack_pins(name: str) -> None:
+    """No repository, so the provider reads nothing but the archive; the charts `make charts` pulls for the stack
+    are exactly those the program installs."""
+    resources = EXAMPLE_STACKS[name](False)
+    releases = [r for r in resources if r.type == RELEASE]
+    lock = {(c["name"], c["version"]): c["sha256"] for c in json.loads(
+        (harness.CHART_PROJECT / ".charts" / "lock.json").read_text())["charts"]}
+    installed = set()
+    for release in releases:
+        assert "repositoryOpts" not in release.inputs, release.name
+        match = re.fullmatch(r"\.charts/sha256-([0-9a-f]{64})/(.+)-(v?\d.*)\.tgz", release.inputs["chart"])
+        assert match, release.inputs["chart"]
+        assert match.group(3) == release.inputs["version"]
+        assert lock[(match.group(2), match.group(3))] == match.group(1)
+        installed.add((match.group(2), match.group(3)))
+    config = {"dev": harness.dev_config, "dev-nvml": harness.nvml_config, "gpu": harness.gpu_config}[name]()
+    needed = chart_lock.stack_charts(load_config(config, frozenset(harness.TEST_SECRETS)))
+    assert {(ref.name, ref.version) for ref in needed} == installed
+
+
+def test_the_dedicated_etcd_chart_is_pulled_when_a_tenant_has_its_own_etcd() -> None:
+    config = harness.dev_config()
+    config["tenants"][0]["dataStore"] = "dedicated"
+    needed = chart_lock.stack_charts(load_config(config, frozenset()))
+    assert ("kamaji-etcd", versions.KAMAJI_ETCD_CHART_VERSION) in {(r.name, r.version) for r in needed}
+    assert "kamaji-etcd" not in {r.name for r in chart_lock.stack_charts(load_config(harness.dev_config(), frozenset()))}
+
+
+def test_the_program_refuses_a_chart_not_pulled_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(harness, "charts_pulled", lambda *_: setattr(chart_lock, "PROJECT_DIR", tmp_path))
+    with pytest.raises(Exception, match=re.escape(
+        f"chart metallb {versions.METALLB_CHART_VERSION} from {versions.METALLB_CHART_REPO}: not in the chart "
+        "cache (.charts/lock.json); run `make charts STACK=dev` (`make up` runs it)")):
+        record_stack()
+
+
+def test_a_relocked_chart_is_an_update_of_its_release_and_the_same_archive_no_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Release's Diff compares inputs only (helm_release.go `Diff`: the deprecated `checksum` is dropped), so the
+    archive's digest in the path is what makes a new build of kamaji 0.0.0+latest a change; an update, not a
+    replacement (only name and namespace replace)."""
+    first = record_engine_view()
+    assert changes_against_state(first, record_engine_view()) == {}
+    for ref in chart_lock.stack_charts(load_config(harness.dev_config(), frozenset())):
+        fill_cache(tmp_path, ref.name, ref.version, ref.repo, templates="rebuilt" if ref.name == "kamaji" else "")
+    monkeypatch.setattr(harness, "charts_pulled", lambda *_: setattr(chart_lock, "PROJECT_DIR", tmp_path))
+    second = record_engine_view()
+    assert changes_against_state(first, second) == {f"{RELEASE} kamaji-chart": ProviderChanges([], ["chart"])}
+    assert _cache_paths(second)["kamaji-chart"] != _cache_paths(first)["kamaji-chart"]
+
+
+@pytest.mark.parametrize(("chart", "version", "problem"), [
+    (".charts/sha256-{d}/hami-2.9.0.tgz", "2.10.0", "is not the cached archive of a pinned chart at version '2.10.0'"),
+    (".charts/sha256-{d}/nvidia-device-plugin-2.10.0.tgz", "2.10.0", "is not the cached archive of a pinned chart"),
+    ("./charts/hami-2.10.0.tgz", "2.10.0", "is not a path in the chart cache"),
+    ("/tmp/x/.charts/sha256-{d}/hami-2.10.0.tgz", "2.10.0", "is not a path in the chart cache"),
+    (".charts/sha256-{d}/../../hami-2.10.0.tgz", "2.10.0", "is not a path in the chart cache"),
+    (".charts/sha256-{d}/hami", "2.10.0", "is not a path in the chart cache"),
+    (".charts/sha256-abc/hami-2.10.0.tgz", "2.10.0", "is not a path in the chart cache"),
+    ("hami", "2.10.0", "is not a path in the chart cache"),
+])
+def test_charts_pinned_refuses_a_local_chart_that_is_not_the_cached_pin(chart: str, version: str, problem: str) -> None:
+    stack = copy_stack(dev_stack())
+    release = find(stack, RELEASE, "tenant-a-hami-chart")
+    set_both(release, ["chart"], chart.format(d="a" * 64))
+    set_both(release, ["version"], version)
+    found = [m for m in messages(stack) if "tenant-a-hami-chart" in m]
+    assert len(found) == 1 and f"has no repository and {problem}" in found[0], found

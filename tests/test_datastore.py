@@ -12,6 +12,7 @@ from pulumi_policy import StackValidationPolicy
 
 from gpu_tenancy.builders.kamaji import kamaji_chart
 from gpu_tenancy.builders.tenant_datastore import datastore
+from gpu_tenancy.contract.chart_lock import chart_name
 from gpu_tenancy.contract.config import ConfigError, load_config
 
 import tenant_policies as tp  # isort: skip  (policies/ is put on sys.path by policy_support)
@@ -50,7 +51,7 @@ def test_a_dedicated_tenant_gets_its_own_etcd_and_datastore() -> None:
     tcps = {r.inputs["metadata"]["name"]: unwrap(r.inputs)["spec"]["dataStore"]
             for r in resources if r.typ.endswith("TenantControlPlane") and r.custom}
     assert tcps == {"tenant-a": "default", "tenant-b": "tenant-b-etcd"}
-    (release,) = [r for r in resources if r.typ == "kubernetes:helm.sh/v3:Release" and r.inputs["chart"] == "kamaji-etcd"]
+    (release,) = [r for r in resources if r.typ == "kubernetes:helm.sh/v3:Release" and chart_name(r.inputs["chart"]) == "kamaji-etcd"]
     values = unwrap(release.inputs)["values"]
     assert release.inputs["namespace"] == "tenant-b" and release.inputs["version"] == "0.15.0"
     assert values["fullnameOverride"] == "tenant-b-etcd" and values["replicas"] == 1

@@ -14,6 +14,7 @@ import yaml
 from pulumi.runtime import MockResourceArgs
 
 from gpu_tenancy.contract import versions
+from gpu_tenancy.contract.chart_lock import chart_name
 from tests.harness import (
     dev_config,
     gpu_config,
@@ -138,10 +139,10 @@ def chart_defaults(shared: Path, chart: str) -> dict[str, Any]:
 def test_every_helm_value_path_exists_upstream(shared: Path, resources: list[MockResourceArgs]) -> None:
     releases = [r for r in resources if r.typ == "kubernetes:helm.sh/v3:Release"]
     # cert-manager, Kamaji, HAMi per tenant, MetalLB where the stack runs it, a dedicated tenant's etcd.
-    assert len(releases) == 4 + any(r.inputs["chart"] == "metallb" for r in releases) + sum(
-        r.inputs["chart"] == "kamaji-etcd" for r in releases)
+    assert len(releases) == 4 + any(chart_name(r.inputs["chart"]) == "metallb" for r in releases) + sum(
+        chart_name(r.inputs["chart"]) == "kamaji-etcd" for r in releases)
     for release in releases:
-        chart, values = release.inputs["chart"], release.inputs["values"]
+        chart, values = chart_name(release.inputs["chart"]), release.inputs["values"]
         defaults = chart_defaults(shared, CHARTS[chart])
         for path in value_paths(values):
             if path[0] in SUBCHARTS and path[0] in defaults:

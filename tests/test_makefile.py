@@ -109,6 +109,7 @@ def run_make(
             f"cat > \"$3/bin/python\" <<'EOF'\n#!/bin/sh\n"
             f'echo "venv-python $*" >> "{log}"\n'
             'case "$*" in *--lab-gone*) exit "${FAKE_LAB_GONE:-1}";; esac\n'
+            'case "$*" in *gpu_tenancy.cli.charts*) exit "${FAKE_CHARTS:-0}";; esac\n'
             'case "$*" in *--missing-images*) [ -z "${FAKE_MISSING_IMAGES:-}" ] || echo "$FAKE_MISSING_IMAGES"; exit 0;; esac\n'
             'case "$*" in *--hosts-off*) [ -z "${FAKE_HOST_DELETES:-}" ] || echo "$FAKE_HOST_DELETES"; exit "${FAKE_DOCTOR:-0}";; esac\n'
             'exit "${FAKE_DOCTOR:-0}"\n'
@@ -349,6 +350,32 @@ def test_up_runs_the_host_checks_first_and_refreshes(tmp_path: Path) -> None:
     (up,) = [c for c in run.of("pulumi") if c.startswith("pulumi up ")]
     assert "--refresh" in up.split() and "--policy-pack" in up.split()
     assert run.calls.index(doctor[0]) < run.calls.index(up)
+
+
+@pytest.mark.parametrize("goal", ["up", "preview"])
+def test_deploys_pull_the_stacks_charts_after_the_host_checks(tmp_path: Path, goal: str) -> None:
+    run = run_make(tmp_path, goal)
+    assert run.returncode == 0, run.output
+    (charts,) = [c for c in run.calls if "gpu_tenancy.cli.charts" in c]
+    assert charts == "venv-python -m gpu_tenancy.cli.charts --stack dev"
+    (deploy,) = [c for c in run.of("pulumi") if c.startswith(f"pulumi {goal} ")]
+    assert run.calls.index(charts) < run.calls.index(deploy)
+    if goal == "up":
+        doctor = [c for c in run.calls if "--before-up" in c]
+        assert run.calls.index(doctor[0]) < run.calls.index(charts)
+
+
+def test_a_chart_that_cannot_be_pulled_stops_the_deploy(tmp_path: Path) -> None:
+    run = run_make(tmp_path, "up", FAKE_CHARTS="1")
+    assert run.returncode != 0
+    assert not [c for c in run.of("pulumi") if c.startswith("pulumi up")]
+
+
+def test_relock_names_each_chart_to_take_anew(tmp_path: Path) -> None:
+    run = run_make(tmp_path, "charts", "STACK=gpu", "RELOCK=kamaji,hami")
+    assert run.returncode == 0, run.output
+    assert [c for c in run.calls if "gpu_tenancy.cli.charts" in c] == [
+        "venv-python -m gpu_tenancy.cli.charts --stack gpu --relock kamaji --relock hami"]
 
 
 def test_a_host_problem_stops_up_before_anything_is_created(tmp_path: Path) -> None:

@@ -499,7 +499,7 @@ def test_unpinned_or_repositoryless_chart_is_flagged(stack: list[Recorded]) -> N
     kamaji = find(stack, RELEASE, "kamaji-chart")
     for props in (kamaji.inputs, kamaji.state):
         del props["version"]
-        del props["repositoryOpts"]
+        props["chart"] = "kamaji"  # no repository: Helm would take a local directory ./kamaji first
     messages = run(tp.charts_pinned, stack)
     assert_violation(
         messages,
@@ -513,8 +513,9 @@ def test_unpinned_or_repositoryless_chart_is_flagged(stack: list[Recorded]) -> N
     )
     assert_violation(
         messages,
-        "kubernetes:helm.sh/v3:Release 'kamaji-chart': chart 'kamaji' has no repository; set "
-        "repository_opts=RepositoryOptsArgs(repo=...) or use an oci:// chart reference.",
+        "kubernetes:helm.sh/v3:Release 'kamaji-chart': chart 'kamaji' has no repository and is not a path in the "
+        "chart cache (.charts/sha256-<hex>/<name>-<version>.tgz); install it from the chart cache "
+        "(components/charts.py cached_chart, filled by `make charts`).",
     )
 
 
@@ -694,8 +695,9 @@ RELEASE_A = "kubernetes:helm.sh/v3:Release 'tenant-a-hami-chart'"
      "build ('latest' is republished from a branch), not a pin; pin a released version."),
     ("kamaji", "0.0.0+latest", "https://clastix.github.io/charts", None),  # the one accepted by default
     ("oci://ghcr.io/project-hami/hami", "2.10.0", None, None),  # an OCI reference names its registry
-    ("hami", "2.10.0", " ", "chart 'hami' has no repository; set repository_opts=RepositoryOptsArgs(repo=...) or use "
-     "an oci:// chart reference."),
+    ("hami", "2.10.0", " ", "chart 'hami' has no repository and is not a path in the chart cache "
+     "(.charts/sha256-<hex>/<name>-<version>.tgz); install it from the chart cache (components/charts.py "
+     "cached_chart, filled by `make charts`)."),
     ("hami", ENGINE_UNKNOWN, None, None),  # not known yet: checked when it is
     (ENGINE_UNKNOWN, "2.10.0", None, None),
     ("hami", "2.10.0", ENGINE_UNKNOWN, None),

@@ -21,6 +21,8 @@ from test_policy_pack_grpc import (  # noqa: F401  (fixtures: the pack's analyze
     running_pack,
 )
 
+from gpu_tenancy.contract import versions
+
 PROVIDER = "pulumi:providers:kubernetes"
 TCP = "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane"
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -172,11 +174,43 @@ def test_a_worker_container_field_the_program_never_sets(
 
 def test_hami_from_another_repository_with_a_post_renderer(pack: Any, stack: list[Recorded]) -> None:
     release = find(stack, RELEASE, "tenant-a-hami-chart")
-    set_both(release, ["repositoryOpts", "repo"], "https://charts.example.com")
+    set_both(release, ["chart"], "hami")
+    set_both(release, ["repositoryOpts"], {"repo": "https://charts.example.com"})
     set_both(release, ["postrender"], "/bin/sh")
     messages = both(pack, stack, "field-allowlist")
     expect(messages, "'tenant-a-hami-chart'", "postrender")
     expect(messages, "'tenant-a-hami-chart'", "from 'https://charts.example.com'")
+
+
+def test_hami_from_its_pinned_repository_instead_of_the_chart_cache(pack: Any, stack: list[Recorded]) -> None:
+    """Fetched at every Check (helm_release.go `locateChart` with a RepoURL): what the repository serves then."""
+    release = find(stack, RELEASE, "tenant-a-hami-chart")
+    set_both(release, ["chart"], "hami")
+    set_both(release, ["repositoryOpts"], {"repo": versions.HAMI_CHART_REPO})
+    expect(both(pack, stack, "field-allowlist"), "'tenant-a-hami-chart'",
+           f"from {versions.HAMI_CHART_REPO!r}, which is not a path in the chart cache")
+
+
+def test_the_cached_archive_with_a_repository_beside_it(pack: Any, stack: list[Recorded]) -> None:
+    release = find(stack, RELEASE, "tenant-a-hami-chart")
+    set_both(release, ["repositoryOpts"], {"repo": "https://charts.example.com"})
+    expect(both(pack, stack, "field-allowlist"), "'tenant-a-hami-chart'",
+           "from 'https://charts.example.com', which names a repository")
+
+
+@pytest.mark.parametrize(("chart", "version"), [
+    ("/home/someone/hami-2.10.0.tgz", "2.10.0"),  # any file on the host that runs `pulumi up`
+    ("hami", "2.10.0"),  # no repository: a directory ./hami beside Pulumi.yaml would be taken first
+    (".charts/sha256-" + "a" * 64 + "/hami-2.9.0.tgz", "2.10.0"),  # an archive of another version
+    (".charts/sha256-" + "a" * 64 + "/nvidia-device-plugin-0.17.0.tgz", "0.17.0"),  # a chart the program never pins
+])
+def test_a_local_chart_that_is_not_the_cached_pin(pack: Any, stack: list[Recorded], chart: str, version: str) -> None:
+    release = find(stack, RELEASE, "tenant-a-hami-chart")
+    set_both(release, ["chart"], chart)
+    set_both(release, ["version"], version)
+    found = analyze(pack, stack)
+    expect(mandatory(found, "field-allowlist"), "'tenant-a-hami-chart'", f"installs chart {chart!r}, which is not")
+    expect(mandatory(found, "charts-pinned"), "'tenant-a-hami-chart'", "has no repository and is not")
 
 
 def test_a_chart_named_hami_from_an_oci_registry(pack: Any, stack: list[Recorded]) -> None:

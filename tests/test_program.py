@@ -11,6 +11,7 @@ from policy_support import shared_recording
 from pulumi.runtime import MockResourceArgs
 
 from gpu_tenancy.builders import kube_objects
+from gpu_tenancy.contract.chart_lock import chart_name
 from tests.harness import by_type, is_secret, record_mocks, record_stack
 
 TCP = "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane"
@@ -55,10 +56,11 @@ def test_every_component_is_present_once_or_per_tenant(resources: list[MockResou
 
 def test_releases_are_pinned_charts(resources: list[MockResourceArgs]) -> None:
     releases = {r.name: r.inputs for r in by_type(resources, "kubernetes:helm.sh/v3:Release")}
-    assert {v["chart"] for v in releases.values()} == {"cert-manager", "kamaji", "metallb", "hami"}
+    assert {chart_name(v["chart"]) for v in releases.values()} == {"cert-manager", "kamaji", "metallb", "hami"}
     for name, inputs in releases.items():
         assert inputs["version"], name
-        assert inputs["repositoryOpts"]["repo"].startswith("https://"), name
+        # the archive `make charts` pulled and verified (gpu_tenancy/contract/chart_lock.py), no repository
+        assert inputs["chart"].startswith(".charts/sha256-") and "repositoryOpts" not in inputs, name
     kamaji = releases["kamaji-chart"]
     assert kamaji["namespace"] == "kamaji-system" and kamaji["name"] == "kamaji"
     assert kamaji["values"]["image"]["tag"] == "26.8.2-edge"
@@ -125,7 +127,7 @@ def test_workers_use_kind_flags_and_join_their_own_tenant(resources: list[MockRe
 
 
 def test_hami_values_for_simulated_gpus(resources: list[MockResourceArgs]) -> None:
-    hami = [r for r in by_type(resources, "kubernetes:helm.sh/v3:Release") if r.inputs["chart"] == "hami"]
+    hami = [r for r in by_type(resources, "kubernetes:helm.sh/v3:Release") if chart_name(r.inputs["chart"]) == "hami"]
     assert len(hami) == len(TENANTS)
     for release in hami:
         values = release.inputs["values"]

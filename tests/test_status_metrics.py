@@ -35,6 +35,7 @@ import yaml
 from harness import REPO, by_type, dev_config, gpu_config, record_stack, registered_gpus, unwrap
 
 from gpu_tenancy.builders.hami import hami_chart
+from gpu_tenancy.contract.chart_lock import chart_name
 from gpu_tenancy.contract.config import ConfigError, load_config
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hami_metrics"
@@ -48,7 +49,7 @@ KUBE_PROMETHEUS_STACK = {"release": "kube-prometheus-stack"}
 
 def releases_and_monitors(config: dict[str, Any], stack: str, **options: Any) -> tuple[list[Any], list[Any]]:
     resources = record_stack(config, stack=stack, **options)
-    releases = [r for r in by_type(resources, "kubernetes:helm.sh/v3:Release") if unwrap(r.inputs).get("chart") == "hami"]
+    releases = [r for r in by_type(resources, "kubernetes:helm.sh/v3:Release") if chart_name(unwrap(r.inputs).get("chart")) == "hami"]
     monitors = by_type(resources, "kubernetes:monitoring.coreos.com/v1:ServiceMonitor")
     return releases, monitors
 

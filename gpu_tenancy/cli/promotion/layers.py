@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpu_tenancy.builders.kube_objects import COMPONENT_LABEL
+from gpu_tenancy.contract import chart_lock
 
 PLATFORM = "platform"
 TENANT = "tenant"
@@ -89,7 +90,8 @@ _MANAGEMENT_PREFIX = "management"
 def layer_of(record: Record) -> str:
     if record.type in _PLATFORM_TYPES or record.name.startswith(_MANAGEMENT_PREFIX):
         return PLATFORM
-    if record.type == "kubernetes:helm.sh/v3:Release" and record.inputs.get("chart") in _PLATFORM_CHARTS:
+    chart = chart_lock.chart_name(record.inputs.get("chart"))  # a cached archive's path names its chart
+    if record.type == "kubernetes:helm.sh/v3:Release" and chart in _PLATFORM_CHARTS:
         return PLATFORM
     if record.type.startswith(_DEVICE_TYPE_PREFIXES) or record.type in _DEVICE_TYPES:
         return DEVICE
