@@ -52,7 +52,9 @@ provider the program uses, that stored state (`stored_state`) and the provider's
   own (`chart.Metadata.Version`) and defaults `namespace` and `timeout`; `Create` stores the release with
   `values` merged with what Helm kept (`setReleaseAttributes`: `helm.MergeMaps(release.Values,
   r.Config)`) and a computed `status`; `Diff` is a three-way merge of old inputs, new inputs and that state
-  (`strategicpatch.CreateThreeWayMergePatch`), replacing on `name`/`namespace`.
+  (`strategicpatch.CreateThreeWayMergePatch`), replacing on `name`/`namespace`. Inputs only: the archive
+  behind a local `chart` path is not compared (the deprecated `checksum` input is dropped from the old inputs),
+  so the program's cached chart paths carry the archive's sha256 (gpu_tenancy/contract/chart_lock.py).
 * `pulumi:providers:kubernetes`: tests/replacement_model.py's rules (`DiffConfig`).
 """
 

@@ -39,6 +39,9 @@ from typing import Any
 import pytest
 import yaml
 
+from gpu_tenancy.cli.charts.pull import pull as pull_charts
+from gpu_tenancy.contract.chart_lock import stack_charts
+from gpu_tenancy.contract.stack_file import load_stack_file
 from tests.integration.diagnostics import collect
 from tests.integration.report import render_markdown
 from tests.integration.support import (
@@ -525,6 +528,11 @@ def lab() -> Iterator[DeployedLab]:
     print(f"\ne2e stack {stack_name} (a copy of {example.stack_file}, mode {example.mode}): logs in {run_dir}")
     sample_footprint(RUN.footprint, "before")
     try:
+        # What `make up` does before Pulumi: the stack's charts into the project's chart cache (`make charts`).
+        pulled, problems = pull_charts(REPO_ROOT, stack_charts(load_stack_file(REPO_ROOT / example.stack_file)),
+                                       stack=example.name)
+        lab.pulumi_log("\n".join(["== make charts", *pulled, *problems]))
+        assert not problems, "\n".join(problems)
         lab.stack = auto.create_or_select_stack(
             stack_name,
             work_dir=str(REPO_ROOT),
