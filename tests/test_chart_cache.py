@@ -194,3 +194,12 @@ def test_the_command_pulls_what_the_stack_needs_and_names_problems_in_one_line(
     assert charts_cli.main(["--stack", "dev", "--root", str(tmp_path)]) == 1
     (line,) = capsys.readouterr().out.splitlines()
     assert line.startswith(f"problem: charts: {tmp_path}/.charts/lock.json: (top level): Input should be")
+
+
+def test_a_first_pull_without_the_repository_names_the_url_and_the_fix(tmp_path: Path) -> None:
+    offline = closed_port_url()
+    done, (problem,) = pull(tmp_path, [_ref(offline, "hami", "2.10.0")], stack="dev")
+    assert done == [] and "\n" not in problem
+    assert problem.startswith(f"problem: charts: cannot fetch {offline}/index.yaml: ")
+    assert problem.endswith("let this host reach it (the proxy variables apply), or copy .charts/ from a checkout "
+                            "that has pulled this chart")

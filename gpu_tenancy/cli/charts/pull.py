@@ -48,7 +48,8 @@ def http_fetch(url: str) -> bytes:
             data: bytes = response.read(MAX_ARCHIVE_BYTES + 1)
     except (urllib.error.URLError, OSError, ValueError) as error:
         reason = getattr(error, "reason", error)
-        raise PullError(f"cannot fetch {url}: {reason}") from None
+        raise PullError(f"cannot fetch {url}: {reason}; let this host reach it (the proxy variables apply), or copy "
+                        ".charts/ from a checkout that has pulled this chart") from None
     if len(data) > MAX_ARCHIVE_BYTES:
         raise PullError(f"{url}: larger than {MAX_ARCHIVE_BYTES} bytes; refused")
     return data
