@@ -207,8 +207,9 @@ field_allowlist = ResourceValidationPolicy(
     description=(
         "On the types that run code or reach a host (pod-bearing kinds and their *Patch kinds, TenantControlPlane, "
         "DataStore, Docker containers, Helm releases, commands, RuntimeClasses) only the fields the program itself "
-        "sets there, by the component that makes them, pass; Helm charts come from their pinned repository; a "
-        "control plane names only the shared or its own DataStore and no API-server flag of its own."
+        "sets there, by the component that makes them, pass; Helm charts come only from the chart cache (pulled "
+        "from their pinned repository and verified); a control plane names only the shared or its own DataStore and "
+        "no API-server flag of its own."
     ),
     validate=validate_field_allowlist,
     enforcement_level=MANDATORY,
