@@ -25,10 +25,11 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 # The policy pack imports its modules as top-level names (the engine runs it from policies/). Under mutmut,
 # whose mutants know a module by its path (policies.gpu_policies), the top-level names are aliased to the
 # package modules so that a mutant is switched on where the tests call it.
+# Aliased in import order: a module comes after every pack module it imports (tenant_policies imports the others).
 POLICY_MODULES = ("value_lib", "resource_lib", "tenancy_lib", "pod_lib", "gpu_lib", "policy_common", "workload_lib",
                   "gpu_policies", "provider_policies", "control_plane_policies", "data_plane_policies",
-                  "pinning_policies", "plan_policies", "workload_policies", "tenant_policies", "fields_lib",
-                  "allowlist_policies", "identity_policies", "controls_policies")
+                  "pinning_policies", "plan_policies", "workload_policies", "fields_lib",
+                  "allowlist_policies", "identity_policies", "controls_policies", "tenant_policies")
 if "MUTANT_UNDER_TEST" in os.environ:
     for _name in POLICY_MODULES:
         sys.modules.setdefault(_name, importlib.import_module(f"policies.{_name}"))

@@ -1,0 +1,419 @@
+"""Mutants mutmut 3.8.1 does not make, scored like its own: `make mutation` runs them after mutmut.
+
+mutmut changes operators, numbers, string contents (`"XXDenyXX"`) and arguments; it never drops one entry of a
+literal list, tuple or set, never puts another value of the same field in a manifest's enum string, and never
+makes a dict path one key short or one key long. Those are the plausible slips in manifests and admission
+policies (an operation or a controlled name missing, `Deny` written `Warn`, a pod template looked up at the
+wrong path), so this module makes them:
+
+* `drop-entry`: one entry of a list, tuple or set literal removed (not of a subscript's key, an annotation or an
+  assignment target);
+* `enum`: a string constant equal to a key of ENUM_SWAPS replaced by each of its values (not a dict key: those
+  are field names, `"privileged": True`);
+* `path-short` / `path-long`: in a chain of two or more lookups with a constant key (`x["a"]["b"]`,
+  `x.get("a", {}).get("b")`), one lookup dropped or repeated; in a path given as string arguments
+  (`dig(obj, "spec", "template")`) one key dropped or repeated; in a literal path (a tuple or list of strings
+  bound to a name, dict or keyword containing `path`) one key repeated (its drop is a `drop-entry` mutant).
+
+Each mutant is the whole module's source with one span replaced, so everything else stays byte for byte; a
+mutant that does not parse, or repeats another's source, is not made. `run` copies the repository, runs a
+module's covering tests on each mutant in the copy (`pytest -x`, stopped and counted killed after twice their
+clean time plus 20 s) and writes `mutants/extra/<module>.json`; tests/mutation_scores.py adds those to mutmut's.
+
+    .venv/bin/python tests/mutation_operators.py list gpu_tenancy/builders/tenant_access/tenant_access.py
+    .venv/bin/python tests/mutation_operators.py run gpu_tenancy/builders/tenant_access/tenant_access.py
+    .venv/bin/python tests/mutation_operators.py survivors gpu_tenancy/builders/tenant_access/tenant_access.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # import_scan, when run as a script
+from import_scan import imported_names
+
+# The other values of a manifest field that a slip could write instead (admissionregistration.k8s.io/v1
+# ValidationAction, FailurePolicyType, OperationType, ParameterNotFoundActionType, MatchPolicyType,
+# ReinvocationPolicyType, PatchType; LabelSelectorOperator; NetworkPolicy policyTypes and protocols; RBAC
+# roleRef kinds; seccomp profile types; taint effects; Status reasons; Pod Security levels).
+ENUM_SWAPS: dict[str, tuple[str, ...]] = {
+    "Deny": ("Warn", "Allow"),
+    "Warn": ("Audit",),
+    "Fail": ("Ignore",),
+    "Ignore": ("Fail",),
+    "Allow": ("Deny",),
+    "CREATE": ("UPDATE",),
+    "UPDATE": ("CREATE",),
+    "DELETE": ("UPDATE",),
+    "CONNECT": ("CREATE",),
+    "In": ("NotIn",),
+    "NotIn": ("In",),
+    "Exists": ("DoesNotExist",),
+    "DoesNotExist": ("Exists",),
+    "Equivalent": ("Exact",),
+    "Exact": ("Equivalent",),
+    "IfNeeded": ("Never",),
+    "ApplyConfiguration": ("JSONPatch",),
+    "JSONPatch": ("ApplyConfiguration",),
+    "Ingress": ("Egress",),
+    "Egress": ("Ingress",),
+    "TCP": ("UDP",),
+    "UDP": ("TCP",),
+    "ClusterRole": ("Role",),
+    "Role": ("ClusterRole",),
+    "RuntimeDefault": ("Unconfined",),
+    "NoSchedule": ("PreferNoSchedule",),
+    "NoExecute": ("NoSchedule",),
+    "Forbidden": ("Invalid",),
+    "restricted": ("baseline",),
+    "baseline": ("privileged",),
+}
+
+# Functions that take a dict path as their string arguments after the object (policies/value_lib.py `dig`).
+PATH_FUNCTIONS = ("dig",)
+
+
+@dataclass(frozen=True)
+class Mutant:
+    operator: str
+    line: int
+    description: str
+    source: str
+
+
+def _short(text: str, width: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+class _Source:
+    """The module's bytes, with ast positions (UTF-8 byte columns) turned into offsets."""
+
+    def __init__(self, source: str) -> None:
+        self.data = source.encode()
+        self.starts = [0]
+        for index, byte in enumerate(self.data):
+            if byte == 0x0A:
+                self.starts.append(index + 1)
+
+    def start(self, node: ast.AST) -> int:
+        return self.starts[node.lineno - 1] + node.col_offset  # type: ignore[attr-defined]
+
+    def end(self, node: ast.AST) -> int:
+        return self.starts[node.end_lineno - 1] + node.end_col_offset  # type: ignore[attr-defined]
+
+    def text(self, node: ast.AST) -> str:
+        return self.data[self.start(node) : self.end(node)].decode()
+
+    def replaced(self, start: int, end: int, text: str) -> str:
+        return (self.data[:start] + text.encode() + self.data[end:]).decode()
+
+
+def _skipped_nodes(tree: ast.AST) -> set[int]:
+    """Ids of nodes no operator touches: docstrings, annotations, f-string pieces, dict keys, subscript keys."""
+    skipped: set[int] = set()
+
+    def skip(node: ast.AST | None) -> None:
+        if node is not None:
+            skipped.update(id(n) for n in ast.walk(node))
+
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                skip(body[0])
+        if isinstance(node, ast.AnnAssign):
+            skip(node.annotation)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            skip(node.returns)
+            for arg in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs,
+                        node.args.vararg, node.args.kwarg]:
+                if arg is not None:
+                    skip(arg.annotation)
+        elif isinstance(node, ast.JoinedStr):
+            skipped.update(id(v) for v in node.values if isinstance(v, ast.Constant))
+        elif isinstance(node, ast.Dict):
+            skipped.update(id(k) for k in node.keys if k is not None)
+        elif isinstance(node, ast.Subscript):
+            skipped.add(id(node.slice))
+    return skipped
+
+
+def _dropped_entries(tree: ast.AST, src: _Source, skipped: set[int]) -> Iterator[tuple[str, int, str, str]]:
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.List, ast.Tuple, ast.Set)) or id(node) in skipped:
+            continue
+        if not isinstance(getattr(node, "ctx", ast.Load()), ast.Load) or not node.elts:
+            continue
+        texts = [src.text(e) for e in node.elts]
+        for index, element in enumerate(node.elts):
+            rest = ", ".join(texts[:index] + texts[index + 1 :])
+            if isinstance(node, ast.List):
+                new = f"[{rest}]"
+            elif isinstance(node, ast.Set):
+                new = f"{{{rest}}}" if rest else "set()"
+            else:
+                new = f"({rest},)" if len(node.elts) == 2 else f"({rest})"
+            yield ("drop-entry", element.lineno, f"drop {_short(texts[index])} from {_short(src.text(node))}",
+                   src.replaced(src.start(node), src.end(node), new))
+
+
+def _enum_swaps(tree: ast.AST, src: _Source, skipped: set[int]) -> Iterator[tuple[str, int, str, str]]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skipped:
+            for other in ENUM_SWAPS.get(node.value, ()):
+                yield ("enum", node.lineno, f"{node.value!r} -> {other!r}",
+                       src.replaced(src.start(node), src.end(node), repr(other)))
+
+
+def _lookup_inner(node: ast.AST) -> ast.expr | None:
+    """The object a constant-key lookup reads from: `x` of `x["a"]` or `x.get("a", ...)`; None otherwise."""
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+        return node.value
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+            and node.args and isinstance(node.args[0], ast.Constant)):
+        return node.func.value
+    return None
+
+
+def _lookup_key(node: ast.AST) -> object:
+    if isinstance(node, ast.Subscript):
+        return node.slice.value  # type: ignore[attr-defined]
+    return node.args[0].value  # type: ignore[attr-defined]
+
+
+def _lookup_chains(tree: ast.AST, src: _Source) -> Iterator[tuple[str, int, str, str]]:
+    inner_ids = {id(_lookup_inner(n)) for n in ast.walk(tree) if _lookup_inner(n) is not None}
+    for node in ast.walk(tree):
+        if _lookup_inner(node) is None or id(node) in inner_ids:
+            continue
+        links: list[ast.AST] = []
+        current: ast.AST = node
+        while (inner := _lookup_inner(current)) is not None:
+            links.append(current)
+            current = inner
+        links.reverse()
+        if len(links) < 2 or not any(isinstance(_lookup_key(link), str) for link in links):
+            continue
+        base = src.text(current)
+        parts = []
+        previous = current
+        for link in links:
+            parts.append(src.data[src.end(previous) : src.end(link)].decode())
+            previous = link
+        chain, line = src.text(node), getattr(node, "lineno", 0)
+        for index, link in enumerate(links):
+            key = repr(_lookup_key(link))
+            yield ("path-short", line, f"{_short(chain)} without its {key} lookup",
+                   src.replaced(src.start(node), src.end(node), base + "".join(parts[:index] + parts[index + 1 :])))
+            yield ("path-long", line, f"{_short(chain)} with its {key} lookup twice",
+                   src.replaced(src.start(node), src.end(node),
+                                base + "".join(parts[: index + 1] + parts[index:])))
+
+
+def _called_name(node: ast.Call) -> str:
+    func = node.func
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+
+
+def _path_arguments(tree: ast.AST, src: _Source) -> Iterator[tuple[str, int, str, str]]:
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or _called_name(node) not in PATH_FUNCTIONS or node.keywords:
+            continue
+        keys = node.args[1:]
+        if not keys or not all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in keys):
+            continue
+        head = src.data[src.start(node) : src.end(node.args[0])].decode()
+        texts = [src.text(k) for k in keys]
+        for index in range(len(keys)):
+            for operator, rest in (("path-short", texts[:index] + texts[index + 1 :]),
+                                   ("path-long", texts[: index + 1] + texts[index:])):
+                what = "without" if operator == "path-short" else "with twice"
+                yield (operator, node.lineno, f"{_short(src.text(node))} {what} {texts[index]}",
+                       src.replaced(src.start(node), src.end(node), head + "".join(f", {t}" for t in rest) + ")"))
+
+
+def _literal_paths(tree: ast.AST) -> Iterator[ast.List | ast.Tuple]:
+    """Tuples and lists of strings bound to a name, dict or keyword whose name contains `path`."""
+    def strings(node: ast.AST | None) -> bool:
+        return (isinstance(node, (ast.List, ast.Tuple)) and bool(node.elts)
+                and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts))
+
+    def values(value: ast.AST | None) -> Iterator[ast.List | ast.Tuple]:
+        if strings(value):
+            yield value  # type: ignore[misc]
+        elif isinstance(value, ast.Dict):
+            yield from (v for v in value.values if strings(v))  # type: ignore[misc]
+
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and "path" in t.id.lower() for t in targets):
+                yield from values(node.value)
+        elif isinstance(node, ast.keyword) and node.arg and "path" in node.arg.lower():
+            yield from values(node.value)
+
+
+def _repeated_path_keys(tree: ast.AST, src: _Source) -> Iterator[tuple[str, int, str, str]]:
+    for node in _literal_paths(tree):
+        texts = [src.text(e) for e in node.elts]
+        for index in range(len(texts)):
+            rest = ", ".join(texts[: index + 1] + texts[index:])
+            new = f"[{rest}]" if isinstance(node, ast.List) else f"({rest})"
+            yield ("path-long", node.lineno, f"{_short(src.text(node))} with {texts[index]} twice",
+                   src.replaced(src.start(node), src.end(node), new))
+
+
+def mutants(source: str) -> list[Mutant]:
+    """Every mutant of the module's source, in a stable order, each parsing and each different."""
+    tree = ast.parse(source)
+    src = _Source(source)
+    skipped = _skipped_nodes(tree)
+    seen = {source}
+    out = []
+    for made in (_dropped_entries(tree, src, skipped), _enum_swaps(tree, src, skipped), _lookup_chains(tree, src),
+                 _path_arguments(tree, src), _repeated_path_keys(tree, src)):
+        for operator, line, description, new in made:
+            if new in seen:
+                continue
+            try:
+                ast.parse(new)
+            except SyntaxError:
+                continue
+            seen.add(new)
+            out.append(Mutant(operator, line, description, new))
+    return sorted(out, key=lambda m: (m.line, m.operator, m.description))
+
+
+# --------------------------------------------------------------------------- running a module's mutants
+
+REPO = Path(__file__).resolve().parents[1]
+# Tests that reach a module without importing it (through the program a stack recording runs, or the pack's
+# analyzer): added to the test files that import it. The real control-plane tier is left to `make test`.
+COVERING_TESTS: dict[str, tuple[str, ...]] = {
+    "gpu_tenancy/builders/tenant_access/tenant_access.py": ("tests/test_workload_network.py",
+                                                            "tests/test_policy_controls_grpc.py"),
+    "gpu_tenancy/builders/mock_gpu_agent/agent_admission.py": ("tests/test_mock_gpu_agent_component.py",),
+    "gpu_tenancy/builders/mock_nvml/cuda_control.py": ("tests/test_sim_nvml_program.py", "tests/test_policies.py",
+                                                       "tests/test_policy_controls_grpc.py"),
+    "gpu_tenancy/builders/mock_nvml/nvml_mock.py": ("tests/test_sim_nvml_program.py", "tests/test_policies.py"),
+    "gpu_tenancy/builders/worker/kind_node.py": ("tests/test_worker.py", "tests/test_policies.py"),
+    "gpu_tenancy/builders/tenant_datastore/datastore.py": ("tests/test_datastore.py", "tests/test_provider_isolation.py",
+                                                           "tests/test_policy_allowlist_grpc.py", "tests/test_policies.py"),
+    "gpu_tenancy/contract/tenant_config.py": ("tests/test_config.py", "tests/test_one_validation.py"),
+}
+
+
+def covering_tests(module: str, repo: Path = REPO) -> list[str]:
+    """Every tests/test_*.py that imports the module (by its dotted name; a pack module also by its top-level
+    name, as the engine imports it), then COVERING_TESTS' files."""
+    dotted = module.removesuffix(".py").replace("/", ".")
+    names = {dotted} | ({dotted.removeprefix("policies.")} if dotted.startswith("policies.") else set())
+    found = [str(path.relative_to(repo)) for path in sorted((repo / "tests").glob("test_*.py"))
+             if names & imported_names(path.read_text())]
+    # The importers first: their unit tests are the quickest to fail under `-x`.
+    return found + [path for path in COVERING_TESTS.get(module, ()) if path not in found]
+
+
+def _copy_repository(repo: Path, target: Path) -> None:
+    """The working tree's tracked and untracked-but-not-ignored files (what `make mutation` would test)."""
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=repo, check=True,
+                            capture_output=True).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        source = repo / name
+        if source.is_file():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            (target / name).write_bytes(source.read_bytes())
+
+
+def _pytest(copy: Path, tests: list[str], timeout: float | None) -> tuple[int | None, float]:
+    """pytest's exit code (None when stopped at `timeout`) and its wall time; its whole process group is
+    stopped, so an analyzer or program run it started does not outlive it."""
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "HYPOTHESIS_PROFILE": os.environ.get("HYPOTHESIS_PROFILE",
+           "ci"), "GPU_TENANCY_SHARED": os.environ.get("GPU_TENANCY_SHARED") or str(REPO.parent / "shared")}
+    env.pop("MUTANT_UNDER_TEST", None)
+    command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *tests]
+    started = time.monotonic()
+    process = subprocess.Popen(command, cwd=copy, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+    try:
+        code: int | None = process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        code = None
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    return code, time.monotonic() - started
+
+
+def run(module: str, tests: list[str], out_dir: Path, repo: Path = REPO) -> dict[str, object]:
+    """Each mutant of `module` against `tests` in a copy of the repository; the record written to out_dir."""
+    original = (repo / module).read_text()
+    made = mutants(original)
+    results = []
+    with tempfile.TemporaryDirectory(prefix="mutation-operators-") as tmp:
+        copy = Path(tmp)
+        _copy_repository(repo, copy)
+        code, clean = _pytest(copy, tests, None)
+        if code != 0:
+            raise SystemExit(f"{module}: its tests fail without a mutant (pytest exit {code}): {' '.join(tests)}")
+        limit = 2 * clean + 20
+        for number, mutant in enumerate(made, 1):
+            (copy / module).write_text(mutant.source)
+            code, _ = _pytest(copy, tests, limit)
+            status = "timeout" if code is None else "survived" if code == 0 else "killed"
+            results.append({**{k: v for k, v in asdict(mutant).items() if k != "source"}, "status": status})
+            print(f"  {number}/{len(made)} {status:8} line {mutant.line} {mutant.operator}: {mutant.description}",
+                  flush=True)
+        (copy / module).write_text(original)
+    record: dict[str, object] = {"module": module, "tests": tests, "mutants": results}
+    path = out_dir / f"{module}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1) + "\n")
+    return record
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("action", choices=("list", "run", "survivors"))
+    parser.add_argument("modules", nargs="+", help="source paths, e.g. gpu_tenancy/builders/metallb/netpool.py")
+    parser.add_argument("--tests", nargs="*", help="test files to run (default: covering_tests)")
+    parser.add_argument("--out", type=Path, default=REPO / "mutants" / "extra")
+    args = parser.parse_args(argv)
+    for module in args.modules:
+        if args.action == "list":
+            for mutant in mutants((REPO / module).read_text()):
+                print(f"{module}:{mutant.line} {mutant.operator}: {mutant.description}")
+        elif args.action == "run":
+            tests = args.tests or covering_tests(module)
+            if not tests:
+                print(f"== {module}: no test imports it; give --tests")
+                return 1
+            print(f"== {module}: {len(tests)} test files", flush=True)
+            run(module, tests, args.out)
+        else:
+            record_path = args.out / f"{module}.json"
+            if not record_path.is_file():
+                print(f"{module}: not run yet")
+                continue
+            for entry in json.loads(record_path.read_text())["mutants"]:
+                if entry["status"] == "survived":
+                    print(f"{module}:{entry['line']} {entry['operator']}: {entry['description']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,138 @@
+"""tests/mutation_operators.py: each operator makes exactly the mutants written out here by hand."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from mutation_operators import covering_tests, main, mutants
+from mutation_scores import main as scores_main
+
+
+def _made(source: str, operator: str | None = None) -> set[str]:
+    return {m.source for m in mutants(source) if operator is None or m.operator == operator}
+
+
+def test_one_entry_of_a_list_tuple_or_set_is_dropped() -> None:
+    source = 'OPS = ["CREATE", "UPDATE"]\nKEYS = ("a", "b", "c")\nS = {1, 2}\nT = ("x", "y")\nONE = ("z",)\n'
+    assert _made(source, "drop-entry") == {
+        'OPS = ["UPDATE"]\nKEYS = ("a", "b", "c")\nS = {1, 2}\nT = ("x", "y")\nONE = ("z",)\n',
+        'OPS = ["CREATE"]\nKEYS = ("a", "b", "c")\nS = {1, 2}\nT = ("x", "y")\nONE = ("z",)\n',
+        'OPS = ["CREATE", "UPDATE"]\nKEYS = ("b", "c")\nS = {1, 2}\nT = ("x", "y")\nONE = ("z",)\n',
+        'OPS = ["CREATE", "UPDATE"]\nKEYS = ("a", "c")\nS = {1, 2}\nT = ("x", "y")\nONE = ("z",)\n',
+        'OPS = ["CREATE", "UPDATE"]\nKEYS = ("a", "b")\nS = {1, 2}\nT = ("x", "y")\nONE = ("z",)\n',
+        'OPS = ["CREATE", "UPDATE"]\nKEYS = ("a", "b", "c")\nS = {2}\nT = ("x", "y")\nONE = ("z",)\n',
+        'OPS = ["CREATE", "UPDATE"]\nKEYS = ("a", "b", "c")\nS = {1}\nT = ("x", "y")\nONE = ("z",)\n',
+        # A two-entry tuple keeps its comma; an emptied tuple is `()`.
+        'OPS = ["CREATE", "UPDATE"]\nKEYS = ("a", "b", "c")\nS = {1, 2}\nT = ("y",)\nONE = ("z",)\n',
+        'OPS = ["CREATE", "UPDATE"]\nKEYS = ("a", "b", "c")\nS = {1, 2}\nT = ("x",)\nONE = ("z",)\n',
+        'OPS = ["CREATE", "UPDATE"]\nKEYS = ("a", "b", "c")\nS = {1, 2}\nT = ("x", "y")\nONE = ()\n',
+    }
+
+
+def test_an_emptied_set_stays_a_set_and_targets_keys_and_annotations_are_left() -> None:
+    source = 'S = {"only"}\na, b = f()\nx: tuple[int, str] = d[1, 2]\n'
+    assert _made(source, "drop-entry") == {'S = set()\na, b = f()\nx: tuple[int, str] = d[1, 2]\n'}
+
+
+def test_a_manifest_enum_is_swapped_for_the_other_values_of_its_field() -> None:
+    source = 'b = {"validationActions": ["Deny"], "failurePolicy": "Fail", "op": "NotIn", "note": "Denying"}\n'
+    assert _made(source, "enum") == {
+        'b = {"validationActions": [\'Warn\'], "failurePolicy": "Fail", "op": "NotIn", "note": "Denying"}\n',
+        'b = {"validationActions": [\'Allow\'], "failurePolicy": "Fail", "op": "NotIn", "note": "Denying"}\n',
+        'b = {"validationActions": ["Deny"], "failurePolicy": \'Ignore\', "op": "NotIn", "note": "Denying"}\n',
+        'b = {"validationActions": ["Deny"], "failurePolicy": "Fail", "op": \'In\', "note": "Denying"}\n',
+    }
+
+
+def test_no_enum_swap_in_a_dict_key_a_docstring_or_an_f_string() -> None:
+    source = '"""Deny"""\nd = {"Deny": 1}\ne = f"Deny{x}"\n\n\ndef g() -> None:\n    """CREATE"""\n'
+    assert _made(source, "enum") == set()
+
+
+def test_a_lookup_chain_loses_or_repeats_one_key() -> None:
+    source = 'v = obj["spec"]["template"]\nw = obj.get("a", {}).get("b")\nu = obj["only"]\n'
+    assert _made(source, "path-short") == {
+        'v = obj["template"]\nw = obj.get("a", {}).get("b")\nu = obj["only"]\n',
+        'v = obj["spec"]\nw = obj.get("a", {}).get("b")\nu = obj["only"]\n',
+        'v = obj["spec"]["template"]\nw = obj.get("b")\nu = obj["only"]\n',
+        'v = obj["spec"]["template"]\nw = obj.get("a", {})\nu = obj["only"]\n',
+    }
+    assert _made(source, "path-long") == {
+        'v = obj["spec"]["spec"]["template"]\nw = obj.get("a", {}).get("b")\nu = obj["only"]\n',
+        'v = obj["spec"]["template"]["template"]\nw = obj.get("a", {}).get("b")\nu = obj["only"]\n',
+        'v = obj["spec"]["template"]\nw = obj.get("a", {}).get("a", {}).get("b")\nu = obj["only"]\n',
+        'v = obj["spec"]["template"]\nw = obj.get("a", {}).get("b").get("b")\nu = obj["only"]\n',
+    }
+
+
+def test_a_path_given_as_arguments_loses_or_repeats_one_key() -> None:
+    source = 'x = dig(res, "spec", "template")\n'
+    assert _made(source, "path-short") == {'x = dig(res, "template")\n', 'x = dig(res, "spec")\n'}
+    assert _made(source, "path-long") == {
+        'x = dig(res, "spec", "spec", "template")\n', 'x = dig(res, "spec", "template", "template")\n',
+    }
+
+
+def test_a_literal_path_repeats_one_key_and_other_string_tuples_do_not() -> None:
+    source = 'POD_SPEC_PATHS = {"CronJob": ("spec", "jobTemplate")}\nNAMES = ("spec", "jobTemplate")\n'
+    assert _made(source, "path-long") == {
+        'POD_SPEC_PATHS = {"CronJob": ("spec", "spec", "jobTemplate")}\nNAMES = ("spec", "jobTemplate")\n',
+        'POD_SPEC_PATHS = {"CronJob": ("spec", "jobTemplate", "jobTemplate")}\nNAMES = ("spec", "jobTemplate")\n',
+    }
+
+
+def test_the_rest_of_the_source_stays_byte_for_byte_with_non_ascii_text_before_the_span() -> None:
+    source = 'NOTE = "é → ü"  # keeps its comment\nOPS = ["CREATE"]  # and this one\n'
+    made = mutants(source)
+    assert [(m.operator, m.line, m.source) for m in made] == [
+        ("drop-entry", 2, 'NOTE = "é → ü"  # keeps its comment\nOPS = []  # and this one\n'),
+        ("enum", 2, 'NOTE = "é → ü"  # keeps its comment\nOPS = [\'UPDATE\']  # and this one\n'),
+    ]
+
+
+def test_covering_tests_are_the_mapped_files_and_those_importing_the_module(tmp_path: Path) -> None:
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_a.py").write_text("from gpu_tenancy.builders.x import y\n")
+    (tmp_path / "tests" / "test_b.py").write_text("import gpu_tenancy.builders.x.y as z\n")
+    (tmp_path / "tests" / "test_c.py").write_text("from gpu_tenancy.builders.x import other\n")
+    (tmp_path / "tests" / "test_d.py").write_text("from pod_lib import dig\n")
+    assert covering_tests("gpu_tenancy/builders/x/y.py", tmp_path) == ["tests/test_a.py", "tests/test_b.py"]
+    assert covering_tests("policies/pod_lib.py", tmp_path) == ["tests/test_d.py"]
+    # A module also reached through the program: its importers first, then the mapped files.
+    (tmp_path / "tests" / "test_worker.py").write_text("from gpu_tenancy.builders.worker import kind_node\n")
+    (tmp_path / "tests" / "test_e.py").write_text("from gpu_tenancy.builders.worker.kind_node import host_flags\n")
+    assert covering_tests("gpu_tenancy/builders/worker/kind_node.py", tmp_path) == [
+        "tests/test_e.py", "tests/test_worker.py", "tests/test_policies.py"]
+
+
+def test_list_prints_one_line_per_mutant(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    module = tmp_path / "binding.py"
+    module.write_text('"""A binding."""\n\nBINDING = {"validationActions": ["Deny"]}\n')
+    assert main(["list", str(module)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"{module}:3 drop-entry: drop \"Deny\" from [\"Deny\"]",
+        f"{module}:3 enum: 'Deny' -> 'Allow'",
+        f"{module}:3 enum: 'Deny' -> 'Warn'",
+    ]
+
+
+def test_scores_add_the_extra_mutants_to_mutmuts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    module = "gpu_tenancy/builders/metallb/netpool.py"
+    meta = tmp_path / f"{module}.meta"
+    meta.parent.mkdir(parents=True)
+    meta.write_text(json.dumps({"exit_code_by_key": {"a": 1, "b": 1, "c": 1, "d": 1, "e": 1, "f": 1, "g": 0},
+                                "durations_by_key": {}}))
+    extra = tmp_path / "extra" / f"{module}.json"
+    extra.parent.mkdir(parents=True)
+    statuses = ["killed", "killed", "timeout", "survived"]
+    extra.write_text(json.dumps({"module": module, "tests": [], "mutants": [{"status": s} for s in statuses]}))
+    # mutmut 6 of 7, extra 3 of 4: 9 of 11 = 81.8 %.
+    assert scores_main(["--mutants", str(tmp_path), "--fail-under", "90", module]) == 1
+    out = capsys.readouterr().out
+    assert "81.8%" in out and "below 90%" in out
+    extra.write_text(json.dumps({"module": module, "tests": [], "mutants": [{"status": "killed"}] * 4}))
+    # 10 of 11 = 90.9 %.
+    assert scores_main(["--mutants", str(tmp_path), "--fail-under", "90", module]) == 0
+    assert "90.9%" in capsys.readouterr().out
