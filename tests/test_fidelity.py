@@ -142,7 +142,7 @@ def test_every_helm_value_path_exists_upstream(shared: Path, resources: list[Moc
     assert len(releases) == 4 + any(chart_name(r.inputs["chart"]) == "metallb" for r in releases) + sum(
         chart_name(r.inputs["chart"]) == "kamaji-etcd" for r in releases)
     for release in releases:
-        chart, values = chart_name(release.inputs["chart"]), release.inputs["values"]
+        chart, values = str(chart_name(release.inputs["chart"])), release.inputs["values"]
         defaults = chart_defaults(shared, CHARTS[chart])
         for path in value_paths(values):
             if path[0] in SUBCHARTS and path[0] in defaults:
