@@ -25,24 +25,48 @@ _ENV = cel.NewEnv(
 
 
 def evaluate(expression: str, activation: Mapping[str, Any]) -> Any:
+    """The expression's value; an evaluation error comes back as its text (check with `evaluation_error`)."""
     keys = ("object", "oldObject", "request", "variables", "namespaceObject", "params")
     return _ENV.compile(expression).eval(data={key: activation.get(key) for key in keys}).plain_value()
 
 
+def evaluation_error(expression: str, activation: Mapping[str, Any]) -> str | None:
+    """The error evaluating the expression fails with (a missing key, a type mismatch), None if it has a value."""
+    keys = ("object", "oldObject", "request", "variables", "namespaceObject", "params")
+    value = _ENV.compile(expression).eval(data={key: activation.get(key) for key in keys})
+    return str(value.plain_value()) if value.type() == cel.Type.ERROR else None
+
+
+# The API group each resource the tests send is served in (kubectl api-resources); a resource not listed here
+# must name its group.
+RESOURCE_GROUPS = {"pods": "", "services": "", "nodes": "", "namespaces": "", "configmaps": "", "secrets": "",
+                   "networkpolicies": "networking.k8s.io", "runtimeclasses": "node.k8s.io",
+                   "deployments": "apps", "daemonsets": "apps"}
+
+
 @dataclass
 class Request:
-    """An admission request: the resource (`pods`, `pods/ephemeralcontainers`), operation, objects."""
+    """An admission request: the resource (`pods`, `pods/ephemeralcontainers`), operation, objects; the group
+    and version the request names (the group by default the one RESOURCE_GROUPS serves the resource in)."""
 
     resource: str
     operation: str
     namespace: str
-    obj: dict[str, Any]
+    obj: dict[str, Any] | None
     old: dict[str, Any] | None = None
     username: str = "kubernetes-admin"
     extra: dict[str, list[str]] = field(default_factory=dict)
     namespace_labels: dict[str, str] | None = None
     # The binding's parameter object (`paramRef`), e.g. a ConfigMap; None when the policy takes none.
     params: dict[str, Any] | None = None
+    group: str | None = None
+    version: str = "v1"
+
+    @property
+    def api_group(self) -> str:
+        if self.group is not None:
+            return self.group
+        return RESOURCE_GROUPS[self.resource.split("/")[0]]
 
 
 def _selector_matches(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
@@ -62,13 +86,22 @@ def _selector_matches(selector: Mapping[str, Any], labels: Mapping[str, str]) ->
     return True
 
 
+def _exact_or_wildcard(items: list[str], requested: str) -> bool:
+    return "*" in items or requested in items
+
+
+def rule_matches(rule: Mapping[str, Any], request: Request) -> bool:
+    """kubernetes staging/src/k8s.io/apiserver/pkg/admission/plugin/webhook/predicates/rules/rules.go `Matcher`:
+    the operation, group and version each listed or `*`; the resource (with its subresource) listed."""
+    return (_exact_or_wildcard(rule.get("operations") or [], request.operation)
+            and _exact_or_wildcard(rule.get("apiGroups") or [], request.api_group)
+            and _exact_or_wildcard(rule.get("apiVersions") or [], request.version)
+            and request.resource in (rule.get("resources") or []))
+
+
 def in_scope(spec: Mapping[str, Any], request: Request) -> bool:
     constraints = spec.get("matchConstraints") or {}
-    rules = constraints.get("resourceRules") or []
-    if not any(
-        request.resource in rule.get("resources", []) and request.operation in rule.get("operations", [])
-        for rule in rules
-    ):
+    if not any(rule_matches(rule, request) for rule in constraints.get("resourceRules") or []):
         return False
     labels = request.namespace_labels or {"kubernetes.io/metadata.name": request.namespace}
     return _selector_matches(constraints.get("namespaceSelector") or {}, labels)
@@ -76,6 +109,17 @@ def in_scope(spec: Mapping[str, Any], request: Request) -> bool:
 
 def denials(spec: Mapping[str, Any], request: Request) -> list[str]:
     """The messages of every validation that fails (empty: admitted, or not in the policy's scope)."""
+    return [v["message"] for v in failed_validations(spec, request)]
+
+
+def failed_validations(spec: Mapping[str, Any], request: Request) -> list[Mapping[str, Any]]:
+    """Every validation that fails, as written in the spec (empty: admitted, or not in the policy's scope).
+
+    An expression that cannot be evaluated (a missing key, the CEL cost budget spent) is decided by the
+    policy's failurePolicy (default Fail), as kubernetes staging/src/k8s.io/apiserver/pkg/admission/plugin/
+    policy/validating/validator.go `Validate` (`policyDecisionActionForError`) and .../policy/matchconditions/
+    matcher.go `Match` decide it: Fail refuses (a validation's error in its place, worded
+    `expression '<expr>' resulted in error: ...`, without a reason), Ignore admits."""
     if not in_scope(spec, request):
         return []
     activation: dict[str, Any] = {
@@ -89,12 +133,24 @@ def denials(spec: Mapping[str, Any], request: Request) -> list[str]:
         "variables": {},
         "params": request.params,
     }
+    fail = spec.get("failurePolicy", "Fail") != "Ignore"
     for condition in spec.get("matchConditions") or []:
+        error = evaluation_error(condition["expression"], activation)
+        if error is not None:
+            return [{"message": f"failed to evaluate match condition {condition['name']}: {error}"}] if fail else []
         if evaluate(condition["expression"], activation) is not True:
             return []
     for variable in spec.get("variables") or []:
         activation["variables"] = {**activation["variables"], variable["name"]: evaluate(variable["expression"], activation)}
-    return [v["message"] for v in spec.get("validations") or [] if evaluate(v["expression"], activation) is not True]
+    failed: list[Mapping[str, Any]] = []
+    for validation in spec.get("validations") or []:
+        error = evaluation_error(validation["expression"], activation)
+        if error is not None:
+            if fail:
+                failed.append({"message": f"expression '{validation['expression']}' resulted in error: {error}"})
+        elif evaluate(validation["expression"], activation) is not True:
+            failed.append(validation)
+    return failed
 
 
 def binding_denials(
@@ -120,3 +176,14 @@ def binding_denials(
         return []
     failed = denials(spec, request)
     return failed if "Deny" in (binding.get("validationActions") or []) else []
+
+
+def reason_code(reason: str | None) -> int:
+    """The HTTP status of a refusal by a validation with this `reason` (kubernetes staging/src/k8s.io/apiserver/
+    pkg/admission/plugin/policy/validating/dispatcher.go `reasonToCode`; no reason: Invalid, 422)."""
+    return {"Forbidden": 403, "Unauthorized": 401, "RequestEntityTooLarge": 413}.get(reason or "Invalid", 422)
+
+
+def denial_codes(spec: Mapping[str, Any], request: Request) -> list[int]:
+    """The HTTP status of each validation that refuses the request (as `denials`, in order)."""
+    return [reason_code(v.get("reason")) for v in failed_validations(spec, request)]
