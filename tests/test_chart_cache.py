@@ -87,7 +87,8 @@ def test_a_download_whose_digest_differs_from_the_index_is_refused_and_nothing_k
 @pytest.mark.parametrize(("archive", "digest", "expected"), [
     (chart_archive("hami", "2.9.0"), None, "the archive holds chart hami 2.9.0; refused"),
     (chart_archive("hami", "2.10.0", chart_name="hami-fork"), None, "the archive holds chart hami-fork 2.10.0"),
-    (chart_archive("hami", "2.10.0"), "", "the repository's index publishes no digest for it"),
+    (chart_archive("hami", "2.10.0"), "", "the repository's index publishes no sha256 digest for it"),
+    (chart_archive("hami", "2.10.0"), "md5:0123", "publishes no sha256 digest for it ('md5:0123')"),
     (b"not a tarball", None, "the archive has no readable hami/Chart.yaml"),
 ])
 def test_an_archive_that_is_not_the_pinned_chart_is_refused(
@@ -203,3 +204,19 @@ def test_a_first_pull_without_the_repository_names_the_url_and_the_fix(tmp_path:
     assert problem.startswith(f"problem: charts: cannot fetch {offline}/index.yaml: ")
     assert problem.endswith("let this host reach it (the proxy variables apply), or copy .charts/ from a checkout "
                             "that has pulled this chart")
+
+
+def test_a_prefixed_digest_is_read_and_other_charts_entries_are_not(tmp_path: Path) -> None:
+    repository = FakeRepository(tmp_path / "repo")
+    data = chart_archive("hami", "2.10.0")
+    repository.publish("hami", "2.10.0", data, digest=f"sha256:{sha256(data).upper()}")
+    repository.entries["other"] = [{"version": "1.0.0"}]  # no urls: not a chart this project pulls
+    repository.publish("hami", "2.10.0", data, digest=f"sha256:{sha256(data).upper()}")
+    with repository.serving() as url:
+        done, problems = pull(tmp_path / "project", [_ref(url, "hami", "2.10.0")], stack="dev")
+        assert problems == [] and f"sha256 {sha256(data)[:12]} pulled" in done[0]
+        repository.entries["hami"][0].pop("urls")
+        repository.publish("kamaji-etcd", "0.15.0", chart_archive("kamaji-etcd", "0.15.0"))
+        (tmp_path / "project" / ".charts" / "lock.json").unlink()
+        _, (problem,) = pull(tmp_path / "project", [_ref(url, "hami", "2.10.0")], stack="dev")
+    assert problem == f"problem: charts: {url}/index.yaml: entries.hami: 0.urls: Field required; refused"

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import io
+import re
 import tarfile
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from gpu_tenancy.contract.chart_lock import ChartRef
 
@@ -40,8 +41,11 @@ class IndexEntry(BaseModel):
 
 
 class RepositoryIndex(BaseModel):
+    """The index's charts by name; only the pinned chart's entries are read (`find_version`), so an odd entry of
+    another chart in the same repository does not stop the pull."""
+
     model_config = ConfigDict(extra="ignore")
-    entries: dict[str, list[IndexEntry]]
+    entries: dict[str, Any]
 
 
 class Dependency(BaseModel):
@@ -60,6 +64,9 @@ class ChartMetadata(BaseModel):
     dependencies: list[Dependency] = Field(default_factory=list)
 
 
+_ENTRIES = TypeAdapter(list[IndexEntry])
+
+
 def index_url(repo: str) -> str:
     return repo.rstrip("/") + "/index.yaml"
 
@@ -71,7 +78,8 @@ def _first_problem(error: ValidationError) -> str:
 
 def parse_index(repo: str, text: bytes) -> RepositoryIndex:
     try:
-        return RepositoryIndex.model_validate(yaml.safe_load(text))
+        # A repository's index lists every version of every chart it serves (megabytes): libyaml when present.
+        return RepositoryIndex.model_validate(yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
     except yaml.YAMLError as error:
         raise PullError(f"{index_url(repo)}: not valid YAML ({' '.join(str(error).split())[:120]})") from None
     except ValidationError as error:
@@ -79,14 +87,19 @@ def parse_index(repo: str, text: bytes) -> RepositoryIndex:
 
 
 def find_version(index: RepositoryIndex, ref: ChartRef) -> IndexEntry:
-    """The index's entry for exactly the pinned version (no range: the pin is the version)."""
-    for entry in index.entries.get(ref.name, []):
+    """The index's entry for exactly the pinned version (no range: the pin is the version), with its sha256."""
+    try:
+        versions = _ENTRIES.validate_python(index.entries.get(ref.name, []))
+    except ValidationError as error:
+        raise PullError(f"{index_url(ref.repo)}: entries.{ref.name}: {_first_problem(error)}; refused") from None
+    for entry in versions:
         if entry.version == ref.version:
-            if not entry.digest:
-                raise PullError(f"{ref}: the repository's index publishes no digest for it, so a download cannot "
-                                "be verified; refused")
-            return entry
-    have = ", ".join(e.version for e in index.entries.get(ref.name, [])[:5]) or "none"
+            digest = (entry.digest or "").lower().removeprefix("sha256:")
+            if not re.fullmatch(r"[0-9a-f]{64}", digest):
+                raise PullError(f"{ref}: the repository's index publishes no sha256 digest for it "
+                                f"({entry.digest!r}), so a download cannot be verified; refused")
+            return entry.model_copy(update={"digest": digest})
+    have = ", ".join(e.version for e in versions[:5]) or "none"
     raise PullError(f"{ref}: the repository does not publish this version (newest listed: {have}); pin a published "
                     "version in gpu_tenancy/contract/versions.py or the stack's gpu-tenancy:versions")
 
