@@ -13,6 +13,7 @@ import json
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.host_fence import HostFences, HostFencesArgs
 from components.host_identity import HostIdentities, HostIdentitiesArgs
 from components.kamaji import Kamaji, KamajiArgs
 from components.kind_cluster import KindCluster, KindClusterArgs
@@ -152,6 +153,17 @@ tenants = {
     )
     for tenant in config.tenants
 }
+# real: each GPU host fenced off from the other tenants' control planes and hosts (a host firewall).
+if not config.simulated:
+    assert config.ssh_private_key is not None  # load_config requires it in mode real
+    HostFences(
+        "host-fences",
+        HostFencesArgs(
+            hosts=[(tenant.name, host) for tenant in config.tenants for host in tenant.workers],
+            endpoints={name: t.endpoint for name, t in tenants.items()},
+            ssh_private_key=pulumi.Output.secret(config.ssh_private_key.get_secret_value()),
+        ),
+    )
 
 pulumi.export("mode", config.mode)
 pulumi.export("managementKubeconfig", management_kubeconfig)

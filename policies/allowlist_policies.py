@@ -34,7 +34,8 @@ KNOWN_TYPES = frozenset(
         "pulumi:providers:kubernetes", "pulumi:providers:command", "pulumi:providers:docker",
         *(f"gpu-tenancy:{module}:{name}" for module, name in (
             ("bootstrap_token", "BootstrapToken"), ("gpu_access", "GpuAccessPolicy"), ("hami", "Hami"),
-            ("host_identity", "HostIdentities"), ("host_worker", "HostWorker"), ("inventory_check", "InventoryCheck"),
+            ("host_fence", "HostFences"), ("host_identity", "HostIdentities"),
+            ("host_worker", "HostWorker"), ("inventory_check", "InventoryCheck"),
             ("kamaji", "Kamaji"), ("kind_cluster", "KindCluster"), ("metallb", "MetalLB"),
             ("mock_gpu_agent", "MockGpuAgent"), ("mock_nvml", "MockNvml"), ("nvml_mock_image", "NvmlMockImage"),
             ("tenant", "Tenant"), ("tenant_access", "TenantAccess"), ("tenant_control_plane", "TenantControlPlane"),

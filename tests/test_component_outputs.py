@@ -16,6 +16,7 @@ OUTPUT_KEYS = {
     "gpu-tenancy:bootstrap_token:BootstrapToken": set(),
     "gpu-tenancy:gpu_access:GpuAccessPolicy": {"policy"},
     "gpu-tenancy:hami:Hami": {"release"},
+    "gpu-tenancy:host_fence:HostFences": {"hosts"},
     "gpu-tenancy:host_identity:HostIdentities": {"hosts"},
     "gpu-tenancy:host_worker:HostWorker": {"address", "controlPlaneEndpoint", "nodeName", "tenant"},
     "gpu-tenancy:inventory_check:InventoryCheck": {"problems"},

@@ -13,6 +13,7 @@ import pytest
 from policy_support import shared_recording
 from pulumi.runtime import MockResourceArgs
 
+from gpu_tenancy.builders.host_worker import fence as host_fence
 from gpu_tenancy.builders.host_worker import hostprep
 from gpu_tenancy.contract.chart_lock import chart_name
 from gpu_tenancy.hami import inventory
@@ -52,6 +53,8 @@ def test_hosts_are_prepared_and_joined_over_ssh_with_secret_key_and_token(resour
     assert set(commands) == {
         "tenant-a-gpu-a100-01-prepare", "tenant-a-gpu-a100-01-join",
         "tenant-b-gpu-l4-01-prepare", "tenant-b-gpu-l4-01-join",
+        # Each host's firewall against the other tenants (tests/test_host_fence.py).
+        "host-fences-tenant-a-gpu-a100-01", "host-fences-tenant-b-gpu-l4-01",
         # Each host's machine id, read before any is prepared (tests/test_host_identity.py).
         "hosts-tenant-a-gpu-a100-01", "hosts-tenant-b-gpu-l4-01",
     }
@@ -67,6 +70,23 @@ def test_hosts_are_prepared_and_joined_over_ssh_with_secret_key_and_token(resour
     assert is_secret(join["stdin"]), "the join configuration carries the bootstrap token"
     assert "token" not in join["create"] and join["delete"] == hostprep.reset_command()
     assert "v1.35" in commands["tenant-a-gpu-a100-01-prepare"]["stdin"]
+
+
+def test_each_host_is_fenced_off_from_the_other_tenant(resources: list[MockResourceArgs]) -> None:
+    """Tenant-a's host rejects tenant-b's control plane and host, and the other way round; its own stay open."""
+    commands = {r.name: r.inputs for r in by_type(resources, REMOTE)}
+    endpoints = {r.name: r.inputs["controlPlaneEndpoint"]
+                 for r in by_type(resources, "gpu-tenancy:host_worker:HostWorker")}
+    own_a, own_b = endpoints["tenant-a-gpu-a100-01"], endpoints["tenant-b-gpu-l4-01"]
+    assert own_a.split(":")[0] != own_b.split(":")[0], "LoadBalancer: an address per tenant"
+    for host, own, other, other_host in (("tenant-a-gpu-a100-01", own_a, own_b, "10.20.0.12"),
+                                         ("tenant-b-gpu-l4-01", own_b, own_a, "10.20.0.11")):
+        fence = commands["host-fences-" + host]
+        rules = fence["stdin"]
+        assert f"ip daddr {{ {other.split(':')[0]} }} reject" in rules, rules
+        assert f"ip daddr {{ {other_host} }} reject" in rules and f"ip saddr {{ {other_host} }}" in rules
+        assert own.split(":")[0] not in rules
+        assert (fence["create"], fence["delete"]) == (host_fence.fence_command(), host_fence.unfence_command())
 
 
 def test_each_host_joins_its_own_tenant(resources: list[MockResourceArgs]) -> None:

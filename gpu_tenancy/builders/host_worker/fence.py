@@ -1,0 +1,139 @@
+"""A host firewall for a real GPU host (mode real): the host and its pods reach no other tenant's control plane
+and no other tenant's GPU host, and those hosts open no connection to it.
+
+A pod's traffic leaves its host masqueraded, so a rule on the host holds for every pod on it, in any namespace
+(the workloads namespace's NetworkPolicy covers that namespace only, and only while the CNI enforces it). The
+rules are one nftables table of their own, loaded atomically (`nft -f`: the table is declared, deleted and
+declared again in one transaction, so a re-run replaces it) and again at boot by a systemd unit.
+
+What stays open, on purpose: the host's own tenant's API server and konnectivity server (the kubelet and the
+konnectivity agent dial out to them), and everything that is not another tenant's (package mirrors, registries).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import shlex
+from collections.abc import Iterable
+
+TABLE = "gpu_tenancy_fence"
+RULES_FILE = "/etc/gpu-tenancy/fence.nft"
+UNIT = "gpu-tenancy-fence.service"
+
+
+def _address(endpoint: str) -> tuple[ipaddress.IPv4Address, int]:
+    """('192.0.2.10', 31002) for '192.0.2.10:31002'; a name or IPv6 address cannot be fenced by address."""
+    host, _, port = endpoint.rpartition(":")
+    try:
+        return ipaddress.IPv4Address(host), int(port)
+    except ValueError:
+        raise ValueError(f"control-plane endpoint {endpoint!r} is not IPv4-address:port; the host firewall of "
+                         "mode real fences control planes by address") from None
+
+
+def _host(address: str) -> str:
+    try:
+        return str(ipaddress.IPv4Address(address))
+    except ValueError:
+        raise ValueError(f"GPU host address {address!r} is not an IPv4 address; the host firewall of mode real "
+                         "fences other tenants' hosts by address: give tenants[].workers[].address as one") from None
+
+
+def fence_rules(own_endpoint: str, foreign_endpoints: Iterable[str], foreign_hosts: Iterable[str]) -> str:
+    """The nftables ruleset for a host of the tenant at `own_endpoint`.
+
+    A foreign control plane on an address of its own (a LoadBalancer address) is fenced whole; one that shares
+    the own control plane's address (NodePort on `controlPlaneAddress`) by its API port and the konnectivity
+    port after it (gpu_tenancy/contract/tenant_config.py: konnectivity takes the next port).
+    """
+    own_ip, _ = _address(own_endpoint)
+    whole: set[str] = set()
+    ports: set[str] = set()
+    for endpoint in foreign_endpoints:
+        ip, port = _address(endpoint)
+        if ip == own_ip:
+            ports.update({f"{ip} . {port}", f"{ip} . {port + 1}"})
+        else:
+            whole.add(str(ip))
+    hosts = sorted({_host(h) for h in foreign_hosts} - {str(own_ip)}, key=ipaddress.IPv4Address)
+    if own_ip.exploded in whole:  # never fence the own control plane, whatever the inputs say
+        whole.discard(own_ip.exploded)
+    outbound = []
+    if whole:
+        outbound.append(f"ip daddr {{ {', '.join(sorted(whole, key=ipaddress.IPv4Address))} }} reject "
+                        "comment \"other tenants' control planes\"")
+    if ports:
+        outbound.append(f"ip daddr . tcp dport {{ {', '.join(sorted(ports))} }} reject "
+                        "comment \"other tenants' control planes (shared address)\"")
+    if hosts:
+        outbound.append(f"ip daddr {{ {', '.join(hosts)} }} reject comment \"other tenants' GPU hosts\"")
+    inbound = [f"ip saddr {{ {', '.join(hosts)} }} ct state new drop comment \"other tenants' GPU hosts\""]
+    if not hosts:
+        inbound = []
+
+    def chain(name: str, hook: str, rules: list[str]) -> str:
+        body = "".join(f"    {rule}\n" for rule in rules)
+        return f"  chain {name} {{\n    type filter hook {hook} priority filter; policy accept;\n{body}  }}\n"
+
+    return (
+        f"table inet {TABLE}\n"
+        f"delete table inet {TABLE}\n"
+        f"table inet {TABLE} {{\n"
+        + chain("output", "output", outbound)
+        + chain("forward", "forward", outbound)  # the host's pods, before masquerading
+        + chain("input", "input", inbound)
+        + "}\n"
+    )
+
+
+def fence_script() -> str:
+    """Installs the ruleset read on stdin: checked first (`nft -c`), then kept for boot and loaded."""
+    return f"""#!/usr/bin/env bash
+# Fences this GPU host off from the other tenants (gpu-tenancy, mode real). Safe to run again.
+set -euo pipefail
+command -v nft >/dev/null || {{ apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q nftables; }}
+install -d -m 0755 /etc/gpu-tenancy
+rules=$(mktemp)
+trap 'rm -f "$rules"' EXIT
+cat > "$rules"
+nft -c -f "$rules"
+install -m 0644 "$rules" {RULES_FILE}
+cat > /etc/systemd/system/{UNIT} <<'UNIT'
+[Unit]
+Description=gpu-tenancy: fence this GPU host off from the other tenants
+Before=kubelet.service
+After=network-pre.target
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/usr/sbin/nft -f {RULES_FILE}
+ExecStop=/usr/sbin/nft delete table inet {TABLE}
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+systemctl daemon-reload
+systemctl enable {UNIT} >/dev/null
+nft -f {RULES_FILE}
+"""
+
+
+def unfence_script() -> str:
+    return f"""#!/usr/bin/env bash
+# Removes the gpu-tenancy host firewall. Safe to run again.
+set -uo pipefail
+systemctl disable --now {UNIT} >/dev/null 2>&1 || true
+nft delete table inet {TABLE} 2>/dev/null || true
+rm -f /etc/systemd/system/{UNIT} {RULES_FILE}
+systemctl daemon-reload
+"""
+
+
+def fence_command() -> str:
+    """Runs fence_script as root with the ruleset on stdin."""
+    return f"sudo -n bash -c {shlex.quote(fence_script())}"
+
+
+def unfence_command() -> str:
+    return f"sudo -n bash -c {shlex.quote(unfence_script())}"
