@@ -220,3 +220,34 @@ def test_a_prefixed_digest_is_read_and_other_charts_entries_are_not(tmp_path: Pa
         (tmp_path / "project" / ".charts" / "lock.json").unlink()
         _, (problem,) = pull(tmp_path / "project", [_ref(url, "hami", "2.10.0")], stack="dev")
     assert problem == f"problem: charts: {url}/index.yaml: entries.hami: 0.urls: Field required; refused"
+
+
+def test_in_ci_the_cache_is_kept_with_the_file_backends_state(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A CI checkout is cleaned on every run (actions/checkout `clean: true`); the lock must outlive it."""
+    project, state = tmp_path / "project", tmp_path / "state"
+    project.mkdir()
+    (project / "Pulumi.dev.yaml").write_text((REPO / "Pulumi.dev.yaml").read_text())
+    repository = FakeRepository(tmp_path / "repo")
+    digest = repository.publish("hami", "2.10.0", chart_archive("hami", "2.10.0"))
+    monkeypatch.setenv("PULUMI_BACKEND_URL", f"file://{state}")
+    with repository.serving() as url:
+        assert charts_cli.keep_with_backend(project, f"file://{state}") is None
+        pull(project, [_ref(url, "hami", "2.10.0")], stack="dev")
+    assert (state / "charts" / f"sha256-{digest}" / "hami-2.10.0.tgz").is_file()
+    assert (project / ".charts").resolve() == (state / "charts").resolve()
+    # the next run's fresh checkout: linked again, the archive and the lock are there, nothing is fetched
+    (project / ".charts").unlink()
+    assert charts_cli.keep_with_backend(project, f"file://{state}") is None
+    assert chart_lock.cached_chart(_ref(url, "hami", "2.10.0"), "dev", project).endswith(f"{digest}/hami-2.10.0.tgz")
+    assert charts_cli.keep_with_backend(project, f"file://{state}") is None  # idempotent
+    # a real directory in the way, or a backend that is not a directory: one line each
+    (project / ".charts").unlink()
+    (project / ".charts").mkdir()
+    assert charts_cli.main(["--stack", "dev", "--root", str(project), "--keep-with-backend"]) == 1
+    assert capsys.readouterr().out.startswith(f"problem: charts: {project}/.charts already exists; remove it")
+    monkeypatch.setenv("PULUMI_BACKEND_URL", "s3://bucket")
+    assert charts_cli.main(["--stack", "dev", "--root", str(project), "--keep-with-backend"]) == 1
+    assert capsys.readouterr().out == ("problem: charts: --keep-with-backend needs PULUMI_BACKEND_URL=file://<directory> "
+                                       "(the chart cache is kept there)\n")

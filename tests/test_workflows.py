@@ -606,3 +606,23 @@ def test_codeowners_review_what_gates_deploys() -> None:
         assert owners.get(pattern), f"CODEOWNERS has no owner for {pattern}"
     stack_files = [p.name for p in REPO_ROOT.glob("Pulumi.*.yaml")]
     assert stack_files and all(re.fullmatch(r"Pulumi\..+\.yaml", name) for name in stack_files)
+
+
+def test_every_job_that_runs_pulumi_pulls_its_stacks_charts_first() -> None:
+    """The program installs charts only from the chart cache (gpu_tenancy/contract/chart_lock.py). A self-hosted
+    job previews or deploys a kept state: its cache and lock are kept beside it, since the checkout is cleaned."""
+    for workflow in PULUMI_WORKFLOWS:
+        for job_id, job in jobs(workflow).items():
+            pulumi_steps = [i for i, step in enumerate(job["steps"]) if runs_pulumi(step)]
+            if not pulumi_steps:
+                continue
+            stacks = {(step.get("with") or {}).get("stack-name") or re.findall(r"--stack (\S+)", step["run"])[0]
+                      for step in (job["steps"][i] for i in pulumi_steps)}
+            pulls = [(i, re.search(r"gpu_tenancy\.cli\.charts --stack (\S+)(.*)", step.get("run", "")))
+                     for i, step in enumerate(job["steps"])]
+            (index, pulled), = [(i, m) for i, m in pulls if m]
+            assert {pulled.group(1)} == stacks, job_id
+            assert index < pulumi_steps[0] or (
+                index == pulumi_steps[0] and job["steps"][index]["run"].index("gpu_tenancy.cli.charts")
+                < job["steps"][index]["run"].index("gpu_tenancy.cli.pull_requests preview")), job_id
+            assert ("--keep-with-backend" in pulled.group(2)) == self_hosted(job), job_id
