@@ -1,7 +1,8 @@
 """`python -m gpu_tenancy.cli.charts --stack dev [--relock kamaji]`: what `make charts` runs.
 
 `--keep-with-backend` (CI, whose checkout is cleaned on every run): `.charts` becomes a link to `charts/` in the
-directory of a file:// `PULUMI_BACKEND_URL`, so the lock lives as long as the state it deployed.
+directory of a file:// `PULUMI_BACKEND_URL`, so the lock lives as long as the state it deployed; with any other
+backend, to `~/.cache/gpu-tenancy/charts` of the runner, which is kept between runs.
 """
 
 from __future__ import annotations
@@ -18,12 +19,11 @@ from gpu_tenancy.contract.config import ConfigError
 from gpu_tenancy.contract.stack_file import load_stack_file
 
 
-def keep_with_backend(root: Path, backend_url: str) -> str | None:
-    """Link `<root>/.charts` to `charts/` beside a file:// backend's state; a problem line, or None."""
+def keep_with_backend(root: Path, backend_url: str, home: Path | None = None) -> str | None:
+    """Link `<root>/.charts` to where the cache outlives the checkout; a problem line, or None."""
     directory = file_backend_dir(backend_url)
-    if directory is None:
-        return "--keep-with-backend needs PULUMI_BACKEND_URL=file://<directory> (the chart cache is kept there)"
-    target, link = directory / "charts", root / CACHE_DIR
+    target = directory / "charts" if directory else (home or Path.home()) / ".cache" / "gpu-tenancy" / "charts"
+    link = root / CACHE_DIR
     target.mkdir(parents=True, exist_ok=True)
     if link.is_symlink() and link.resolve() == target.resolve():
         return None
