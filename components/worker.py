@@ -34,6 +34,7 @@ class WorkerArgs:
 class Worker(pulumi.ComponentResource):
     node_name: pulumi.Output[str]
     join: command.local.Command
+    node: command.local.Command
     proxy: command.local.Command | None
 
     def __init__(self, name: str, args: WorkerArgs, opts: pulumi.ResourceOptions | None = None):
@@ -99,6 +100,18 @@ class Worker(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on, delete_before_replace=True),
         )
         self.proxy = self._proxy(name, args)
+        # Removes the Node from the tenant on destroy (the join that follows a replaced container removes the
+        # old one itself). Replaced only with its control plane, deleted first while that still answers; a
+        # new kubeconfig is an update, which runs nothing and keeps it for that delete.
+        self.node = command.local.Command(
+            f"{name}-node",
+            delete=worker_join.leave_script(),
+            interpreter=["/bin/sh", "-c"],
+            stdin=pulumi.Output.secret(args.kubeconfig),
+            environment={"GPU_TENANCY_TENANT": tenant, "GPU_TENANCY_WORKER": args.container_name},
+            triggers=[args.control_plane_id],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.container], delete_before_replace=True),
+        )
         template = pulumi.Output.all(args.endpoint, args.ca_cert_hash).apply(
             lambda v: worker_join.join_configuration_template(
                 v[0], v[1], args.container_name, kube_objects.gpu_node_labels(tenant)
@@ -107,9 +120,9 @@ class Worker(pulumi.ComponentResource):
         self.join = command.local.Command(
             f"{name}-join",
             create=worker_join.join_script(tenant),
-            # A replaced container rejoins under the same node name: kubeadm refuses a name whose Node is
-            # still there, so the old Node goes first (delete_before_replace) and on destroy.
-            delete=worker_join.leave_script(),
+            # Resets the node; needs no kubeconfig, so a stored one that no longer reaches the tenant cannot
+            # fail it. Delete-first: the container name is fixed and the new join must find the node reset.
+            delete=worker_join.reset_script(),
             interpreter=["/bin/sh", "-c"],
             stdin=pulumi.Output.secret(args.kubeconfig),  # credentials on stdin, never on a command line
             environment={
@@ -119,15 +132,13 @@ class Worker(pulumi.ComponentResource):
                 "CONTROL_PLANE_TENANT": tenant,
                 "CONTROL_PLANE_ENDPOINT": args.endpoint,
             },
-            # A new container or a replaced control plane replaces the join: its delete then runs (with the
-            # stored kubeconfig) while the old control plane still answers, since the engine deletes a
-            # delete-first replacement's dependents first. A moved endpoint or a new CA of the same control plane
-            # is an update instead: pulumi-command runs `create` with the new kubeconfig, which rejoins the node
-            # and keeps that kubeconfig for the delete (a trigger would run the delete with the dead one).
+            # A new container or a replaced control plane replaces the join. A moved endpoint or a new CA of the
+            # same control plane is an update: pulumi-command runs `create` with the new kubeconfig, which resets
+            # and rejoins the node (as a trigger, the old delete would run first, with the stored kubeconfig).
             triggers=[self.container.id, args.control_plane_id],
             opts=pulumi.ResourceOptions(
                 parent=self,
-                depends_on=[self.container, *([self.proxy] if self.proxy else [])],
+                depends_on=[self.container, self.node, *([self.proxy] if self.proxy else [])],
                 delete_before_replace=True,
             ),
         )

@@ -26,7 +26,7 @@ The engine deletes a resource only after everything that depends on it (pulumi/p
 * pulumi-kubernetes `helm_release.go` `Delete`: `helm uninstall` with `Wait` waits for the release's own
   objects, which Helm deletes in the background (helm v3 `pkg/kube/client.go` `Delete`, propagation
   Background): never for their pods.
-* Commands: a delete that removes a Node (the kind worker's leave, a GPU host's `-node` command: their
+* Commands: a delete that removes a Node (a kind worker's or a GPU host's `-node` command: their
   script runs `kubectl delete node`) makes PodGC remove that node's pods. A Docker container that is already
   gone is not an error (terraform-provider-docker `resourceDockerContainerDelete` ignores "No such
   container").

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -158,7 +159,9 @@ def test_a_proxy_change_replaces_no_worker_and_reaches_containerd(
 WORKER_JOIN = "tenant-a-worker-join"
 
 
-def _tenant_a_moved(monkeypatch: pytest.MonkeyPatch, change: str | None, stack: str = "dev") -> list[Recorded]:
+def _tenant_a_moved(
+    monkeypatch: pytest.MonkeyPatch, change: str | None, stack: str = "dev", versions: dict[str, str] | None = None
+) -> list[Recorded]:
     """The dev (or dev-nvml) stack registered when Kamaji's admin kubeconfig for tenant-a names another address (its
     LoadBalancer IP moved) or another CA (Kamaji made a new one), as tests/harness.py's Kamaji writes it."""
     for name in PROXY_VARIABLES:
@@ -176,7 +179,9 @@ def _tenant_a_moved(monkeypatch: pytest.MonkeyPatch, change: str | None, stack: 
         return str(yaml.safe_dump(config))
 
     monkeypatch.setattr(harness, "tenant_kubeconfig", kubeconfig)
-    return record_engine_view(harness.nvml_config(), stack="dev-nvml") if stack == "dev-nvml" else record_engine_view()
+    config = harness.nvml_config() if stack == "dev-nvml" else harness.dev_config()
+    config["versions"] = {**(config.get("versions") or {}), **(versions or {})}
+    return record_engine_view(config, stack=stack)
 
 
 def _api(kubeconfig: str) -> dict[str, str]:
@@ -220,27 +225,76 @@ def test_a_moved_endpoint_or_a_new_ca_rejoins_the_worker_in_place(
     assert command_runs(stored_state(second), second.inputs) == []
     assert host.run(update.script, update.stdin, update.environment).returncode == 0
     assert len(host.joins()) == 2
-    # The state keeps the new inputs, so a destroy removes the Node through the API server that answers.
-    left = host.run(stored_state(second).outputs["delete"], update.stdin, update.environment)
+    _destroy_removes_the_node(old, new, host)
+
+
+WORKER_NODE = "tenant-a-worker-node"
+
+
+def _destroy_removes_the_node(old: list[Recorded], new: list[Recorded], host: FakeHost) -> None:
+    """The node command is updated (nothing runs, the state keeps the new kubeconfig), so a destroy removes the
+    Node through the API server that answers now."""
+    (node_before,) = [r for r in old if r.name == WORKER_NODE]
+    (node_after,) = [r for r in new if r.name == WORKER_NODE]
+    changes = changes_against_state(old, new)[f"command:local:Command {WORKER_NODE}"]
+    assert (changes.replaces, changes.updates) == ([], ["stdin"])
+    assert command_runs(stored_state(node_before), node_after.inputs) == []
+    (destroy,) = command_runs(stored_state(node_after), None)
+    left = host.run(destroy.script, destroy.stdin, destroy.environment)
     assert left.returncode == 0, left.stderr
     assert host.objects("nodes") == {}
+
+
+def test_a_worker_replaced_in_the_up_that_follows_a_move_joins_its_tenant_again(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The tenant's address moved (MetalLB gave its control plane another one) and the same `up` brings a new
+    worker image: the container and its join are replaced, and the old join's delete runs with the kubeconfig
+    stored before the move. It needs none, so the replacement goes through; the new join removes the old Node
+    with the current kubeconfig before it joins under the same name."""
+    old = _tenant_a_moved(monkeypatch, None)
+    new = _tenant_a_moved(monkeypatch, "endpoint", versions={
+        "kubernetes": "v1.35.6", "workerImage": "kindest/node:v1.35.6@sha256:" + "1" * 64})
+    replaced = {r.name: r.delete_first for r in replacements(old, new).values() if r.name.startswith("tenant-a-worker")}
+    assert replaced == {"tenant-a-worker-image": False, "tenant-a-worker-container": True, "tenant-a-worker-join": True}
+    (first,) = [r for r in old if r.name == WORKER_JOIN]
+    (second,) = [r for r in new if r.name == WORKER_JOIN]
+    worker = first.inputs["environment"]["GPU_TENANCY_WORKER"]
+    host = FakeHost(tmp_path / "node", worker)
+    host.behave(api=_api(unwrap(first.inputs["stdin"])))
+    assert host.run(first.inputs["create"], unwrap(first.inputs["stdin"]), first.inputs["environment"]).returncode == 0
+    host.behave(api=_api(unwrap(second.inputs["stdin"])))
+    delete, create = command_runs(stored_state(first), second.inputs, replaced=True)
+    assert (delete.step, delete.stdin) == ("delete", unwrap(first.inputs["stdin"]))  # the stored, dead kubeconfig
+    left = host.run(delete.script, delete.stdin, delete.environment)
+    assert left.returncode == 0, left.stderr
+    shutil.rmtree(host.root)  # the old container goes, the new one (same name) comes up fresh
+    (host.root / "etc" / "kubernetes").mkdir(parents=True)
+    joined = host.run(create.script, create.stdin, create.environment)
+    assert joined.returncode == 0, joined.stderr
+    assert set(host.objects("nodes")) == {worker} and len(host.joins()) == 2
+    _destroy_removes_the_node(old, new, host)
 
 
 @pytest.mark.parametrize(("change", "error"), [("endpoint", "connection refused"), ("ca", "x509: certificate signed")])
 def test_the_stored_kubeconfig_no_longer_reaches_a_moved_tenant(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, change: str, error: str
 ) -> None:
-    """Why the endpoint and CA are no trigger: a replacement's delete runs with the stored inputs
-    (tests/provider_state.py command_runs), and that kubeconfig fails against the moved tenant every time."""
+    """Why the join's delete needs no kubeconfig and the endpoint and CA are no triggers: a delete runs with the
+    stored inputs (tests/provider_state.py command_runs), and a kubeconfig stored before the move fails against
+    the moved tenant every time. The node command, whose delete needs one, is updated by the next `up`."""
     old, new = _tenant_a_moved(monkeypatch, None), _tenant_a_moved(monkeypatch, change)
-    (first,) = [r for r in old if r.name == WORKER_JOIN]
-    (second,) = [r for r in new if r.name == WORKER_JOIN]
-    host = FakeHost(tmp_path, first.inputs["environment"]["GPU_TENANCY_WORKER"])
-    host.behave(api=_api(unwrap(first.inputs["stdin"])))
-    assert host.run(first.inputs["create"], unwrap(first.inputs["stdin"]), first.inputs["environment"]).returncode == 0
-    host.behave(api=_api(unwrap(second.inputs["stdin"])))
-    stale = host.run(first.inputs["delete"], unwrap(first.inputs["stdin"]), first.inputs["environment"])
-    assert stale.returncode == 1 and error in stale.stderr
+    (join,) = [r for r in old if r.name == WORKER_JOIN]
+    (node,) = [r for r in old if r.name == WORKER_NODE]
+    (moved,) = [r for r in new if r.name == WORKER_JOIN]
+    host = FakeHost(tmp_path, join.inputs["environment"]["GPU_TENANCY_WORKER"])
+    host.behave(api=_api(unwrap(join.inputs["stdin"])))
+    assert host.run(join.inputs["create"], unwrap(join.inputs["stdin"]), join.inputs["environment"]).returncode == 0
+    host.behave(api=_api(unwrap(moved.inputs["stdin"])))
+    (stale,) = command_runs(stored_state(node), None)
+    assert stale.stdin == unwrap(join.inputs["stdin"])
+    result = host.run(stale.script, stale.stdin, stale.environment)
+    assert result.returncode == 1 and error in result.stderr
 
 
 def test_a_moved_tenant_waits_again_for_its_rejoined_nodes_registration(monkeypatch: pytest.MonkeyPatch) -> None:

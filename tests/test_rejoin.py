@@ -1,5 +1,6 @@
 """A kind worker whose join is replaced while its container stays (its tenant's control plane was replaced,
-tests/test_lifecycle.py) joins again: the old join's delete must leave the node as a fresh one.
+tests/test_lifecycle.py) joins again: the old join's delete must leave the node as a fresh one, and the new
+join removes the old Node itself (the join's delete needs no kubeconfig).
 
 Runs gpu_tenancy/builders/worker/worker_join.py's scripts in the order the engine runs a delete-first replacement
 (old delete, then new create) against tests/worker_fakes.py.
@@ -24,9 +25,9 @@ def test_a_replaced_join_in_the_same_container_joins_again(tmp_path: Path) -> No
     host = FakeHost(tmp_path)
     env = {"GPU_TENANCY_JOIN_CONFIGURATION": TEMPLATE}
     assert host.run(worker_join.join_script("tenant-a"), KUBECONFIG, env).returncode == 0
-    left = host.run(worker_join.leave_script(), KUBECONFIG)
+    left = host.run(worker_join.reset_script(), KUBECONFIG)
     assert left.returncode == 0, left.stderr
-    assert host.objects("nodes") == {}
+    assert host.resets() == 1 and not host.file(worker_join.KUBELET_CONF).exists()
     rejoined = host.run(worker_join.join_script("tenant-a"), KUBECONFIG, env)
     assert rejoined.returncode == 0, rejoined.stderr
     assert len(host.joins()) == 2, "the second join must run kubeadm join again"

@@ -18,8 +18,8 @@ from policy_support import EXAMPLE_STACKS, Recorded, gpu_stack
 
 KIND_WORKERS_DELETE_FIRST = {
     "management-create",  # the kind cluster: its create adopts a running cluster of that name
-    "tenant-a-worker-container", "tenant-a-worker-join",
-    "tenant-b-worker-container", "tenant-b-worker-join",
+    "tenant-a-worker-container", "tenant-a-worker-join", "tenant-a-worker-node",
+    "tenant-b-worker-container", "tenant-b-worker-join", "tenant-b-worker-node",
 }
 DELETE_FIRST = {
     "dev": KIND_WORKERS_DELETE_FIRST,

@@ -63,6 +63,7 @@ def assert_no_secret_on_a_command_line(host: FakeHost, *secrets: str) -> None:
     [
         worker_join.join_script("tenant-a"),
         worker_join.leave_script(),
+        worker_join.reset_script(),
         join_token.mint_script("tenant-a"),
         join_token.revoke_script(),
         join_token.keep_script(),
@@ -105,9 +106,9 @@ def test_join_mints_an_expiring_token_joins_and_leaves_nothing_behind(host: Fake
 
 
 def test_token_secret_is_a_kubeadm_bootstrap_token_that_expires(host: FakeHost) -> None:
-    # Keep the Secret: a kubectl that refuses deletes (the trap tolerates it) leaves it for inspection.
+    # Keep the Secret: a kubectl that refuses to delete Secrets (the trap tolerates it) leaves it for inspection.
     (host.bin / "kubectl").write_text(
-        (host.bin / "kubectl").read_text().replace('if words[:1] == ["delete"]', 'if False')
+        (host.bin / "kubectl").read_text().replace('if words[:1] == ["delete"]', 'if words[:2] == ["delete", "node"]')
     )
     now = datetime.datetime.now(datetime.UTC)
     assert join(host).returncode == 0
@@ -266,6 +267,25 @@ def test_leave_tolerates_a_node_and_a_container_that_are_gone(host: FakeHost) ->
     assert result.returncode == 0, result.stderr
 
 
+def test_the_joins_delete_resets_the_node_without_reaching_the_tenant(host: FakeHost) -> None:
+    assert join(host).returncode == 0
+    before = len(host.calls())
+    result = host.run(worker_join.reset_script(), KUBECONFIG)
+    assert result.returncode == 0, result.stderr
+    assert host.resets() == 1 and not host.file(worker_join.KUBELET_CONF).exists()
+    assert [c[0] for c in host.calls()[before:]] == ["docker"]
+
+
+def test_the_joins_delete_says_when_it_could_not_reset(host: FakeHost) -> None:
+    import shutil
+
+    shutil.rmtree(host.root)
+    result = host.run(worker_join.reset_script(), KUBECONFIG)
+    assert result.returncode == 0
+    assert "kubeadm reset in lab-tenant-a-worker failed (its next join resets it): Error response from daemon: No such" in (
+        result.stderr)
+
+
 def test_leave_fails_when_the_tenant_refuses(host: FakeHost) -> None:
     (host.bin / "kubectl").write_text("#!/bin/sh\necho 'Unable to connect to the server' >&2\nexit 1\n")
     assert leave(host).returncode == 1
@@ -399,7 +419,7 @@ def test_join_removes_its_node_first_when_replaced(registrations: dict[str, Any]
     # A replaced container takes the same name, its new join the same node name: old ones go first.
     assert join.deleteBeforeReplace and container.deleteBeforeReplace
     inputs = unwrap(rpc.deserialize_properties(join.object))
-    assert inputs["delete"] == worker_join.leave_script()
+    assert inputs["delete"] == worker_join.reset_script()
     assert inputs["create"] == worker_join.join_script(tenant)
     env = inputs["environment"]
     template = yaml.safe_load(env["GPU_TENANCY_JOIN_CONFIGURATION"])
@@ -411,6 +431,15 @@ def test_join_removes_its_node_first_when_replaced(registrations: dict[str, Any]
     # rejoins (tests/test_day_after.py): as a trigger, the delete would run with the stored, dead kubeconfig.
     assert inputs["triggers"] == [f"{tenant}-worker-container-id", f"{tenant}-control-plane-tcp-id"]
     assert env["CONTROL_PLANE_ENDPOINT"] not in inputs["triggers"]
+    # The Node goes with the node command (destroy, a replaced control plane), through the kubeconfig it keeps
+    # up to date (an update runs nothing: no create); the join's own delete needs no kubeconfig.
+    node = registrations[f"{tenant}-worker-node"]
+    assert node.deleteBeforeReplace
+    node_inputs = unwrap(rpc.deserialize_properties(node.object))
+    assert node_inputs["delete"] == worker_join.leave_script() and "create" not in node_inputs
+    assert node_inputs["triggers"] == [f"{tenant}-control-plane-tcp-id"]
+    assert node_inputs["stdin"] == inputs["stdin"] and node_inputs["environment"]["GPU_TENANCY_WORKER"] == (
+        env["GPU_TENANCY_WORKER"])
 
 
 @pytest.mark.parametrize("tenant", ["tenant-a", "tenant-b"])
@@ -441,7 +470,8 @@ def test_the_worker_registers_a_kind_node_and_its_join(engine_view: list[Recorde
     join after it, both replaced delete-first (the container name and the Node name are fixed)."""
     mine = {r.name: r for r in engine_view if r.parent == WORKER + "::tenant-a-worker"}
     assert sorted(mine) == [
-        "tenant-a-worker-container", "tenant-a-worker-docker-info", "tenant-a-worker-image", "tenant-a-worker-join"]
+        "tenant-a-worker-container", "tenant-a-worker-docker-info", "tenant-a-worker-image", "tenant-a-worker-join",
+        "tenant-a-worker-node"]
     image, docker_info_command = mine["tenant-a-worker-image"], mine["tenant-a-worker-docker-info"]
     assert image.inputs == {
         "name": "kindest/node:v1.35.5@sha256:ce977ae6d65918d0b58a5f8b5e940429c2ce42fa3a5619ec2bbc60b949c0ac95",
@@ -477,7 +507,8 @@ def test_the_worker_registers_a_kind_node_and_its_join(engine_view: list[Recorde
     join = mine["tenant-a-worker-join"]
     assert join.delete_before_replace is True
     assert WORKER + "$docker:index/container:Container::tenant-a-worker-container" in join.dependencies
-    assert (join.inputs["create"], join.inputs["delete"]) == (worker_join.join_script("tenant-a"), worker_join.leave_script())
+    assert (join.inputs["create"], join.inputs["delete"]) == (worker_join.join_script("tenant-a"), worker_join.reset_script())
+    assert WORKER + "$command:local:Command::tenant-a-worker-node" in join.dependencies
     assert join.inputs["interpreter"] == ["/bin/sh", "-c"]
     endpoint = join.inputs["environment"]["CONTROL_PLANE_ENDPOINT"]
     assert endpoint.endswith(":6443")

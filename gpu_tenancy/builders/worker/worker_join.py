@@ -1,9 +1,16 @@
 """Shell scripts that join a kind worker container to its tenant and remove it again (mode sim).
 
-Pure builders, run by the worker's local `Command` with `/bin/sh -c`; tests run them against a fake
-`docker`/`kubectl` and check them with shellcheck. Both read the tenant's admin kubeconfig on stdin
-(pulumi-command v1.2.1 `local/commandOutputs.go` `run` feeds the same `stdin` to create and delete) and
-keep it in a private temporary file for kubectl; it never reaches a command line or the container.
+Pure builders, run by the worker's local `Command`s with `/bin/sh -c`; tests run them against a fake
+`docker`/`kubectl` and check them with shellcheck. The join and the leave read the tenant's admin kubeconfig
+on stdin (pulumi-command v1.2.1 `local/commandOutputs.go` `run` feeds the same `stdin` to create, update and
+delete) and keep it in a private temporary file for kubectl; it never reaches a command line or the container.
+
+A delete runs with the inputs stored when its command was last created or updated (`Delete` gets only the
+state), so the join's delete (`reset_script`) needs no kubeconfig at all: when the container is replaced in the
+same `up` in which the tenant's endpoint or CA changed, the stored kubeconfig no longer reaches the tenant. The
+Node object is removed by the next join (with the current kubeconfig) or, on destroy, by the node command
+(`leave_script`), which is replaced only with its control plane and updated, storing the current kubeconfig,
+whenever that changes.
 
 The bootstrap token is minted by the join script itself, just in time
 (gpu_tenancy/builders/bootstrap_token/join_token.py), with an `expiration` TOKEN_TTL_SECONDS ahead, and deleted again
@@ -89,15 +96,13 @@ done
 # local/commandController.go `Update`: `create` when no `update` is set). A node joined with this
 # configuration stays as it is; one joined to another endpoint or CA (the control plane moved, its CA
 # changed) leaves and joins again here, with the kubeconfig that reaches the tenant now.
-rejoin=""
 if docker exec "$worker" test -f {KUBELET_CONF}; then
   joined_with="$(docker exec "$worker" cat {JOINED_WITH} 2>/dev/null || true)"
-  if [ "$joined_with" = "$(printf '%s\n' "$template")" ]; then
+  if [ "$joined_with" = "$(printf '%s\\n' "$template")" ]; then
     exit 0
   fi
   echo "gpu-tenancy: $worker was joined with another endpoint, CA or node registration: resetting it to join again" >&2
   docker exec "$worker" kubeadm reset --force
-  rejoin=1
 fi
 # A join that failed half-way left files kubeadm's preflight refuses to overwrite: start clean.
 if docker exec "$worker" sh -c {shlex.quote(half_joined)}; then
@@ -116,21 +121,38 @@ esac
 after="${{template#*{TOKEN_PLACEHOLDER}}}"
 printf '%s%s%s\\n' "$before" "$token_id.$token_secret" "$after" \\
   | docker exec -i "$worker" sh -c 'umask 077; cat > {JOIN_FILE}'
-if [ -n "$rejoin" ]; then
-  # Its old registration, Ready until its lease runs out, makes kubeadm refuse the name ("a Node with name ...
-  # and status Ready already exists"): removed through the tenant's current API server.
-  kubectl --kubeconfig "$kubeconfig" --request-timeout=60s delete node "$worker" --ignore-not-found
-fi
+# This node is not joined now: a Node of its name is its own earlier registration (an old container's, or
+# this one's before a reset), Ready until its lease runs out, and kubeadm refuses the name while it is ("a
+# Node with name ... and status Ready already exists"). Removed here, through the tenant's current API
+# server, so that no delete has to reach the tenant with a kubeconfig stored before it moved.
+kubectl --kubeconfig "$kubeconfig" --request-timeout=60s delete node "$worker" --ignore-not-found
 docker exec "$worker" kubeadm join --config {JOIN_FILE}
-printf '%s\n' "$template" | docker exec -i "$worker" sh -c 'cat > {JOINED_WITH}'
+printf '%s\\n' "$template" | docker exec -i "$worker" sh -c 'cat > {JOINED_WITH}'
+"""
+
+
+def reset_script() -> str:
+    """The join's delete: reset the node, if its container is still there; needs no kubeconfig.
+
+    The reset stops the kubelet (so it cannot register the Node again) and lets a join replaced in the same
+    container, for a new control plane, join again instead of finding kubelet.conf. Best effort: a container
+    that is gone or stopped has no kubelet to stop, and a join that finds one joined elsewhere resets it first.
+    The Node object is removed by the join that follows, or by the worker's node command on destroy.
+
+    Environment: GPU_TENANCY_WORKER (container = node name). Stdin: ignored.
+    """
+    return """set -eu
+worker="$GPU_TENANCY_WORKER"
+cat >/dev/null
+if ! output=$(docker exec "$worker" kubeadm reset --force 2>&1); then
+  echo "gpu-tenancy: kubeadm reset in $worker failed (its next join resets it): $output" >&2
+fi
 """
 
 
 def leave_script() -> str:
-    """Delete: reset the node (if the container is still there) and remove the Node from the tenant.
-
-    The reset (which stops the kubelet) lets a join replaced in the same container, for a new control
-    plane, join again instead of finding kubelet.conf and stopping there.
+    """The node command's delete (destroy, or a replaced control plane): reset the node (if the container is
+    still there: its kubelet stopped cannot register the Node again) and remove the Node from the tenant.
 
     Environment: GPU_TENANCY_WORKER (container = node name). Stdin: the tenant's admin kubeconfig.
     A Node that is already gone is fine; any other failure fails the delete, unless GPU_TENANCY_LAB_GONE=1
