@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.integration import checks
 from tests.integration.faults import interrupt_up_at, step_finished
 
@@ -178,3 +180,22 @@ def test_f6_fails_when_the_step_finished_before_the_interrupt(tmp_path: Path) ->
     result = interrupt_up_at("e2e-1", "tenant-b-tcp", tmp_path, fake_pulumi(tmp_path, True), tmp_path,
                              tmp_path / "policies", timeout_s=30)
     assert result.urn == URN and result.finished and not result.cut_off
+
+
+# --------------------------------------------------------------------------- test_23/24: network reach
+
+
+@pytest.mark.parametrize(("output", "verdict"), [
+    ('{\n  "major": "1",\n  "minor": "35",\n  "gitVersion": "v1.35.5"', "open"),
+    ("wget: server returned error: HTTP/1.1 401 Unauthorized", "open"),
+    ("wget: can't connect to remote host (172.18.255.201): Connection refused", "closed"),
+    ("wget: download timed out", "closed"),
+    ("wget: can't connect to remote host (10.0.0.1): No route to host", "closed"),
+])
+def test_a_probe_is_open_when_anything_answered_and_closed_when_nothing_did(output: str, verdict: str) -> None:
+    assert checks.reach_verdict(output) == verdict
+
+
+def test_a_probe_that_says_neither_is_not_guessed() -> None:
+    with pytest.raises(AssertionError, match="cannot tell"):
+        checks.reach_verdict("wget: bad address 'tenant-b'")

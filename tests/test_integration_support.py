@@ -487,7 +487,7 @@ def test_the_pod_mounts_the_mock_driver_root_and_runs_its_nvidia_smi() -> None:
 # ----------------------------------------------------------------------------------- the skip path
 
 FAULT_TESTS = 9  # test_faults.py's (F1-F7, F5 and F6 in two cases each)
-E2E_TESTS = 30 + FAULT_TESTS  # test_lab.py, test_lab_gpu_access.py, test_nvml.py and test_faults.py items, parametrized ones per case
+E2E_TESTS = 32 + FAULT_TESTS  # test_lab.py, test_lab_gpu_access.py, test_lab_network.py, test_nvml.py and test_faults.py items, parametrized ones per case
 NVML_TESTS = 6  # test_nvml.py's: they skip against the default (dev, mode sim) stack
 REAL_ONLY_TESTS = 1  # test_lab_gpu_access.py's check on a real host
 NOT_SIM_TESTS = 1  # test_09b: modes sim-nvml and real only (no HAMi-core to preload in sim)
@@ -651,7 +651,18 @@ from pathlib import Path
 from pulumi import automation as auto
 from pulumi.automation._cmd import CommandResult
 
+import gpu_tenancy.cli.charts.pull as chart_pull
+
 RECORD = Path(os.environ["FAKE_AUTO_RECORD"])
+
+
+def fake_pull(root, charts, stack=None, **_):
+    """`make charts` as the fixture runs it, without the network: recorded, nothing pulled."""
+    record(["charts", stack, sorted(c.name for c in charts)])
+    return [], []
+
+
+chart_pull.pull = fake_pull  # before tests/integration/conftest.py imports it
 
 
 def record(entry):
@@ -745,6 +756,11 @@ def run_with_fake_automation(tmp_path: Path, *args: str, **env: str) -> tuple[st
         **env,
     )
     entries = [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
+    if entries:
+        # What `make up` does first: the stack's charts into the chart cache, once, before any stack exists.
+        assert entries[0][0] == "charts" and [e[0] for e in entries].count("charts") == 1, entries
+        assert set(entries[0][2]) >= {"cert-manager", "hami", "kamaji", "metallb"}, entries
+        entries = entries[1:]
     return result.stdout + result.stderr, entries, reports
 
 

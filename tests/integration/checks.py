@@ -137,3 +137,20 @@ def dynamic_run_problems(mode: str, phase: str | None, log: str, env: Mapping[st
     if mode == "sim-nvml" and env.get("CUDA_DISABLE_CONTROL") != "T":
         problems.append(f"the CUDA-control admission policy did not set CUDA_DISABLE_CONTROL=T: env {dict(env)}")
     return problems
+
+
+# test_23/24 (network reach): what busybox `wget` printed after trying an HTTPS address from inside a pod.
+REACH_OPEN, REACH_CLOSED = "open", "closed"
+
+
+def reach_verdict(output: str) -> str:
+    """'open' when the address answered at all (an HTTP status, or the API server's /version), 'closed' when the
+    connection was refused, timed out or had no route; anything else is not guessed (busybox 1.37 networking/
+    wget.c messages)."""
+    if "gitVersion" in output or "server returned error" in output or "HTTP/" in output:
+        return REACH_OPEN
+    closed = ("can't connect to remote host", "timed out", "Network unreachable", "No route to host",
+              "Connection refused", "Connection reset")
+    if any(marker in output for marker in closed):
+        return REACH_CLOSED
+    raise AssertionError(f"cannot tell whether the address answered from: {output!r}")
