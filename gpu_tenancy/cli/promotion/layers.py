@@ -40,6 +40,7 @@ _DEVICE_TYPES = {
     "gpu-tenancy:worker:Worker",
     "gpu-tenancy:host_worker:HostWorker",
     "gpu-tenancy:host_identity:HostIdentities",
+    "gpu-tenancy:host_fence:HostFences",
     "gpu-tenancy:mock_gpu_agent:MockGpuAgent",
     "gpu-tenancy:mock_nvml:MockNvml",
     "gpu-tenancy:nvml_mock_image:NvmlMockImage",
