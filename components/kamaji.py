@@ -22,7 +22,8 @@ class KamajiArgs:
     image_tag: str
     depends_on: list[pulumi.Resource]
     etcd_volume_mib: int = 2048
-    # Tenants with an etcd of their own get its CA from this self-signed ClusterIssuer (gpu_tenancy/datastore).
+    # Tenants with an etcd of their own get its CA from this self-signed ClusterIssuer
+    # (gpu_tenancy/builders/tenant_datastore).
     dedicated_datastores: bool = False
 
 

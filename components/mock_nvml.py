@@ -1,8 +1,8 @@
 """NVIDIA's mock NVML on a tenant's worker (mode sim-nvml), for HAMi's own device plugin to find.
 
 The image (components/nvml_mock_image.py) is loaded into the worker's containerd; a DaemonSet, the one
-upstream's chart renders (gpu_tenancy/nvml_mock.daemon_set_spec), runs upstream's setup script, which lays
-out the mock driver root with the tenant's declared GPUs. Nothing of HAMi is replaced.
+upstream's chart renders (gpu_tenancy/builders/mock_nvml/nvml_mock.py `daemon_set_spec`), runs upstream's
+setup script, which lays out the mock driver root with the tenant's declared GPUs. Nothing of HAMi is replaced.
 """
 
 from __future__ import annotations

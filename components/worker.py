@@ -165,7 +165,8 @@ class Worker(pulumi.ComponentResource):
         )
 
     def _proxy_env(self, args: WorkerArgs, environ: Mapping[str, str]) -> pulumi.Output[list[str]] | None:
-        """HTTP(S)_PROXY/NO_PROXY as kind gives its nodes (gpu_tenancy/kind_node.proxy_env); none without a proxy."""
+        """HTTP(S)_PROXY/NO_PROXY as kind gives its nodes (gpu_tenancy/builders/worker/kind_node.py `proxy_env`);
+        none without a proxy."""
         if not kind_node.has_proxy(environ):
             return None
         network = docker.get_network_output(

@@ -109,7 +109,8 @@ class MetalLBConfig(ConfigModel):
 
 
 class DataStoreConfig(ConfigModel):
-    """The etcd volumes (the shared one and each dedicated one); etcd's quota is derived (gpu_tenancy/datastore)."""
+    """The etcd volumes (the shared one and each dedicated one); etcd's quota is derived
+    (gpu_tenancy/builders/tenant_datastore)."""
 
     volume_mib: int = Field(default=limits.DEFAULT_VOLUME_MIB, ge=limits.MIN_VOLUME_MIB, le=1024 * 1024,
                             alias="volumeMiB")
