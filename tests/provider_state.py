@@ -554,7 +554,9 @@ def command_runs(stored: Stored | None, new_inputs: dict[str, Any] | None, repla
     only the state: its stdin and environment are the old ones), then the new `create`, in this order when
     replaced delete-first (tests/replacement_model.py). An update runs the new `update`, or the new `create`
     when no `update` is set, with the new inputs, which the state then keeps (`Update`). A resource the
-    program no longer registers runs its stored `delete` with the stored inputs. No change runs nothing.
+    program no longer registers runs its stored `delete` with the stored inputs. No change runs nothing. A run
+    that fails leaves the state as it was (pulumi-go-provider v1.3.0 `infer/resource.go`: a plain error returns
+    no properties; pulumi-command's `run` returns `fmt.Errorf`), so the next `up` runs the same again.
     `replaced`: tests/replacement_model.py found it replaced (a trigger fed by a replaced resource's new id
     changes, though the mocks give the new resource the old id)."""
     if stored is None:

@@ -228,6 +228,24 @@ def test_a_moved_endpoint_or_a_new_ca_rejoins_the_worker_in_place(
     _destroy_removes_the_node(old, new, host)
 
 
+def test_a_rejoin_that_fails_is_run_again_by_the_next_up(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """kubeadm times out in the rejoin: the update fails, the state keeps the old inputs, and the next `up` runs
+    the same update, which finds the node half-joined, resets it and joins."""
+    old, new = _tenant_a_moved(monkeypatch, None), _tenant_a_moved(monkeypatch, "endpoint")
+    (first,) = [r for r in old if r.name == WORKER_JOIN]
+    (second,) = [r for r in new if r.name == WORKER_JOIN]
+    host = FakeHost(tmp_path, first.inputs["environment"]["GPU_TENANCY_WORKER"])
+    host.behave(api=_api(unwrap(first.inputs["stdin"])))
+    assert host.run(first.inputs["create"], unwrap(first.inputs["stdin"]), first.inputs["environment"]).returncode == 0
+    for attempt, failure in enumerate(["tls-bootstrap-timeout", None]):
+        host.behave(api=_api(unwrap(second.inputs["stdin"])), **({"join": failure} if failure else {}))
+        (update,) = command_runs(stored_state(first), second.inputs)  # the state is still the old one
+        result = host.run(update.script, update.stdin, update.environment)
+        assert (result.returncode == 0) is (attempt == 1), result.stderr
+    assert host.resets() == 2 and len(host.joins()) == 3
+    assert set(host.objects("nodes")) == {first.inputs["environment"]["GPU_TENANCY_WORKER"]}
+
+
 WORKER_NODE = "tenant-a-worker-node"
 
 
