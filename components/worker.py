@@ -22,7 +22,7 @@ class WorkerArgs:
     network: str
     endpoint: pulumi.Input[str]
     ca_cert_hash: pulumi.Input[str]
-    # The tenant's admin kubeconfig: the join mints its bootstrap token with it, the delete removes the Node.
+    # The tenant's admin kubeconfig: the join mints its bootstrap token with it, the node command removes the Node.
     kubeconfig: pulumi.Input[str]
     # The TenantControlPlane's id: the same text for ever, unknown only while it is replaced.
     control_plane_id: pulumi.Input[str]
