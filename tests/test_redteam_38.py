@@ -1,0 +1,320 @@
+"""Attacks that still get through with no mandatory finding, each an xfail(strict) test that passes once it is closed.
+
+Driven as tests/test_policy_controls_grpc.py and tests/test_policy_allowlist_grpc.py drive the pack (its analyzer
+process over gRPC, each attack added to an example stack's real registrations), and, for the host firewall, as
+tests/test_host_fence_measured.py measures it (network namespaces, real connections).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from harness import stack_config
+from policy_support import EXAMPLE_STACKS, Recorded, copy_stack, craft, find, record_engine_view, set_both
+from test_policy_bypasses_grpc import tenant_component
+from test_policy_pack_grpc import (  # noqa: F401  (fixtures: the pack's analyzer process, its configuration)
+    MANDATORY,
+    analyze,
+    analyze_stack,
+    analyzer,
+    default_configuration,
+    running_pack,
+)
+from test_tenant_access import with_user_access
+
+from gpu_tenancy.builders.host_worker import fence
+from gpu_tenancy.builders.mock_nvml import cuda_control
+
+ADMISSION = "kubernetes:admissionregistration.k8s.io/v1:"
+POLICY = ADMISSION + "ValidatingAdmissionPolicy"
+MAP = "kubernetes:admissionregistration.k8s.io/v1beta1:MutatingAdmissionPolicy"
+PROVIDER = "pulumi:providers:kubernetes"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+TCP = "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane"
+REMOTE = "command:remote:Command"
+
+
+def refusals(pack: Any, stack: list[Recorded]) -> list[str]:
+    """Every mandatory diagnostic of every policy, resource and stack policies alike."""
+    found = analyze(pack, stack) + analyze_stack(pack, stack)
+    return [f"{d.policyName}: {d.message}" for d in found if d.enforcementLevel == MANDATORY]
+
+
+def refused(messages: list[str], *names: str) -> bool:
+    return any(name in m for m in messages for name in names)
+
+
+def pack_config(name: str, **overrides: Any) -> dict[str, Any]:
+    """The stack's config as the engine hands it to the pack (PULUMI_CONFIG), with overrides."""
+    config = stack_config(name) | overrides
+    return {f"gpu-tenancy:{k}": v for k, v in config.items()}
+
+
+# --------------------------------------------------------------------------- controls renamed
+
+
+@pytest.mark.xfail(strict=True, reason="installed-controls compares a policy's spec only, not metadata.name; a binding "
+                   "naming a policy that does not exist is ignored by the API server (ValidatingAdmissionPolicyBinding"
+                   "Spec.policyName: 'If the referenced resource does not exist, this binding is considered invalid "
+                   "and will be ignored'), so the tenant runs with no GPU-access policy")
+def test_the_gpu_access_policy_renamed_away_from_its_binding(pack: Any, stack: list[Recorded]) -> None:
+    policy = find(stack, POLICY, "tenant-a-gpu-access-policy")
+    set_both(policy, ["metadata", "name"], "gpu-tenancy-gpu-access-v2")
+    assert refused(refusals(pack, stack), "'tenant-a-gpu-access-policy'")
+
+
+@pytest.mark.xfail(strict=True, reason="the same for the user's Service policy: renamed, its binding binds nothing and "
+                   "externalIPs/NodePort Services are admitted again")
+def test_the_users_service_policy_renamed_away_from_its_binding(pack: Any) -> None:
+    stack = record_engine_view(with_user_access())
+    policy = find(stack, POLICY, "tenant-a-user-access-services-policy")
+    set_both(policy, ["metadata", "name"], "gpu-tenancy-user-services-v2")
+    assert refused(refusals(pack, stack), "'tenant-a-user-access-services-policy'")
+
+
+# --------------------------------------------------------------------------- the marker unlocked by config
+
+
+@pytest.mark.xfail(strict=True, reason="installed-controls takes the mode from the stack config alone: a real stack "
+                   "(GPU hosts, host workers, host fences) whose config says sim-nvml gets marker 'T', and a GPU pod "
+                   "setting CUDA_DISABLE_CONTROL=T then runs without HAMi-core's limits on a real GPU")
+def test_a_real_stack_whose_config_says_sim_nvml_unlocks_the_cuda_control_marker() -> None:
+    stack = copy_stack(EXAMPLE_STACKS["gpu"](False))
+    assert any(r.type == "gpu-tenancy:host_worker:HostWorker" for r in stack)  # real GPU hosts, by what is registered
+    for policy in (r for r in stack if r.type == POLICY and r.name.endswith("-gpu-access-policy")):
+        set_both(policy, ["spec", "variables", 0, "expression"], f"'{cuda_control.MARKER}'")
+    with running_pack(pack_config("gpu", mode="sim-nvml")) as pack:
+        assert refused(refusals(pack, stack), "'tenant-a-gpu-access-policy'")
+
+
+# --------------------------------------------------------------------------- charts
+
+
+@pytest.mark.xfail(strict=True, reason="cache_path_problem checks the path's shape, name and version only: any "
+                   "archive the program (or a PR) puts at .charts/sha256-<any hex>/hami-<version>.tgz passes; neither "
+                   "the lock's sha256 nor the file's is compared")
+def test_a_chart_archive_whose_digest_the_lock_does_not_hold(pack: Any, stack: list[Recorded]) -> None:
+    release = find(stack, RELEASE, "tenant-a-hami-chart")
+    chart = f".charts/sha256-{'0' * 64}/hami-{release.inputs['version']}.tgz"
+    assert chart != release.inputs["chart"]
+    set_both(release, ["chart"], chart)
+    assert refused(refusals(pack, stack), "'tenant-a-hami-chart'")
+
+
+# --------------------------------------------------------------------------- host fence and commands
+
+
+def _fence_emptied(stack: list[Recorded]) -> list[Recorded]:
+    set_both(find(stack, REMOTE, "host-fences-tenant-a-gpu-a100-01"), ["stdin"], f"table inet {fence.TABLE} {{}}\n")
+    return stack
+
+
+def _fence_not_run(stack: list[Recorded]) -> list[Recorded]:
+    set_both(find(stack, REMOTE, "host-fences-tenant-a-gpu-a100-01"), ["create"], "true")
+    return stack
+
+
+def _fences_removed(stack: list[Recorded]) -> list[Recorded]:
+    return [r for r in stack if not r.name.startswith("host-fences")]
+
+
+@pytest.mark.xfail(strict=True, reason="the host firewall is a control the program installs, but no policy compares "
+                   "its rules or script with fence.py nor requires it on each GPU host of a real stack")
+@pytest.mark.parametrize("weaken", [_fence_emptied, _fence_not_run, _fences_removed],
+                         ids=["rules-emptied", "script-replaced", "removed"])
+def test_the_host_fence_weakened_or_removed(weaken: Any) -> None:
+    stack = weaken(copy_stack(EXAMPLE_STACKS["gpu"](False)))
+    with running_pack(pack_config("gpu")) as pack:
+        assert refused(refusals(pack, stack), "host-fences", "HostFences")
+
+
+@pytest.mark.xfail(strict=True, reason="field-allowlist checks a command's field names, not its script: a known "
+                   "command inside its own component runs anything with the deployer's credentials")
+def test_a_workers_join_script_replaced(pack: Any, stack: list[Recorded]) -> None:
+    join = find(stack, "command:local:Command", "tenant-a-worker-join")
+    set_both(join, ["create"], 'kubectl --kubeconfig "$HOME/.kube/config" delete namespace kube-system')
+    assert refused(refusals(pack, stack), "'tenant-a-worker-join'")
+
+
+# --------------------------------------------------------------------------- reads
+
+
+@pytest.mark.xfail(strict=True, reason="known-types is now a resource policy, and the engine sends a `.get` to "
+                   "AnalyzeStack only (step_generator.go GenerateReadSteps never calls analyzeAll): a read of a type "
+                   "the program never registers draws nothing, though KNOWN_TYPES says reads are included")
+def test_a_read_of_a_type_the_program_never_registers(pack: Any, stack: list[Recorded]) -> None:
+    workloads = tenant_component(stack, "tenant-a", "gpu-tenancy:workloads:Workloads")
+    read = craft(stack, "kubernetes:core/v1:Pod", "tenant-a-read-pod",
+                 {"metadata": {"name": "x", "namespace": "workloads"}},
+                 parent=workloads, provider=find(stack, PROVIDER, "tenant-a-kubernetes"))
+    read.read = True
+    assert refused(refusals(pack, stack), "'tenant-a-read-pod'")
+
+
+# --------------------------------------------------------------------------- mutating admission
+
+
+# Every pod created, in any namespace (kube-system included, where Pod Security is privileged and the GPU-access
+# policy does not look): hostPID, the node's / mounted, every container privileged.
+ROOT_MUTATION = (
+    'Object{spec: Object.spec{hostPID: true, volumes: [Object.spec.volumes{name: "root", '
+    'hostPath: Object.spec.volumes.hostPath{path: "/"}}], containers: object.spec.containers.map(c, '
+    "Object.spec.containers{name: c.name, securityContext: Object.spec.containers.securityContext{"
+    "privileged: true}})}}"
+)
+
+
+def _root_map(stack: list[Recorded], tenant: str) -> str:
+    """A MutatingAdmissionPolicy and its binding, in the tenant's Workloads component, through its own provider."""
+    workloads = tenant_component(stack, tenant, "gpu-tenancy:workloads:Workloads")
+    provider = find(stack, PROVIDER, f"{tenant}-kubernetes")
+    spec = {"failurePolicy": "Fail", "reinvocationPolicy": "IfNeeded",
+            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                                                    "operations": ["CREATE"], "resources": ["pods"]}]},
+            "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": ROOT_MUTATION}}]}
+    version = "admissionregistration.k8s.io/v1beta1"
+    craft(stack, MAP, f"{tenant}-workload-defaults", {"apiVersion": version, "kind": "MutatingAdmissionPolicy",
+          "metadata": {"name": "workload-defaults"}, "spec": spec}, parent=workloads, provider=provider)
+    craft(stack, MAP + "Binding", f"{tenant}-workload-defaults-binding",
+          {"apiVersion": version, "kind": "MutatingAdmissionPolicyBinding", "metadata": {"name": "workload-defaults"},
+           "spec": {"policyName": "workload-defaults"}}, parent=workloads, provider=provider)
+    return f"'{tenant}-workload-defaults'"
+
+
+@pytest.mark.xfail(strict=True, reason="MutatingAdmissionPolicy is a known type whose mutations no policy reads: it "
+                   "rewrites pods after the pack checked their templates")
+def test_a_mutating_policy_that_roots_every_pod_in_sim(pack: Any, stack: list[Recorded]) -> None:
+    name = _root_map(stack, "tenant-a")
+    assert refused(refusals(pack, stack), name)
+
+
+@pytest.mark.xfail(strict=True, reason="in real too: the two API-server flags that enable MutatingAdmissionPolicy are "
+                   "accepted on any TenantControlPlane (field-allowlist's own_args), and the policy itself is unread")
+def test_a_mutating_policy_that_roots_every_pod_in_real() -> None:
+    stack = copy_stack(EXAMPLE_STACKS["gpu"](False))
+    tcp = next(r for r in stack if r.type == TCP and r.name.startswith("tenant-a"))
+    set_both(tcp, ["spec", "controlPlane", "deployment", "extraArgs"],
+             {"apiServer": cuda_control.api_server_args("v1.35.0")})
+    name = _root_map(stack, "tenant-a")
+    with running_pack(pack_config("gpu")) as pack:
+        assert refused(refusals(pack, stack), name, "'tenant-a-control-plane-tcp'")
+
+
+@pytest.mark.xfail(strict=True, reason="sim-nvml's own CUDA-control mutation is not among the controls "
+                   "installed-controls compares with its builder: rewritten, it roots every pod")
+def test_the_cuda_control_mutation_rewritten_in_sim_nvml() -> None:
+    stack = copy_stack(EXAMPLE_STACKS["dev-nvml"](False))
+    mutation = find(stack, MAP, "tenant-a-mock-nvml-cuda-control-policy")
+    set_both(mutation, ["spec", "matchConditions"], [])
+    set_both(mutation, ["spec", "mutations", 0, "applyConfiguration", "expression"], ROOT_MUTATION)
+    with running_pack(pack_config("dev-nvml")) as pack:
+        assert refused(refusals(pack, stack), "'tenant-a-mock-nvml-cuda-control-policy'")
+
+
+# --------------------------------------------------------------------------- the host fence over IPv6, measured
+
+HOST4, OWN_CP, OTHER_CP, OTHER4 = "10.21.0.11", "10.21.0.240", "10.21.0.241", "10.21.0.12"
+# Link-local addresses: every Linux interface has one unless IPv6 is turned off; nobody configures them.
+HOST6, OTHER6 = "fe80::11", "fe80::12"
+KUBELET = 10250
+
+# A kubelet's listener: Go listens on "0.0.0.0" with one dual-stack socket (net.favoriteAddrFamily: a wildcard
+# listen address takes AF_INET6 with IPv4-mapped addresses), so IPv6 reaches it too.
+LISTEN6 = textwrap.dedent("""
+    import socket, sys
+    s = socket.socket(socket.AF_INET6); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    s.bind(("::", int(sys.argv[1]))); s.listen(16); print("ready", flush=True)
+    while True:
+        c, _ = s.accept(); c.close()
+""")
+CONNECT6 = textwrap.dedent("""
+    import socket, sys
+    family, _, _, _, address = socket.getaddrinfo(sys.argv[1], int(sys.argv[2]), type=socket.SOCK_STREAM)[0]
+    s = socket.socket(family, socket.SOCK_STREAM); s.settimeout(1.5)
+    if len(sys.argv) > 3:
+        s.bind(socket.getaddrinfo(sys.argv[3], 0, type=socket.SOCK_STREAM)[0][4])
+    try:
+        s.connect(address); print("open")
+    except ConnectionRefusedError:
+        print("refused")
+    except (TimeoutError, socket.timeout):
+        print("dropped")
+""")
+
+
+def _netns_missing() -> str | None:
+    if os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("nft") is None:
+        return "needs root, ip and nft (network namespaces)"
+    probe = subprocess.run(["ip", "netns", "add", f"rt38probe{os.getpid()}"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        return f"cannot make a network namespace here: {probe.stderr.strip()}"
+    subprocess.run(["ip", "netns", "del", f"rt38probe{os.getpid()}"], check=False)
+    return None
+
+
+def _sh(command: str) -> None:
+    done = subprocess.run(command, shell=True, capture_output=True, text=True)
+    assert done.returncode == 0, f"{command}: {done.stderr}"
+
+
+@pytest.fixture
+def lab6() -> Iterator[tuple[str, str]]:
+    """A fenced GPU host (its namespace) on a lab network with both tenants' control planes and the other tenant's
+    GPU host, which has its IPv4 address and its link-local IPv6 address."""
+    missing = _netns_missing()
+    if missing:
+        pytest.skip(missing)
+    host, lab = f"rt38h{os.getpid()}", f"rt38l{os.getpid()}"
+    listeners: list[subprocess.Popen[str]] = []
+    try:
+        for command in (
+            f"ip netns add {host}", f"ip netns add {lab}",
+            f"ip link add rt38h0 netns {host} type veth peer name rt38l0 netns {lab}",
+            f"ip -n {host} addr add {HOST4}/24 dev rt38h0", f"ip -n {host} addr add {HOST6}/64 dev rt38h0 nodad",
+            *(f"ip -n {lab} addr add {a}/24 dev rt38l0" for a in (OWN_CP, OTHER_CP, OTHER4)),
+            f"ip -n {lab} addr add {OTHER6}/64 dev rt38l0 nodad",
+            f"ip -n {host} link set lo up", f"ip -n {host} link set rt38h0 up",
+            f"ip -n {lab} link set lo up", f"ip -n {lab} link set rt38l0 up",
+        ):
+            _sh(command)
+        for ns in (host, lab):
+            listener = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-c", LISTEN6, str(KUBELET)],
+                                        stdout=subprocess.PIPE, text=True)
+            listeners.append(listener)
+            assert listener.stdout is not None and listener.stdout.readline().strip() == "ready"
+        rules = fence.fence_rules(f"{OWN_CP}:6443", [f"{OTHER_CP}:6443"], [OTHER4])
+        done = subprocess.run(["ip", "netns", "exec", host, "nft", "-f", "-"], input=rules, text=True,
+                              capture_output=True)
+        assert done.returncode == 0, done.stderr
+        yield host, lab
+    finally:
+        for listener in listeners:
+            listener.kill()
+            listener.wait()
+        for ns in (host, lab):
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
+
+
+def _connect(ns: str, address: str, port: int, source: str | None = None) -> str:
+    args = ["ip", "netns", "exec", ns, sys.executable, "-c", CONNECT6, address, str(port)]
+    return subprocess.run([*args, source] if source else args, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+@pytest.mark.xfail(strict=True, reason="the fence's rules are `ip daddr`/`ip saddr` (IPv4) in an inet table: over the "
+                   "link-local IPv6 address every host has, the fenced host reaches the other tenant's host and is "
+                   "reached by it")
+def test_the_fence_holds_over_ipv6(lab6: tuple[str, str]) -> None:
+    host, lab = lab6
+    assert _connect(host, OTHER4, KUBELET) == "refused"  # the fence is in place: IPv4 is closed
+    outbound = _connect(host, f"{OTHER6}%rt38h0", KUBELET)
+    inbound = _connect(lab, f"{HOST6}%rt38l0", KUBELET, source=f"{OTHER6}%rt38l0")
+    assert outbound != "open" and inbound != "open", (outbound, inbound)
