@@ -129,6 +129,32 @@ def test_the_front_page_names_the_pinned_tool_versions() -> None:
         assert f"{tool} {version}" in text, tool
 
 
+# A test function that takes conftest's `shared` fixture, which skips without ../shared; the signature may span lines.
+TAKES_SHARED = re.compile(r"def test_\w+\([^)]*\bshared\s*:", re.S)
+COUNT_SHARED_PLUGIN = """
+def pytest_collection_modifyitems(session, config, items):
+    using = [item.nodeid for item in items if "shared" in getattr(item, "fixturenames", ())]
+    print("SHARED", sum("/realcp/" not in n for n in using), sum("/realcp/" in n for n in using))
+"""
+
+
+def test_the_front_page_counts_the_tests_that_skip_without_shared(tmp_path: Path) -> None:
+    """The README's count of tests that skip without ../shared is what pytest collects as taking `shared`."""
+    files = [str(p.relative_to(REPO)) for p in sorted((REPO / "tests").rglob("test_*.py"))
+             if "integration" not in p.parts and TAKES_SHARED.search(p.read_text())]
+    assert files, "no test takes the `shared` fixture"
+    (tmp_path / "count_shared.py").write_text(COUNT_SHARED_PLUGIN)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
+    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "count_shared",
+                           "-p", "no:cacheprovider", *files], cwd=REPO, env=env, capture_output=True, text=True,
+                          check=False)
+    (line,) = [each for each in done.stdout.splitlines() if each.startswith("SHARED ")]
+    offline, realcp = (int(n) for n in line.split()[1:])
+    text = " ".join(README.read_text().split())
+    assert f"without it {offline + realcp} tests skip, each saying so ({offline} that" in text
+    assert f"and {realcp} of the real control-plane tier" in text
+
+
 # ---------------------------------------------------------------------------------------------- shown output
 
 
