@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from policy_support import shared_recording
 
@@ -103,3 +105,15 @@ def test_layers_of_typical_resources() -> None:
     assert layer_of(Record("command:remote:Command", "t-h-join", {})) == DEVICE
     labels = {"metadata": {"labels": {"gpu-tenancy.io/component": "mock-gpu-agent"}}}
     assert layer_of(Record("kubernetes:apps/v1:DaemonSet", "t-agent", labels)) == DEVICE
+
+
+def test_the_excerpt_in_the_docs_is_the_dev_to_gpu_diff_in_its_order(diff_text: tuple[object, str]) -> None:
+    """docs/modes-and-promotion.md shows an excerpt of `make promotion-diff`: each line shown is printed, in that order."""
+    _, text = diff_text
+    page = (Path(__file__).resolve().parents[1] / "docs" / "modes-and-promotion.md").read_text()
+    block = page.split("An excerpt of `dev` → `gpu`:", 1)[1].split("```", 2)[1]
+    shown = [line for line in block.splitlines() if line.strip() not in ("", "...") and not line.startswith("Promotion ")]
+    printed, after = text.splitlines(), 0
+    for line in shown:
+        assert line in printed[after:], f"{line!r} is not printed after {printed[after - 1]!r}" if after else line
+        after = printed.index(line, after) + 1
