@@ -155,6 +155,18 @@ def test_the_front_page_counts_the_tests_that_skip_without_shared(tmp_path: Path
     assert f"and {realcp} of the real control-plane tier" in text
 
 
+def test_the_live_suite_page_lists_every_check() -> None:
+    """docs/live-suite.md numbers each check as its test does (test_09b/09c are parts of check 9), and each fault."""
+    tests = "".join(p.read_text() for p in sorted((REPO / "tests" / "integration").glob("test_*.py")))
+    page = (DOCS / "live-suite.md").read_text()
+    checks = page.split("## The checks", 1)[1].split("\n## ", 1)[0]
+    faults = page.split("## Fault checks", 1)[1].split("\n## ", 1)[0]
+    assert {int(n) for n in re.findall(r"^(\d+)\. ", checks, re.M)} == {
+        int(n) for n in re.findall(r"^def test_(\d+)[a-z]?_", tests, re.M)}
+    assert {int(n) for n in re.findall(r"^- F(\d+) ", faults, re.M)} == {
+        int(n) for n in re.findall(r"^def test_f(\d+)_", tests, re.M)}
+
+
 # ---------------------------------------------------------------------------------------------- shown output
 
 
