@@ -187,3 +187,28 @@ def reason_code(reason: str | None) -> int:
 def denial_codes(spec: Mapping[str, Any], request: Request) -> list[int]:
     """The HTTP status of each validation that refuses the request (as `denials`, in order)."""
     return [reason_code(v.get("reason")) for v in failed_validations(spec, request)]
+
+
+# What the API server accepts in these fields (kubernetes pkg/apis/admissionregistration/validation/validation.go:
+# supportedFailurePolicies, supportedOperations, supportedReinvocationPolicies, supportedValidationPolicyReason,
+# supportedValidationActions, the patch types of a mutation); anything else is refused when the object is created.
+ACCEPTED = {
+    "failurePolicy": {"Fail", "Ignore"},
+    "reinvocationPolicy": {"Never", "IfNeeded"},
+    "operations": {"*", "CREATE", "UPDATE", "DELETE", "CONNECT"},
+    "reason": {"Forbidden", "Invalid", "RequestEntityTooLarge"},
+    "validationActions": {"Deny", "Warn", "Audit"},
+    "patchType": {"ApplyConfiguration", "JSONPatch"},
+}
+
+
+def spec_errors(spec: Mapping[str, Any], binding: Mapping[str, Any] | None = None) -> list[str]:
+    """The values of a policy (and its binding) that the API server refuses; empty when it accepts them."""
+    found: list[tuple[str, Any]] = [(key, spec[key]) for key in ("failurePolicy", "reinvocationPolicy") if key in spec]
+    for rule in (spec.get("matchConstraints") or {}).get("resourceRules") or []:
+        found += [("operations", op) for op in rule.get("operations") or []]
+    found += [("reason", v["reason"]) for v in spec.get("validations") or [] if "reason" in v]
+    found += [("patchType", m.get("patchType")) for m in spec.get("mutations") or []]
+    if binding is not None:
+        found += [("validationActions", a) for a in binding.get("validationActions") or []]
+    return [f"{key}: {value!r}" for key, value in found if value not in ACCEPTED[key]]

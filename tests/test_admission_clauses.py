@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from admission_cel import Request, binding_denials, denial_codes, evaluate, failed_validations, in_scope
+from admission_cel import Request, binding_denials, denial_codes, evaluate, failed_validations, in_scope, spec_errors
 from test_agent_admission import AGENT, NODE, merge, pod
 from test_agent_admission_writes import node
 
@@ -168,3 +168,22 @@ def test_memory_alone_makes_a_gpu_container() -> None:
     assert in_scope(CUDA, request)
     assert evaluate(condition["expression"], {"object": request.obj}) is True
     assert evaluate(condition["expression"], {"object": gpu_pod({"cpu": "1"})}) is False
+
+
+@pytest.mark.parametrize(("case", "spec", "binding"), [
+    ("tenant user's Services", SERVICES, DENY),
+    ("mock-GPU agent's", AGENT_SPEC, AGENT_BINDING),
+    ("CUDA control", CUDA, None),
+])
+def test_the_api_server_accepts_every_enum_of_the_policies(case: str, spec: dict[str, Any],
+                                                           binding: dict[str, Any] | None) -> None:
+    assert spec_errors(spec, binding) == [], case
+    # The closest value it refuses: the same word in another case (validation.go compares exactly).
+    assert spec_errors({**spec, "failurePolicy": "fail"}, binding) == ["failurePolicy: 'fail'"]
+
+
+def test_the_mutations_reinvocation_and_patch_type_are_values_the_api_server_accepts() -> None:
+    assert spec_errors(CUDA) == []
+    assert spec_errors({**CUDA, "mutations": [{**CUDA["mutations"][0], "patchType": "Apply"}]}) == [
+        "patchType: 'Apply'"]
+    assert spec_errors({**CUDA, "reinvocationPolicy": "ifneeded"}) == ["reinvocationPolicy: 'ifneeded'"]
