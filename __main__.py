@@ -162,6 +162,7 @@ if not config.simulated:
             hosts=[(tenant.name, host) for tenant in config.tenants for host in tenant.workers],
             endpoints={name: t.endpoint for name, t in tenants.items()},
             ssh_private_key=pulumi.Output.secret(config.ssh_private_key.get_secret_value()),
+            node_ports=config.control_plane.service_type == "NodePort",
         ),
     )
 

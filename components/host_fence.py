@@ -18,8 +18,9 @@ from gpu_tenancy.builders.host_worker import fence
 from gpu_tenancy.contract.tenant_config import WorkerHostConfig
 
 
-def _rules(tenant: str, other_hosts: list[str], endpoints: dict[str, Any]) -> str:
-    return fence.fence_rules(endpoints[tenant], [e for t, e in endpoints.items() if t != tenant], other_hosts)
+def _rules(tenant: str, other_hosts: list[str], node_ports: bool, endpoints: dict[str, Any]) -> str:
+    return fence.fence_rules(endpoints[tenant], [e for t, e in endpoints.items() if t != tenant], other_hosts,
+                             node_ports=node_ports)
 
 
 @dataclass
@@ -27,6 +28,7 @@ class HostFencesArgs:
     hosts: list[tuple[str, WorkerHostConfig]]  # (tenant, worker), every GPU host of the stack
     endpoints: dict[str, pulumi.Input[str]]  # tenant -> its control plane's `address:port`
     ssh_private_key: pulumi.Output[str]
+    node_ports: bool  # controlPlane.serviceType NodePort: every control plane's ports open on every management node
 
 
 class HostFences(pulumi.ComponentResource):
@@ -47,7 +49,7 @@ class HostFences(pulumi.ComponentResource):
                 delete=fence.unfence_command(),
                 # New rules run the create again (pulumi-command v1.2.1 remote Update runs create when no update
                 # is set), and the script replaces the table in one transaction.
-                stdin=endpoints.apply(functools.partial(_rules, tenant, others)),
+                stdin=endpoints.apply(functools.partial(_rules, tenant, others, args.node_ports)),
                 # A replacement's old delete removes the table: it must run before the new create installs it.
                 opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
             )

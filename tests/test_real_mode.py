@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from policy_support import shared_recording
 from pulumi.runtime import MockResourceArgs
 
@@ -17,6 +18,7 @@ from gpu_tenancy.builders.host_worker import fence as host_fence
 from gpu_tenancy.builders.host_worker import hostprep
 from gpu_tenancy.contract.chart_lock import chart_name
 from gpu_tenancy.hami import inventory
+from tests import harness
 from tests.harness import TEST_SECRETS, by_type, gpu_config, is_secret, record_mocks, record_stack, registered_gpus
 
 TENANTS = ("tenant-a", "tenant-b")
@@ -135,6 +137,36 @@ def test_nodeport_control_planes_get_distinct_ports_and_no_metallb() -> None:
         "tenant-a": ("NodePort", "10.20.0.2", 32378, 32379),
         "tenant-b": ("NodePort", "10.20.0.3", 32260, 32261),
     }
+
+
+def test_nodeport_hosts_close_the_other_tenants_ports_on_every_address(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each host's firewall closes the other tenant's NodePort pair whatever the address (kube-proxy serves it on
+    every management node), the other tenant's address whole, and leaves its own pair open."""
+    config = gpu_config()
+    config["metallb"] = {"enabled": False}
+    config["controlPlane"] = {"serviceType": "NodePort", "nodePortBase": 31400}
+    for index, tenant in enumerate(config["tenants"]):
+        tenant["controlPlaneAddress"] = f"10.20.0.{2 + index}"
+    # Kamaji's admin kubeconfig names status.controlPlaneEndpoint, `address:networkProfile.port` (kamaji
+    # internal/resources/k8s_service_resource.go UpdateTenantControlPlaneStatus); the ports as the test above has them.
+    served = {"tenant-a": "10.20.0.2:32378", "tenant-b": "10.20.0.3:32260"}
+    original = harness.tenant_kubeconfig
+
+    def kubeconfig(tenant: str) -> str:
+        document = yaml.safe_load(original(tenant))
+        document["clusters"][0]["cluster"]["server"] = f"https://{served[tenant]}"
+        return str(yaml.safe_dump(document))
+
+    monkeypatch.setattr(harness, "tenant_kubeconfig", kubeconfig)
+    resources = record_stack(config, stack="gpu", node_register=registered_gpus(config))
+    fences = {r.name: r.inputs["stdin"] for r in by_type(resources, REMOTE) if r.name.startswith("host-fences-")}
+    for host, other_address, other_ports, own_ports in (
+        ("tenant-a-gpu-a100-01", "10.20.0.3", "32260, 32261", ("32378", "32379")),
+        ("tenant-b-gpu-l4-01", "10.20.0.2", "32378, 32379", ("32260", "32261")),
+    ):
+        rules = fences["host-fences-" + host]
+        assert f"tcp dport {{ {other_ports} }} reject" in rules and f"ip daddr {{ {other_address} }} reject" in rules
+        assert not any(port in rules for port in own_ports), rules
 
 
 def test_inventory_mismatch_fails_the_update_naming_the_tenant() -> None:

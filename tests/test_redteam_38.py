@@ -1,18 +1,11 @@
 """Attacks that still get through with no mandatory finding, each an xfail(strict) test that passes once it is closed.
 
 Driven as tests/test_policy_controls_grpc.py and tests/test_policy_allowlist_grpc.py drive the pack (its analyzer
-process over gRPC, each attack added to an example stack's real registrations), and, for the host firewall, as
-tests/test_host_fence_measured.py measures it (network namespaces, real connections).
+process over gRPC, each attack added to an example stack's real registrations).
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
-import textwrap
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -216,105 +209,3 @@ def test_the_cuda_control_mutation_rewritten_in_sim_nvml() -> None:
     set_both(mutation, ["spec", "mutations", 0, "applyConfiguration", "expression"], ROOT_MUTATION)
     with running_pack(pack_config("dev-nvml")) as pack:
         assert refused(refusals(pack, stack), "'tenant-a-mock-nvml-cuda-control-policy'")
-
-
-# --------------------------------------------------------------------------- the host fence over IPv6, measured
-
-HOST4, OWN_CP, OTHER_CP, OTHER4 = "10.21.0.11", "10.21.0.240", "10.21.0.241", "10.21.0.12"
-# Link-local addresses: every Linux interface has one unless IPv6 is turned off; nobody configures them.
-HOST6, OTHER6 = "fe80::11", "fe80::12"
-KUBELET = 10250
-
-# A kubelet's listener: Go listens on "0.0.0.0" with one dual-stack socket (net.favoriteAddrFamily: a wildcard
-# listen address takes AF_INET6 with IPv4-mapped addresses), so IPv6 reaches it too.
-LISTEN6 = textwrap.dedent("""
-    import socket, sys
-    s = socket.socket(socket.AF_INET6); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-    s.bind(("::", int(sys.argv[1]))); s.listen(16); print("ready", flush=True)
-    while True:
-        c, _ = s.accept(); c.close()
-""")
-CONNECT6 = textwrap.dedent("""
-    import socket, sys
-    family, _, _, _, address = socket.getaddrinfo(sys.argv[1], int(sys.argv[2]), type=socket.SOCK_STREAM)[0]
-    s = socket.socket(family, socket.SOCK_STREAM); s.settimeout(1.5)
-    if len(sys.argv) > 3:
-        s.bind(socket.getaddrinfo(sys.argv[3], 0, type=socket.SOCK_STREAM)[0][4])
-    try:
-        s.connect(address); print("open")
-    except ConnectionRefusedError:
-        print("refused")
-    except (TimeoutError, socket.timeout):
-        print("dropped")
-""")
-
-
-def _netns_missing() -> str | None:
-    if os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("nft") is None:
-        return "needs root, ip and nft (network namespaces)"
-    probe = subprocess.run(["ip", "netns", "add", f"rt38probe{os.getpid()}"], capture_output=True, text=True)
-    if probe.returncode != 0:
-        return f"cannot make a network namespace here: {probe.stderr.strip()}"
-    subprocess.run(["ip", "netns", "del", f"rt38probe{os.getpid()}"], check=False)
-    return None
-
-
-def _sh(command: str) -> None:
-    done = subprocess.run(command, shell=True, capture_output=True, text=True)
-    assert done.returncode == 0, f"{command}: {done.stderr}"
-
-
-@pytest.fixture
-def lab6() -> Iterator[tuple[str, str]]:
-    """A fenced GPU host (its namespace) on a lab network with both tenants' control planes and the other tenant's
-    GPU host, which has its IPv4 address and its link-local IPv6 address."""
-    missing = _netns_missing()
-    if missing:
-        pytest.skip(missing)
-    host, lab = f"rt38h{os.getpid()}", f"rt38l{os.getpid()}"
-    listeners: list[subprocess.Popen[str]] = []
-    try:
-        for command in (
-            f"ip netns add {host}", f"ip netns add {lab}",
-            f"ip link add rt38h0 netns {host} type veth peer name rt38l0 netns {lab}",
-            f"ip -n {host} addr add {HOST4}/24 dev rt38h0", f"ip -n {host} addr add {HOST6}/64 dev rt38h0 nodad",
-            *(f"ip -n {lab} addr add {a}/24 dev rt38l0" for a in (OWN_CP, OTHER_CP, OTHER4)),
-            f"ip -n {lab} addr add {OTHER6}/64 dev rt38l0 nodad",
-            f"ip -n {host} link set lo up", f"ip -n {host} link set rt38h0 up",
-            f"ip -n {lab} link set lo up", f"ip -n {lab} link set rt38l0 up",
-        ):
-            _sh(command)
-        for ns in (host, lab):
-            listener = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-c", LISTEN6, str(KUBELET)],
-                                        stdout=subprocess.PIPE, text=True)
-            listeners.append(listener)
-            assert listener.stdout is not None and listener.stdout.readline().strip() == "ready"
-        rules = fence.fence_rules(f"{OWN_CP}:6443", [f"{OTHER_CP}:6443"], [OTHER4])
-        done = subprocess.run(["ip", "netns", "exec", host, "nft", "-f", "-"], input=rules, text=True,
-                              capture_output=True)
-        assert done.returncode == 0, done.stderr
-        yield host, lab
-    finally:
-        for listener in listeners:
-            listener.kill()
-            listener.wait()
-        for ns in (host, lab):
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
-
-
-def _connect(ns: str, address: str, port: int, source: str | None = None) -> str:
-    args = ["ip", "netns", "exec", ns, sys.executable, "-c", CONNECT6, address, str(port)]
-    return subprocess.run([*args, source] if source else args, capture_output=True, text=True,
-                          check=True).stdout.strip()
-
-
-@pytest.mark.xfail(strict=True, reason="the fence's rules are `ip daddr`/`ip saddr` (IPv4) in an inet table: over the "
-                   "link-local IPv6 address every host has, the fenced host reaches the other tenant's host and is "
-                   "reached by it")
-def test_the_fence_holds_over_ipv6(lab6: tuple[str, str]) -> None:
-    host, lab = lab6
-    assert _connect(host, OTHER4, KUBELET) == "refused"  # the fence is in place: IPv4 is closed
-    outbound = _connect(host, f"{OTHER6}%rt38h0", KUBELET)
-    inbound = _connect(lab, f"{HOST6}%rt38l0", KUBELET, source=f"{OTHER6}%rt38l0")
-    assert outbound != "open" and inbound != "open", (outbound, inbound)

@@ -39,37 +39,38 @@ def _host(address: str) -> str:
                          "fences other tenants' hosts by address: give tenants[].workers[].address as one") from None
 
 
-def fence_rules(own_endpoint: str, foreign_endpoints: Iterable[str], foreign_hosts: Iterable[str]) -> str:
+def fence_rules(own_endpoint: str, foreign_endpoints: Iterable[str], foreign_hosts: Iterable[str], *,
+                node_ports: bool) -> str:
     """The nftables ruleset for a host of the tenant at `own_endpoint`.
 
-    A foreign control plane on an address of its own (a LoadBalancer address) is fenced whole; one that shares
-    the own control plane's address (NodePort on `controlPlaneAddress`) by its API port and the konnectivity
-    port after it (gpu_tenancy/contract/tenant_config.py: konnectivity takes the next port).
+    A foreign control plane on an address other than the own one is fenced whole. With `node_ports`
+    (controlPlane.serviceType NodePort) each control plane is a NodePort pair, the API port and the konnectivity
+    port after it (gpu_tenancy/contract/tenant_config.py), which kube-proxy serves on every address of every
+    management node: the other tenants' pairs are fenced on every destination address, the own pair never.
+    IPv6 is closed but for loopback and ICMPv6 (neighbour discovery): the tenancy runs over IPv4, and a rule by
+    IPv4 address says nothing of a host's IPv6 addresses (every interface has a link-local one).
     """
-    own_ip, _ = _address(own_endpoint)
-    whole: set[str] = set()
-    ports: set[str] = set()
-    for endpoint in foreign_endpoints:
-        ip, port = _address(endpoint)
-        if ip == own_ip:
-            ports.update({f"{ip} . {port}", f"{ip} . {port + 1}"})
-        else:
-            whole.add(str(ip))
+    own_ip, own_port = _address(own_endpoint)
+    foreign = [_address(endpoint) for endpoint in foreign_endpoints]
+    whole = {ip for ip, _ in foreign if ip != own_ip}
+    # A shared address is NodePort whatever the caller says; the own pair stays open whatever the inputs say.
+    ports = {p for ip, port in foreign if node_ports or ip == own_ip for p in (port, port + 1)}
+    ports -= {own_port, own_port + 1}
     hosts = sorted({_host(h) for h in foreign_hosts} - {str(own_ip)}, key=ipaddress.IPv4Address)
-    if own_ip.exploded in whole:  # never fence the own control plane, whatever the inputs say
-        whole.discard(own_ip.exploded)
-    outbound = []
+    outbound = ["meta nfproto ipv6 oifname != \"lo\" meta l4proto != ipv6-icmp reject comment \"IPv6 other than "
+                "ICMPv6\""]
     if whole:
-        outbound.append(f"ip daddr {{ {', '.join(sorted(whole, key=ipaddress.IPv4Address))} }} reject "
+        outbound.append(f"ip daddr {{ {', '.join(map(str, sorted(whole)))} }} reject "
                         "comment \"other tenants' control planes\"")
     if ports:
-        outbound.append(f"ip daddr . tcp dport {{ {', '.join(sorted(ports))} }} reject "
-                        "comment \"other tenants' control planes (shared address)\"")
+        outbound.append(f"tcp dport {{ {', '.join(map(str, sorted(ports)))} }} reject "
+                        "comment \"other tenants' control planes (NodePorts, on every address)\"")
     if hosts:
         outbound.append(f"ip daddr {{ {', '.join(hosts)} }} reject comment \"other tenants' GPU hosts\"")
-    inbound = [f"ip saddr {{ {', '.join(hosts)} }} ct state new drop comment \"other tenants' GPU hosts\""]
-    if not hosts:
-        inbound = []
+    inbound = ["meta nfproto ipv6 iifname != \"lo\" meta l4proto != ipv6-icmp ct state new drop comment \"IPv6 "
+               "other than ICMPv6\""]
+    if hosts:
+        inbound.append(f"ip saddr {{ {', '.join(hosts)} }} ct state new drop comment \"other tenants' GPU hosts\"")
 
     def chain(name: str, hook: str, rules: list[str]) -> str:
         body = "".join(f"    {rule}\n" for rule in rules)
