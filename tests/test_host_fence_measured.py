@@ -66,7 +66,7 @@ LISTEN = textwrap.dedent("""
 """)
 
 CONNECT = textwrap.dedent("""
-    import socket, sys
+    import errno, socket, sys
     family, _, _, _, address = socket.getaddrinfo(sys.argv[1], int(sys.argv[2]), type=socket.SOCK_STREAM)[0]
     s = socket.socket(family, socket.SOCK_STREAM); s.settimeout(1.5)
     if len(sys.argv) > 3:
@@ -77,19 +77,23 @@ CONNECT = textwrap.dedent("""
         print("refused")
     except (TimeoutError, socket.timeout):
         print("dropped")
+    except OSError as error:  # unreachable and the like: named, for the assertion to show
+        print(errno.errorcode.get(error.errno or 0, str(error)))
 """)
 
 # An ICMPv6 echo (no ping here): the reply needs neighbour discovery to work both ways.
 ECHO6 = textwrap.dedent("""
     import socket, sys
     s = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6); s.settimeout(1.5)
-    s.sendto(bytes([128, 0, 0, 0, 0, 1, 0, 1]), (sys.argv[1], 0))  # echo request; the kernel sums it
     try:
+        s.sendto(bytes([128, 0, 0, 0, 0, 1, 0, 1]), (sys.argv[1], 0))  # echo request; the kernel sums it
         while s.recv(1500)[0] != 129:
             pass
         print("answered")
     except (TimeoutError, socket.timeout):
         print("silent")
+    except OSError as error:  # the echo request itself refused
+        print(error.strerror)
 """)
 
 
