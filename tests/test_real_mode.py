@@ -110,6 +110,25 @@ def test_hami_runs_its_device_plugin_and_kubelet_keeps_host_defaults(resources: 
         assert patches == [{"op": "add", "path": "/cgroupDriver", "value": "systemd"}]
 
 
+def test_load_balancer_control_planes_get_no_node_ports_in_real(resources: list[MockResourceArgs]) -> None:
+    """A LoadBalancer Service allocates NodePorts by default, served on every management node at ports the API
+    server picks, which no host firewall can know: the real stack turns them off."""
+    for tcp in by_type(resources, "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane"):
+        assert tcp.inputs["spec"]["controlPlane"]["service"] == {
+            "serviceType": "LoadBalancer", "allocateLoadBalancerNodePorts": False}
+
+
+def test_kamajis_crd_carries_the_node_port_switch_for_load_balancers_only(shared: Path) -> None:
+    crd = yaml.safe_load((shared / "schemas" / "kamaji.clastix.io_tenantcontrolplanes.yaml").read_text())
+    (served,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1alpha1"]
+    spec = served["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    service = spec["properties"]["controlPlane"]["properties"]["service"]["properties"]
+    assert service["allocateLoadBalancerNodePorts"]["type"] == "boolean"
+    # Kamaji refuses the field with any other serviceType (the NodePort test below sets none).
+    assert ("!has(self.controlPlane.service.allocateLoadBalancerNodePorts) || self.controlPlane.service.serviceType == "
+            "'LoadBalancer'") in [rule["rule"] for rule in spec["x-kubernetes-validations"]]
+
+
 def test_metallb_pool_comes_from_config_in_real(resources: list[MockResourceArgs]) -> None:
     (pool,) = by_type(resources, "kubernetes:metallb.io/v1beta1:IPAddressPool")
     assert pool.inputs["spec"]["addresses"] == ["10.20.0.240-10.20.0.250"]
@@ -125,7 +144,7 @@ def test_nodeport_control_planes_get_distinct_ports_and_no_metallb() -> None:
     assert not by_type(resources, "gpu-tenancy:metallb:MetalLB")
     profiles = {
         tcp.inputs["metadata"]["name"]: (
-            tcp.inputs["spec"]["controlPlane"]["service"]["serviceType"],
+            tcp.inputs["spec"]["controlPlane"]["service"],
             tcp.inputs["spec"]["networkProfile"]["address"],
             tcp.inputs["spec"]["networkProfile"]["port"],
             tcp.inputs["spec"]["addons"]["konnectivity"]["server"]["port"],
@@ -134,8 +153,8 @@ def test_nodeport_control_planes_get_distinct_ports_and_no_metallb() -> None:
     }
     assert profiles == {
         # Derived from each tenant's name (gpu_tenancy.contract.addressing), literal so a change is noticed.
-        "tenant-a": ("NodePort", "10.20.0.2", 32378, 32379),
-        "tenant-b": ("NodePort", "10.20.0.3", 32260, 32261),
+        "tenant-a": ({"serviceType": "NodePort"}, "10.20.0.2", 32378, 32379),
+        "tenant-b": ({"serviceType": "NodePort"}, "10.20.0.3", 32260, 32261),
     }
 
 

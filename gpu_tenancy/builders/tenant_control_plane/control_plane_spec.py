@@ -46,6 +46,11 @@ def tenant_control_plane_spec(
     if address:
         network_profile["address"] = address
     deployment: dict[str, Any] = {"extraArgs": {"apiServer": list(api_server_args)}} if api_server_args else {}
+    service: dict[str, Any] = {"serviceType": service_type}
+    if service_type == "LoadBalancer" and node_runtime == "host":
+        # No NodePorts besides the LoadBalancer address: kube-proxy would serve them on every management node, at
+        # ports the API server picks, which the real hosts' firewall (host_worker/fence.py) cannot know to close.
+        service["allocateLoadBalancerNodePorts"] = False
     return {
         "dataStore": data_store,
         "controlPlane": {
@@ -58,7 +63,7 @@ def tenant_control_plane_spec(
                     "scheduler": {"requests": {"cpu": "25m", "memory": "32Mi"}},
                 },
             },
-            "service": {"serviceType": service_type},
+            "service": service,
         },
         "kubernetes": {
             "version": kubernetes_version,
