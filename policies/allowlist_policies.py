@@ -9,7 +9,7 @@ Part of the gpu-tenancy policy pack (tenant_policies.ALL_POLICIES lists every po
 from __future__ import annotations
 
 from fields_lib import allowlist_key, field_checked, unknown_fields
-from gpu_lib import stack_config_in
+from gpu_lib import stack_config, stack_config_in
 from pod_lib import chart_name
 from policy_common import ADVISORY, MANDATORY, describe
 from pulumi_policy import (
@@ -139,6 +139,28 @@ known_types = ResourceValidationPolicy(
 )
 
 
+def validate_known_types_in_stack(args: StackValidationArgs, report: ReportViolation) -> None:
+    # The engine sends a resource read with `get` to stack policies only (pulumi/pulumi
+    # pkg/resource/deploy/step_generator.go GenerateReadSteps asks no analyzer): reads of an unknown type are
+    # refused here, with every other resource of an unknown type once more.
+    allowed, _ = allowances()
+    for res in from_policy_resources(args.resources):
+        if res.type not in KNOWN_TYPES and res.type not in allowed:
+            report(f"{describe(res)} is of type {res.type}, which the program never registers or reads; remove it, "
+                   f"or allow the type in the stack config ({ALLOWANCES_KEY}: [{{type, reason}}]).", res.urn)
+
+
+known_types_in_stack = StackValidationPolicy(
+    name="known-types-in-stack",
+    description=(
+        "The same rule as known-types over the whole stack at the end of a preview or update, reads (`get`) "
+        "included, which the engine asks of no resource policy."
+    ),
+    validate=validate_known_types_in_stack,
+    enforcement_level=MANDATORY,
+)
+
+
 def validate_type_allowances(args: StackValidationArgs, report: ReportViolation) -> None:
     allowed, _ = allowances()
     for res in from_policy_resources(args.resources):
@@ -177,7 +199,8 @@ def _value_problems(res: Res) -> list[str]:
         if isinstance(store, str) and store not in (SHARED_DATASTORE, f"{tenant}-etcd"):
             problems.append(f"names DataStore {store!r}, neither the shared {SHARED_DATASTORE!r} nor its own "
                             f"'{tenant}-etcd'")
-        own_args = set(cuda_control.api_server_args("v1.35.0"))
+        # MutatingAdmissionPolicy's API only for sim-nvml's own mutation (gpu_tenancy.builders.mock_nvml).
+        own_args = set(cuda_control.api_server_args("v1.35.0")) if stack_config("mode") == "sim-nvml" else set()
         for component, flags in (dig(res.props, "spec", "controlPlane", "deployment", "extraArgs") or {}).items():
             for flag in as_list(flags):
                 if isinstance(flag, str) and flag not in own_args:

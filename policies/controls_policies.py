@@ -22,11 +22,20 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
-from resource_lib import NAMESPACE_TYPE, TENANT_TYPE, Res, from_policy_resources, from_resource_args, nearest_component
+from resource_lib import (
+    NAMESPACE_TYPE,
+    TCP_TYPE,
+    TENANT_TYPE,
+    Res,
+    from_policy_resources,
+    from_resource_args,
+    nearest_component,
+)
 from tenancy_lib import ancestor_tenant
 from value_lib import as_dict, contains_unknown, dig
 
 from gpu_tenancy.builders.gpu_access import gpu_access
+from gpu_tenancy.builders.host_worker import fence
 from gpu_tenancy.builders.mock_gpu_agent import agent_admission
 from gpu_tenancy.builders.mock_nvml import cuda_control
 from gpu_tenancy.builders.tenant_access import tenant_access
@@ -35,6 +44,8 @@ from gpu_tenancy.builders.workloads import network_policy, workloads
 ADMISSION = "kubernetes:admissionregistration.k8s.io/v1:"
 POLICY_TYPE = ADMISSION + "ValidatingAdmissionPolicy"
 BINDING_TYPE = ADMISSION + "ValidatingAdmissionPolicyBinding"
+MUTATING_TYPE = "kubernetes:admissionregistration.k8s.io/v1beta1:MutatingAdmissionPolicy"
+MUTATING_BINDING_TYPE = MUTATING_TYPE + "Binding"
 ROLE_BINDING_TYPE = "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"
 QUOTA_TYPE = "kubernetes:core/v1:ResourceQuota"
 NETWORK_POLICY_TYPE = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
@@ -42,6 +53,18 @@ GPU_ACCESS = "gpu-tenancy:gpu_access:GpuAccessPolicy"
 TENANT_ACCESS = "gpu-tenancy:tenant_access:TenantAccess"
 WORKLOADS = "gpu-tenancy:workloads:Workloads"
 MOCK_AGENT = "gpu-tenancy:mock_gpu_agent:MockGpuAgent"
+MOCK_NVML = "gpu-tenancy:mock_nvml:MockNvml"
+HOST_WORKER = "gpu-tenancy:host_worker:HostWorker"
+HOST_FENCES = "gpu-tenancy:host_fence:HostFences"
+REMOTE_COMMAND = "command:remote:Command"
+# A policy or binding the API server finds by name: renamed, its binding binds nothing (ValidatingAdmissionPolicy-
+# BindingSpec.policyName: "If the referenced resource does not exist, this binding is considered invalid").
+FIXED_NAMES = {
+    (GPU_ACCESS, POLICY_TYPE): gpu_access.POLICY_NAME, (GPU_ACCESS, BINDING_TYPE): gpu_access.POLICY_NAME,
+    (TENANT_ACCESS, POLICY_TYPE): tenant_access.SERVICES_POLICY,
+    (TENANT_ACCESS, BINDING_TYPE): tenant_access.SERVICES_POLICY,
+    (MOCK_NVML, MUTATING_TYPE): cuda_control.POLICY_NAME, (MOCK_NVML, MUTATING_BINDING_TYPE): cuda_control.POLICY_NAME,
+}
 PSA_PREFIX = "pod-security.kubernetes.io/"
 _AGENT_NODE = re.compile(r"object\.spec\.nodeName == '([^']*)'")
 
@@ -88,6 +111,11 @@ def _expected(res: Res, component: str | None) -> tuple[str, Any] | None:
         return "Pod Security labels", _psa(workloads.namespace_metadata("")["labels"])
     elif component == WORKLOADS and res.type == NETWORK_POLICY_TYPE:
         return "spec", network_policy.spec()
+    elif component == MOCK_NVML:
+        if res.type == MUTATING_TYPE:
+            return "spec", cuda_control.policy_spec()
+        if res.type == MUTATING_BINDING_TYPE:
+            return "spec", cuda_control.binding_spec()
     elif component == MOCK_AGENT:
         if res.type == BINDING_TYPE and isinstance(name, str):
             return "spec", agent_admission.binding_spec(name)
@@ -108,6 +136,14 @@ def _actual(res: Res, what: str) -> Any:
 def validate_installed_controls(args: ResourceValidationArgs, report: ReportViolation) -> None:
     res = from_resource_args(args)
     component = nearest_component(res.urn)
+    if res.type in (MUTATING_TYPE, MUTATING_BINDING_TYPE) and component != MOCK_NVML:
+        report(f"{describe(res)}: a MutatingAdmissionPolicy rewrites pods after every check of their spec; the "
+               "program installs one only, sim-nvml's CUDA-control mutation (gpu-tenancy:mock_nvml:MockNvml).", None)
+        return
+    name, fixed = dig(res.props, "metadata", "name"), FIXED_NAMES.get((component or "", res.type))
+    if fixed is not None and not contains_unknown(name) and name != fixed:
+        report(f"{describe(res)} (made by {component}) is named {name!r}, not {fixed!r}: its binding and policy find "
+               "each other by that name.", None)
     expected = _expected(res, component)
     if expected is None:
         return
@@ -146,8 +182,88 @@ REQUIRED: dict[str, tuple[str, ...]] = {
 }
 
 
+def _bindings_resolve(resources: list[Res]) -> list[tuple[Res, str]]:
+    """A control's binding must name a policy of its own component: one naming none binds nothing."""
+    policy_of = {BINDING_TYPE: POLICY_TYPE, MUTATING_BINDING_TYPE: MUTATING_TYPE}
+    names: dict[tuple[str | None, str], set[Any]] = defaultdict(set)
+    for res in resources:
+        if res.type in policy_of.values():
+            names[res.parent.urn if res.parent else None, res.type].add(dig(res.props, "metadata", "name"))
+    problems = []
+    for res in resources:
+        if res.type in policy_of and nearest_component(res.urn) in (GPU_ACCESS, TENANT_ACCESS, MOCK_AGENT, MOCK_NVML):
+            wanted = dig(res.props, "spec", "policyName")
+            known = names[res.parent.urn if res.parent else None, policy_of[res.type]]
+            if not contains_unknown(wanted) and not any(contains_unknown(n) for n in known) and wanted not in known:
+                problems.append((res, f"binds policy {wanted!r}, which its component does not make; it binds nothing"))
+    return problems
+
+
+def _marker_problems(resources: list[Res]) -> list[tuple[Res, str]]:
+    """The CUDA-control marker only where sim-nvml's mutation writes it: a tenant with MockNvml, in a stack without
+    real hosts, whatever the stack config says the mode is."""
+    real = any(r.type == HOST_WORKER for r in resources)
+    with_mock = {ancestor_tenant(r) for r in resources if r.type == MOCK_NVML}
+    problems = []
+    for res in resources:
+        if res.type == MOCK_NVML and real:
+            problems.append((res, "is sim-nvml's mock NVML in a stack of real GPU hosts"))
+        if res.type != POLICY_TYPE or nearest_component(res.urn) != GPU_ACCESS:
+            continue
+        variables = dig(res.props, "spec", "variables")
+        first = dig(variables, 0) if isinstance(variables, list) and variables else None
+        marker = dig(first, "expression") if isinstance(first, dict) else None
+        if contains_unknown(marker) or marker == "''":
+            continue
+        if real or ancestor_tenant(res) not in with_mock:
+            problems.append((res, f"lets pods set CUDA_DISABLE_CONTROL to {marker}, which only sim-nvml's own "
+                            "mutation may write (a tenant with gpu-tenancy:mock_nvml:MockNvml and no real host)"))
+    return problems
+
+
+def _fence_problems(resources: list[Res]) -> list[tuple[Res, str]]:
+    """Each real GPU host has its firewall (gpu_tenancy/builders/host_worker/fence.py) as the program builds it
+    from the registered hosts: its script, and its rules against the other tenants' control planes and hosts."""
+    hosts = [r for r in resources if r.type == HOST_WORKER]
+    if not hosts:
+        return []
+    fences = {r.name: r for r in resources if r.type == REMOTE_COMMAND and r.parent and r.parent.type == HOST_FENCES}
+    # NodePort control planes listen on every management node's address: their ports are fenced everywhere.
+    node_ports = any(dig(r.props, "spec", "controlPlane", "service", "serviceType") == "NodePort"
+                     for r in resources if r.type == TCP_TYPE)
+    groups = [r.name for r in resources if r.type == HOST_FENCES]
+    problems = []
+    for host in hosts:
+        tenant, node = host.props.get("tenant"), host.props.get("nodeName")
+        found = [fences[f"{group}-{tenant}-{node}"] for group in groups if f"{group}-{tenant}-{node}" in fences]
+        if len(found) != 1:
+            problems.append((host, f"has {len(found)} host firewalls ({HOST_FENCES}), not one"))
+            continue
+        (command,) = found
+        if (command.props.get("create"), command.props.get("delete")) != (fence.fence_command(),
+                                                                          fence.unfence_command()):
+            problems.append((command, "runs another script than the host firewall's"))
+        others = [h for h in hosts if h.props.get("tenant") != tenant]
+        values = [host.props.get("controlPlaneEndpoint"), command.props.get("stdin"),
+                  *(h.props.get("controlPlaneEndpoint") for h in others), *(h.props.get("address") for h in others)]
+        if contains_unknown(values):
+            continue
+        try:
+            rules = fence.fence_rules(host.props["controlPlaneEndpoint"],
+                                      [h.props["controlPlaneEndpoint"] for h in others],
+                                      [h.props["address"] for h in others], node_ports=node_ports)
+        except (KeyError, ValueError) as error:
+            problems.append((host, f"cannot be fenced: {error}"))
+            continue
+        if command.props.get("stdin") != rules:
+            problems.append((command, "loads other rules than the other tenants' control planes and hosts ask"))
+    return problems
+
+
 def validate_controls_present(args: StackValidationArgs, report: ReportViolation) -> None:
     resources = from_policy_resources(args.resources)
+    for res, problem in _bindings_resolve(resources) + _marker_problems(resources) + _fence_problems(resources):
+        report(f"{describe(res)} {problem}.", res.urn)
     contents: dict[str, set[str]] = defaultdict(set)
     for res in resources:
         if res.parent is not None:
@@ -166,7 +282,9 @@ def validate_controls_present(args: StackValidationArgs, report: ReportViolation
 controls_present = StackValidationPolicy(
     name="controls-present",
     description=(
-        "Every tenant has its GPU-access admission policy and binding; a user identity its RoleBinding, "
+        "Every tenant has its GPU-access admission policy and binding, each binding names a policy of its own "
+        "component, the CUDA-control marker only in a sim-nvml tenant, and each real GPU host its host firewall "
+        "as fence.py builds it; a user identity its RoleBinding, "
         "quota and Service policy with binding; a workload namespace; a mock-GPU agent its admission policy and "
         "binding: none of the controls the program installs is removed."
     ),

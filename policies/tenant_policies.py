@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from allowlist_policies import field_allowlist, known_types, type_allowances
+from allowlist_policies import field_allowlist, known_types, known_types_in_stack, type_allowances
 from control_plane_policies import tcp_dedicated_namespace, tcp_konnectivity_enabled
 from controls_policies import controls_present, installed_controls, rbac_contained
 from data_plane_policies import tenant_cidrs_disjoint, worker_joins_own_tenant
@@ -46,6 +46,7 @@ __all__ = [
     "images_pinned",
     "installed_controls",
     "known_types",
+    "known_types_in_stack",
     "no_mock_gpus_in_real",
     "rbac_contained",
     "tcp_dedicated_namespace",
@@ -60,6 +61,7 @@ __all__ = [
 
 ALL_POLICIES: list[Policy] = [
     known_types,
+    known_types_in_stack,
     type_allowances,
     field_allowlist,
     attributed_by_identity,

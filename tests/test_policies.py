@@ -91,13 +91,13 @@ def assert_violation(messages: list[str], *fragments: str) -> None:
 
 def test_every_policy_is_named_described_and_levelled() -> None:
     names = [p.name for p in tp.ALL_POLICIES]
-    assert len(names) == len(set(names)) == 20
+    assert len(names) == len(set(names)) == 21
     assert set(names) >= {
         "tenant-provider-isolation", "tcp-konnectivity-enabled", "tcp-dedicated-namespace", "tcp-version-pinned",
         "images-pinned", "charts-pinned", "gpu-requests-fractional", "tenant-cidrs-disjoint",
         "worker-joins-own-tenant", "no-mock-gpus-in-real", "workload-safety", "gpu-plan-fits",
         "known-types", "type-allowances", "field-allowlist", "gpu-plan-order", "attributed-by-identity",
-        "installed-controls", "controls-present", "rbac-contained",
+        "installed-controls", "controls-present", "rbac-contained", "known-types-in-stack",
     }
     for policy in tp.ALL_POLICIES:
         assert len(policy.description) > 40
@@ -112,7 +112,7 @@ def test_every_policy_is_named_described_and_levelled() -> None:
     assert stack_policies == {
         "tenant-provider-isolation", "tcp-dedicated-namespace", "tcp-version-pinned", "tenant-cidrs-disjoint",
         "worker-joins-own-tenant", "no-mock-gpus-in-real", "gpu-plan-fits", "gpu-plan-order",
-        "type-allowances", "attributed-by-identity", "controls-present",
+        "known-types-in-stack", "type-allowances", "attributed-by-identity", "controls-present",
         "rbac-contained",
     }
 

@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 import pytest
+from harness import stack_config
 from policy_support import EXAMPLE_STACKS, Recorded, copy_stack, craft, dev_stack, find, nvml_stack, set_both
 from test_policy_bypasses_grpc import expect, mandatory, tenant_component
 from test_policy_pack_grpc import (  # noqa: F401  (fixtures: the pack's analyzer process, its configuration)
@@ -37,9 +38,11 @@ def both(pack: Any, stack: list[Recorded], policy: str) -> list[str]:
 
 @pytest.mark.parametrize("name", sorted(EXAMPLE_STACKS))
 @pytest.mark.parametrize("unknowns", [False, True], ids=["deployed", "first-preview"])
-def test_the_example_stacks_pass_with_no_allowance(pack: Any, name: str, unknowns: bool) -> None:
+def test_the_example_stacks_pass_with_no_allowance(name: str, unknowns: bool) -> None:
+    """Each with its own stack's mode, as the engine hands it to the pack (sim-nvml's API-server flags)."""
     resources = EXAMPLE_STACKS[name](unknowns)
-    found = analyze(pack, resources) + analyze_stack(pack, resources)
+    with running_pack({"gpu-tenancy:mode": stack_config(name)["mode"]}) as own:
+        found = analyze(own, resources) + analyze_stack(own, resources)
     assert [(d.policyName, d.message) for d in found if d.policyName in OWN_POLICIES] == []
 
 
@@ -286,12 +289,12 @@ def test_every_sampled_configuration_passes(
     settings = reference.CONFIGS[stack_name]()
     change(settings)
     resources = reference._record("gpu" if stack_name == "gpu-nodeport" else stack_name, settings)
+    # The engine hands the pack the stack's config; the mode decides sim-nvml's flags and GPU-access marker.
+    monkeypatch.setenv("PULUMI_CONFIG", json.dumps({"gpu-tenancy:mode": settings["mode"]}))
     # A new field the program sets: print and review the difference with tests/allowed_fields.py.
     assert run_resource_policy(allowlist.field_allowlist, resources) == []
     assert run_resource_policy(allowlist.known_types, resources) == []
     assert run_stack_policy(identity.attributed_by_identity, resources) == []
-    # The engine hands the pack the stack's config; the mode decides the GPU-access parameters.
-    monkeypatch.setenv("PULUMI_CONFIG", json.dumps({"gpu-tenancy:mode": settings["mode"]}))
     assert run_resource_policy(controls.installed_controls, resources) == []
     assert run_stack_policy(controls.controls_present, resources) == []
     assert run_stack_policy(controls.rbac_contained, resources) == []

@@ -1,4 +1,5 @@
-"""Attacks that still get through with no mandatory finding, each an xfail(strict) test that passes once it is closed.
+"""Attacks found by red-team passes on the fail-closed pack, admission and host firewall, each a test; one still
+open is an xfail(strict) test naming why, which fails as soon as the attack is closed.
 
 Driven as tests/test_policy_controls_grpc.py and tests/test_policy_allowlist_grpc.py drive the pack (its analyzer
 process over gRPC, each attack added to an example stack's real registrations).
@@ -53,18 +54,12 @@ def pack_config(name: str, **overrides: Any) -> dict[str, Any]:
 # --------------------------------------------------------------------------- controls renamed
 
 
-@pytest.mark.xfail(strict=True, reason="installed-controls compares a policy's spec only, not metadata.name; a binding "
-                   "naming a policy that does not exist is ignored by the API server (ValidatingAdmissionPolicyBinding"
-                   "Spec.policyName: 'If the referenced resource does not exist, this binding is considered invalid "
-                   "and will be ignored'), so the tenant runs with no GPU-access policy")
 def test_the_gpu_access_policy_renamed_away_from_its_binding(pack: Any, stack: list[Recorded]) -> None:
     policy = find(stack, POLICY, "tenant-a-gpu-access-policy")
     set_both(policy, ["metadata", "name"], "gpu-tenancy-gpu-access-v2")
     assert refused(refusals(pack, stack), "'tenant-a-gpu-access-policy'")
 
 
-@pytest.mark.xfail(strict=True, reason="the same for the user's Service policy: renamed, its binding binds nothing and "
-                   "externalIPs/NodePort Services are admitted again")
 def test_the_users_service_policy_renamed_away_from_its_binding(pack: Any) -> None:
     stack = record_engine_view(with_user_access())
     policy = find(stack, POLICY, "tenant-a-user-access-services-policy")
@@ -75,9 +70,6 @@ def test_the_users_service_policy_renamed_away_from_its_binding(pack: Any) -> No
 # --------------------------------------------------------------------------- the marker unlocked by config
 
 
-@pytest.mark.xfail(strict=True, reason="installed-controls takes the mode from the stack config alone: a real stack "
-                   "(GPU hosts, host workers, host fences) whose config says sim-nvml gets marker 'T', and a GPU pod "
-                   "setting CUDA_DISABLE_CONTROL=T then runs without HAMi-core's limits on a real GPU")
 def test_a_real_stack_whose_config_says_sim_nvml_unlocks_the_cuda_control_marker() -> None:
     stack = copy_stack(EXAMPLE_STACKS["gpu"](False))
     assert any(r.type == "gpu-tenancy:host_worker:HostWorker" for r in stack)  # real GPU hosts, by what is registered
@@ -118,8 +110,6 @@ def _fences_removed(stack: list[Recorded]) -> list[Recorded]:
     return [r for r in stack if not r.name.startswith("host-fences")]
 
 
-@pytest.mark.xfail(strict=True, reason="the host firewall is a control the program installs, but no policy compares "
-                   "its rules or script with fence.py nor requires it on each GPU host of a real stack")
 @pytest.mark.parametrize("weaken", [_fence_emptied, _fence_not_run, _fences_removed],
                          ids=["rules-emptied", "script-replaced", "removed"])
 def test_the_host_fence_weakened_or_removed(weaken: Any) -> None:
@@ -139,9 +129,6 @@ def test_a_workers_join_script_replaced(pack: Any, stack: list[Recorded]) -> Non
 # --------------------------------------------------------------------------- reads
 
 
-@pytest.mark.xfail(strict=True, reason="known-types is now a resource policy, and the engine sends a `.get` to "
-                   "AnalyzeStack only (step_generator.go GenerateReadSteps never calls analyzeAll): a read of a type "
-                   "the program never registers draws nothing, though KNOWN_TYPES says reads are included")
 def test_a_read_of_a_type_the_program_never_registers(pack: Any, stack: list[Recorded]) -> None:
     workloads = tenant_component(stack, "tenant-a", "gpu-tenancy:workloads:Workloads")
     read = craft(stack, "kubernetes:core/v1:Pod", "tenant-a-read-pod",
@@ -181,15 +168,11 @@ def _root_map(stack: list[Recorded], tenant: str) -> str:
     return f"'{tenant}-workload-defaults'"
 
 
-@pytest.mark.xfail(strict=True, reason="MutatingAdmissionPolicy is a known type whose mutations no policy reads: it "
-                   "rewrites pods after the pack checked their templates")
 def test_a_mutating_policy_that_roots_every_pod_in_sim(pack: Any, stack: list[Recorded]) -> None:
     name = _root_map(stack, "tenant-a")
     assert refused(refusals(pack, stack), name)
 
 
-@pytest.mark.xfail(strict=True, reason="in real too: the two API-server flags that enable MutatingAdmissionPolicy are "
-                   "accepted on any TenantControlPlane (field-allowlist's own_args), and the policy itself is unread")
 def test_a_mutating_policy_that_roots_every_pod_in_real() -> None:
     stack = copy_stack(EXAMPLE_STACKS["gpu"](False))
     tcp = next(r for r in stack if r.type == TCP and r.name.startswith("tenant-a"))
@@ -200,8 +183,6 @@ def test_a_mutating_policy_that_roots_every_pod_in_real() -> None:
         assert refused(refusals(pack, stack), name, "'tenant-a-control-plane-tcp'")
 
 
-@pytest.mark.xfail(strict=True, reason="sim-nvml's own CUDA-control mutation is not among the controls "
-                   "installed-controls compares with its builder: rewritten, it roots every pod")
 def test_the_cuda_control_mutation_rewritten_in_sim_nvml() -> None:
     stack = copy_stack(EXAMPLE_STACKS["dev-nvml"](False))
     mutation = find(stack, MAP, "tenant-a-mock-nvml-cuda-control-policy")
