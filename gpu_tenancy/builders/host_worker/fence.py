@@ -7,7 +7,8 @@ rules are one nftables table of their own, loaded atomically (`nft -f`: the tabl
 declared again in one transaction, so a re-run replaces it) and again at boot by a systemd unit.
 
 What stays open, on purpose: the host's own tenant's API server and konnectivity server (the kubelet and the
-konnectivity agent dial out to them), and everything that is not another tenant's (package mirrors, registries).
+konnectivity agent dial out to them), and everything that is not another tenant's (package mirrors, registries),
+over IPv4: of IPv6, only loopback and ICMPv6 (neighbour discovery) stay open.
 """
 
 from __future__ import annotations
