@@ -224,6 +224,17 @@ def test_shown_output_is_what_the_command_prints(page: str, command: str, argv: 
         assert returncode == code
 
 
+def test_the_status_shown_is_what_status_prints_for_the_recorded_objects() -> None:
+    """docs/day-two.md shows `make status STACK=gpu` on the objects of tests/fixtures/status/real.json (what HAMi
+    writes); read from the file, only the first line (where the view comes from, and when) differs."""
+    expected, code = shown(DOCS / "day-two.md", "make status STACK=gpu")
+    fixture = "tests/fixtures/status/real.json"
+    output, returncode = run([sys.executable, "-m", "gpu_tenancy.cli.status", "--stack", "gpu", "--objects", fixture])
+    assert expected[0].startswith("stack gpu at ") and output[0].startswith(f"{fixture} at ")
+    assert [line.rstrip() for line in expected[1:]] == [line.rstrip() for line in output[1:]]
+    assert returncode == code
+
+
 def outputs_block() -> str:
     text = README.read_text()
     start = text.index("```text\nOutputs:\n")
