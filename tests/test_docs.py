@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -18,6 +19,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from doctor_stubs import HostCase
 from harness import dev_config
 from test_status_outputs import stack_outputs
 
@@ -233,6 +235,23 @@ def test_the_status_shown_is_what_status_prints_for_the_recorded_objects() -> No
     assert expected[0].startswith("stack gpu at ") and output[0].startswith(f"{fixture} at ")
     assert [line.rstrip() for line in expected[1:]] == [line.rstrip() for line in output[1:]]
     assert returncode == code
+
+
+def test_the_doctor_output_shown_is_what_doctor_prints_on_that_host(tmp_path: Path) -> None:
+    """docs/troubleshooting.md: `make doctor` on a host with the Docker engine stopped, no kind or Pulumi CLI, an
+    older kubectl and Ubuntu's inotify defaults, each tool answering as tests/doctor_stubs.py models it."""
+    command = ".venv/bin/python -m gpu_tenancy.cli.doctor --stack dev"
+    expected, _ = shown(DOCS / "troubleshooting.md", command)
+    client = {"clientVersion": {"major": "1", "minor": "32", "gitVersion": "v1.32.4-dispatcher"}}
+    case = (HostCase()
+            .answer("docker", ["info"], "", "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. "
+                    "Is the docker daemon running?\n", 1)
+            .answer("kubectl", ["version", "--client"], json.dumps(client))
+            .answer("sysctl", ["max_user_instances"], "128\n").answer("sysctl", ["max_user_watches"], "192540\n")
+            .without("kind").without("pulumi"))
+    result, _ = case.run(tmp_path, *command.split()[3:])
+    assert result.stdout.splitlines() == expected
+    assert result.returncode == 1
 
 
 def outputs_block() -> str:
