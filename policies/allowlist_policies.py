@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from fields_lib import allowlist_key, field_checked, unknown_fields
 from gpu_lib import stack_config, stack_config_in
-from pod_lib import chart_name
+from pod_lib import cached_chart_problem
 from policy_common import ADVISORY, MANDATORY, describe
 from pulumi_policy import (
     ReportViolation,
@@ -25,7 +25,7 @@ from tenancy_lib import ancestor_tenant, resource_tenant
 from value_lib import as_list, dig, known_str
 
 from gpu_tenancy.builders.mock_nvml import cuda_control
-from gpu_tenancy.contract import chart_lock, versions
+from gpu_tenancy.contract import versions
 
 # Every type the program registers, in any mode and configuration (components, providers and reads included).
 KNOWN_TYPES = frozenset(
@@ -187,7 +187,7 @@ def _value_problems(res: Res) -> list[str]:
         # Exactly the program's charts: an archive of the chart cache (chart_lock), which `make charts` pulled from
         # the chart's pinned repository and verified; no repository, so Helm reads nothing else.
         chart, repo = res.props.get("chart"), res.props.get("repositoryOpts")
-        problem = chart_lock.cache_path_problem(chart, chart_name(chart), res.props.get("version"))
+        problem = cached_chart_problem(chart, res.props.get("version"))
         if problem or repo not in (None, {}):
             where = f" from {dig(repo, 'repo')!r}" if repo not in (None, {}) else ""
             problems.append(f"installs chart {chart!r}{where}, which {problem or 'names a repository'}; charts come "

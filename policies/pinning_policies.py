@@ -10,6 +10,7 @@ from typing import Any
 
 from pod_lib import (
     REQUIRED_CHART_TAGS,
+    cached_chart_problem,
     chart_name,
     containers,
     exact_kubernetes_version,
@@ -40,7 +41,7 @@ from resource_lib import (
 from tenancy_lib import ancestor_tenant, component_label, owner
 from value_lib import as_list, dig, is_unknown, known_str
 
-from gpu_tenancy.contract import chart_lock, chart_pins, versions
+from gpu_tenancy.contract import chart_pins, versions
 from gpu_tenancy.contract.image_pins import image_tag
 
 # --------------------------------------------------------------------------- 4 tcp-version-pinned
@@ -190,7 +191,7 @@ def validate_charts_pinned(args: ResourceValidationArgs, report: ReportViolation
         return
     # No repository: Helm takes `chart` as a local path first (helm_release.go `locateChart`), so it must be an
     # archive of the chart cache, which `make charts` pulled from the chart's pinned repository and verified.
-    problem = chart_lock.cache_path_problem(chart, chart_name(chart), version)
+    problem = cached_chart_problem(chart, version)
     if problem:
         report(
             f"{describe(res)}: chart {chart!r} has no repository and {problem}; install it from the chart cache "
@@ -203,7 +204,8 @@ charts_pinned = ResourceValidationPolicy(
     description=(
         "Every Helm chart names an exact version, not a range or a moving build such as 0.0.0+latest, and either "
         "its repository (repositoryOpts.repo or an oci:// URL) or an archive of the chart cache at that version "
-        "(.charts/sha256-<hex>/<name>-<version>.tgz, pulled and verified by `make charts`)."
+        "(.charts/sha256-<hex>/<name>-<version>.tgz, pulled and verified by `make charts`) under the sha256 the "
+        "project's .charts/lock.json records for it."
     ),
     validate=validate_charts_pinned,
     enforcement_level=MANDATORY,

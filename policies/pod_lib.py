@@ -4,14 +4,16 @@ Helm charts (and the image tags in their values) and Kubernetes versions they na
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from resource_lib import Res
 from value_lib import as_list, dig, known_str
 
-from gpu_tenancy.contract import image_pins
+from gpu_tenancy.contract import chart_lock, image_pins
 
 # --------------------------------------------------------------------------- pods and images
 
@@ -93,6 +95,26 @@ def chart_name(chart: Any) -> str | None:
         return None
     last = text.rstrip("/").rpartition("/")[2]
     return _ARCHIVE_VERSION.sub("", last[: -len(".tgz")]) if last.endswith(".tgz") else last
+
+
+# The chart lock `make charts` writes is in the project the pack belongs to (policies/ sits in it). A job that runs
+# another checkout's pack (preview.yml: the base branch's) names the previewed project's directory here.
+CHART_PROJECT_ENV = "GPU_TENANCY_CHART_PROJECT"
+
+
+def chart_project() -> Path:
+    return Path(os.environ.get(CHART_PROJECT_ENV) or Path(__file__).resolve().parent.parent).resolve()
+
+
+def cached_chart_problem(chart: Any, version: Any) -> str | None:
+    """Why a Release's `chart` is not the archive of the chart cache that the project's lock records for its chart at
+    `version`, or None: the path's shape, then its digest (and the file's) against the lock."""
+    name = chart_name(chart)
+    problem = chart_lock.cache_path_problem(chart, name, version)
+    if problem is not None or not isinstance(chart, str) or name is None or not isinstance(version, str):
+        return problem or "is not a path in the chart cache"
+    stack = os.environ.get("PULUMI_STACK") or "<stack>"  # the engine sets it for the pack (analyzer_plugin.go)
+    return chart_lock.locked_archive_problem(chart, name, version, chart_project(), stack)
 
 
 # --------------------------------------------------------------------------- Kubernetes versions

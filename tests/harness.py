@@ -13,6 +13,7 @@ import datetime
 import gc
 import hashlib
 import json
+import os
 import runpy
 import tempfile
 from collections.abc import Callable, Collection, Iterator
@@ -455,6 +456,9 @@ def _engine_invoke_gate(mocks: LabMocks) -> Iterator[None]:
 # The project directory the program reads its chart cache from (chart_lock.PROJECT_DIR): one of the tests' own,
 # filled before each evaluation as `make charts` would fill the project's.
 CHART_PROJECT = Path(tempfile.mkdtemp(prefix="gpu-tenancy-charts-"))
+# The policy pack checks each Release's archive against the lock of the same project (policies/pod_lib.py
+# chart_project); the analyzer processes the tests start inherit it.
+os.environ["GPU_TENANCY_CHART_PROJECT"] = str(CHART_PROJECT)
 
 
 def charts_pulled(config: dict[str, Any], secrets: tuple[str, ...] = tuple(TEST_SECRETS)) -> None:

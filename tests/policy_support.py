@@ -30,7 +30,7 @@ from typing import Any, TypeVar, cast
 import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
-from harness import gpu_config, nvml_config, record_mocks, registered_gpus, wrapped_monitor
+from harness import charts_pulled, dev_config, gpu_config, nvml_config, record_mocks, registered_gpus, wrapped_monitor
 from import_scan import imported_names
 from pulumi.output import Unknown
 from pulumi.runtime import rpc
@@ -356,6 +356,7 @@ def shared_recording(fixture: Callable[..., T]) -> Callable[..., T]:
 
 def dev_stack(unknowns: bool = False) -> list[Recorded]:
     """The dev stack's registrations, recorded once per session (callers must not mutate them)."""
+    charts_pulled(dev_config())  # the pack's lock, also when the recording comes from disk (`_recorded_on_disk`)
     return _once(("dev", unknowns), lambda: record_engine_view(unknowns=unknowns))
 
 
@@ -366,11 +367,13 @@ def gpu_stack(unknowns: bool = False) -> list[Recorded]:
         register = None if unknowns else registered_gpus(config)
         return record_engine_view(config, stack="gpu", unknowns=unknowns, node_register=register)
 
+    charts_pulled(gpu_config())
     return _once(("gpu", unknowns), record)
 
 
 def nvml_stack(unknowns: bool = False) -> list[Recorded]:
     """The sim-nvml example stack (Pulumi.dev-nvml.yaml), recorded once per session."""
+    charts_pulled(nvml_config())
     return _once(("dev-nvml", unknowns), lambda: record_engine_view(nvml_config(), stack="dev-nvml", unknowns=unknowns))
 
 

@@ -69,8 +69,9 @@ def test_charts_pinned_refuses_other_moving_builds(chart_name: str, version: str
     stack = copy_stack(dev_stack())
     release = find(stack, RELEASE, chart_name)
     set_both(release, ["version"], version)
-    cached = release.inputs["chart"]  # the cached archive of that version, so the version alone is wrong
-    set_both(release, ["chart"], re.sub(r"-v?\d[^/]*\.tgz$", f"-{version}.tgz", cached))
+    # The archive of that version, pulled and locked, so the version alone is wrong.
+    name = str(chart_lock.chart_name(release.inputs["chart"]))
+    set_both(release, ["chart"], fill_cache(harness.CHART_PROJECT, name, version, chart_lock.CHART_REPOSITORIES[name]))
     (message,) = messages(stack)
     assert f"version {version!r} is a moving build" in message and "not a pin" in message
 
@@ -176,3 +177,82 @@ def test_charts_pinned_refuses_a_local_chart_that_is_not_the_cached_pin(chart: s
     set_both(release, ["version"], version)
     found = [m for m in messages(stack) if "tenant-a-hami-chart" in m]
     assert len(found) == 1 and f"has no repository and {problem}" in found[0], found
+
+
+# --------------------------------------------------------------------------- the archive the lock records
+
+
+def _locked_project(root: Path) -> Path:
+    """A project whose cache and lock hold the dev stack's charts, as `make charts STACK=dev` leaves them."""
+    for ref in chart_lock.stack_charts(load_config(harness.dev_config(), frozenset())):
+        fill_cache(root, ref.name, ref.version, ref.repo)
+    return root
+
+
+def _hami_entry(lock: dict[str, Any]) -> dict[str, Any]:
+    return next(c for c in lock["charts"] if c["name"] == "hami")
+
+
+def _no_lock(root: Path) -> str:
+    (root / ".charts" / "lock.json").unlink()
+    return f"cannot be checked: there is no chart lock at {root}/.charts/lock.json; run `make charts STACK=dev`"
+
+
+def _lock_not_json(root: Path) -> str:
+    (root / ".charts" / "lock.json").write_text("{")
+    return "cannot be checked against the chart lock: " + f"{root}/.charts/lock.json: not valid JSON"
+
+
+def _no_entry(root: Path) -> str:
+    lock = json.loads((root / ".charts" / "lock.json").read_text())
+    lock["charts"].remove(_hami_entry(lock))
+    (root / ".charts" / "lock.json").write_text(json.dumps(lock))
+    return (f"is not in the chart lock {root}/.charts/lock.json (no hami {versions.HAMI_CHART_VERSION} from "
+            f"{versions.HAMI_CHART_REPO}); run `make charts STACK=dev`")
+
+
+def _locked_elsewhere(root: Path) -> str:
+    lock = json.loads((root / ".charts" / "lock.json").read_text())
+    _hami_entry(lock)["sha256"] = "b" * 64
+    (root / ".charts" / "lock.json").write_text(json.dumps(lock))
+    return (f"is not the archive the chart lock {root}/.charts/lock.json records for hami "
+            f"{versions.HAMI_CHART_VERSION} (sha256 {'b' * 64}); run `make charts STACK=dev`")
+
+
+def _archive_replaced(root: Path) -> str:
+    lock = json.loads((root / ".charts" / "lock.json").read_text())
+    digest = _hami_entry(lock)["sha256"]
+    (root / ".charts" / f"sha256-{digest}" / f"hami-{versions.HAMI_CHART_VERSION}.tgz").write_bytes(b"other chart")
+    return (f"does not have the sha256 the chart lock records for hami {versions.HAMI_CHART_VERSION} ({digest}); "
+            "run `make charts STACK=dev`")
+
+
+@pytest.mark.parametrize("damage", [_no_lock, _lock_not_json, _no_entry, _locked_elsewhere, _archive_replaced])
+def test_the_pack_refuses_an_archive_the_projects_lock_does_not_hold(
+    damage: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The recorded path is unchanged; the lock it is checked against (or the file at it) is not what `make charts`
+    left, so both policies that check a Release's chart refuse it, naming the command that pulls and records it."""
+    root = _locked_project(tmp_path)
+    monkeypatch.setenv("GPU_TENANCY_CHART_PROJECT", str(root))
+    monkeypatch.setenv("PULUMI_STACK", "dev")
+    stack = dev_stack()
+    assert [m for m in messages(stack) if "chart" in m] == []
+    assert [m for _, m, _ in run_resource_policy(tp.field_allowlist, stack) if "chart" in m] == []
+    problem = damage(root)
+    chart = find(stack, RELEASE, "tenant-a-hami-chart").inputs["chart"]
+    pinned = [m for m in messages(stack) if "tenant-a-hami-chart" in m]
+    assert len(pinned) == 1 and f"chart {chart!r} has no repository and {problem}" in pinned[0], pinned
+    allowed = [m for name, m, _ in run_resource_policy(tp.field_allowlist, stack) if name == "tenant-a-hami-chart"]
+    assert len(allowed) == 1 and f"installs chart {chart!r}, which {problem}" in allowed[0], allowed
+
+
+def test_an_archive_not_in_this_checkouts_cache_is_checked_by_the_lock_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lock holds the sha256 that `make charts` verified; the archive's own bytes are compared where it is."""
+    root = _locked_project(tmp_path)
+    monkeypatch.setenv("GPU_TENANCY_CHART_PROJECT", str(root))
+    archive = root / find(dev_stack(), RELEASE, "tenant-a-hami-chart").inputs["chart"]
+    archive.unlink()
+    assert [m for m in messages(dev_stack()) if "chart" in m] == []

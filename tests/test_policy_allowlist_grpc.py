@@ -7,9 +7,14 @@ added to the real registrations of an example stack; the example stacks themselv
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 from typing import Any
 
+import harness
 import pytest
+import test_policy_pack_grpc as pack_grpc
+from chart_repo import fill_cache
 from harness import stack_config
 from policy_support import EXAMPLE_STACKS, Recorded, copy_stack, craft, dev_stack, find, nvml_stack, set_both
 from test_policy_bypasses_grpc import expect, mandatory, tenant_component
@@ -22,7 +27,10 @@ from test_policy_pack_grpc import (  # noqa: F401  (fixtures: the pack's analyze
     running_pack,
 )
 
-from gpu_tenancy.contract import versions
+from gpu_tenancy.contract import chart_lock, versions
+from gpu_tenancy.contract.config import load_config
+
+REPO = Path(__file__).resolve().parents[1]
 
 PROVIDER = "pulumi:providers:kubernetes"
 TCP = "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane"
@@ -214,6 +222,42 @@ def test_a_local_chart_that_is_not_the_cached_pin(pack: Any, stack: list[Recorde
     found = analyze(pack, stack)
     expect(mandatory(found, "field-allowlist"), "'tenant-a-hami-chart'", f"installs chart {chart!r}, which is not")
     expect(mandatory(found, "charts-pinned"), "'tenant-a-hami-chart'", "has no repository and is not")
+
+
+def test_a_chart_archive_whose_digest_the_lock_does_not_hold(pack: Any, stack: list[Recorded]) -> None:
+    """Any archive at `.charts/sha256-<other hex>/hami-<version>.tgz` would be installed as it is: the path's digest
+    must be the sha256 the project's lock records (tests/harness.py CHART_PROJECT, filled as `make charts` would)."""
+    release = find(stack, RELEASE, "tenant-a-hami-chart")
+    version = release.inputs["version"]
+    chart = f".charts/sha256-{'0' * 64}/hami-{version}.tgz"
+    assert chart != release.inputs["chart"]
+    set_both(release, ["chart"], chart)
+    found = analyze(pack, stack)
+    lock = harness.CHART_PROJECT.resolve() / ".charts" / "lock.json"
+    expected = f"is not the archive the chart lock {lock} records for hami {version} (sha256 "
+    expect(mandatory(found, "field-allowlist"), "'tenant-a-hami-chart'", f"installs chart {chart!r}, which {expected}",
+           "`make charts STACK=")
+    expect(mandatory(found, "charts-pinned"), "'tenant-a-hami-chart'", f"has no repository and {expected}")
+
+
+def test_the_pack_reads_the_lock_of_the_project_it_sits_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run as the engine runs it (cwd = the pack's directory) from a copy of the project with its own lock and no
+    override: the example stack passes, and with that lock gone its charts are refused."""
+    project = tmp_path / "project"
+    for folder in ("policies", "gpu_tenancy"):
+        shutil.copytree(REPO / folder, project / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    for ref in chart_lock.stack_charts(load_config(harness.dev_config(), frozenset())):
+        fill_cache(project, ref.name, ref.version, ref.repo)
+    monkeypatch.delenv("GPU_TENANCY_CHART_PROJECT")
+    monkeypatch.setattr(pack_grpc, "POLICIES", project / "policies")
+    stack = dev_stack()
+    with running_pack() as pack:
+        assert [d.message for d in analyze(pack, stack) if "chart" in d.message] == []
+        (project / ".charts" / "lock.json").unlink()
+        found = analyze(pack, stack)
+    for policy in ("field-allowlist", "charts-pinned"):
+        expect(mandatory(found, policy), "'tenant-a-hami-chart'",
+               f"cannot be checked: there is no chart lock at {project.resolve()}/.charts/lock.json")
 
 
 def test_a_chart_named_hami_from_an_oci_registry(pack: Any, stack: list[Recorded]) -> None:

@@ -626,3 +626,22 @@ def test_every_job_that_runs_pulumi_pulls_its_stacks_charts_first() -> None:
                 index == pulumi_steps[0] and job["steps"][index]["run"].index("gpu_tenancy.cli.charts")
                 < job["steps"][index]["run"].index("gpu_tenancy.cli.pull_requests preview")), job_id
             assert ("--keep-with-backend" in pulled.group(2)) == self_hosted(job), job_id
+
+
+def test_a_policy_pack_checks_the_chart_lock_of_the_checkout_it_previews() -> None:
+    """The pack checks each Release's archive against the lock of the project it sits in (policies/pod_lib.py
+    chart_project): a pack from another checkout (preview.yml's base/policies) is pointed at this checkout's."""
+    packs = []
+    for workflow in PULUMI_WORKFLOWS:
+        for job_id, job in jobs(workflow).items():
+            for step in job["steps"]:
+                env = step.get("env") or {}
+                for pack in [*re.findall(r"--policy-pack (\S+)", step.get("run", "")),
+                             *filter(None, [(step.get("with") or {}).get("policyPacks")])]:
+                    packs.append(pack)
+                    work_dir = (step.get("with") or {}).get("work-dir", ".")
+                    if pack == "policies" and work_dir == ".":
+                        assert "GPU_TENANCY_CHART_PROJECT" not in env, job_id
+                    else:
+                        assert env.get("GPU_TENANCY_CHART_PROJECT") == "${{ github.workspace }}", (job_id, pack)
+    assert "base/policies" in packs and "policies" in packs

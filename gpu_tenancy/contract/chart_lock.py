@@ -195,3 +195,29 @@ def cache_path_problem(chart: object, name: str | None, version: object) -> str 
     ):
         return f"is not the cached archive of a pinned chart at version {version!r}"
     return None
+
+
+def locked_archive_problem(chart: str, name: str, version: str, root: Path, stack: str) -> str | None:
+    """Why `chart`, a path `cache_path_problem` accepts, is not the archive the lock under `root` records for chart
+    `name` at `version`, or None (the policy pack's check): the path's digest must be the locked sha256 and, where
+    the archive is there, so must the file's. No lock, an unreadable one or no entry fails closed."""
+    fix = f"run `make charts STACK={stack}`"
+    path = lock_path(root)
+    if not path.is_file():
+        return f"cannot be checked: there is no chart lock at {path}; {fix}"
+    try:
+        entry = load_lock(root).find(ChartRef(name=name, version=version, repo=CHART_REPOSITORIES[name]))
+    except ChartCacheError as error:
+        return f"cannot be checked against the chart lock: {error} (`make charts STACK={stack}`)"
+    if entry is None:
+        return f"is not in the chart lock {path} (no {name} {version} from {CHART_REPOSITORIES[name]}); {fix}"
+    if chart != str(archive_path(name, version, entry.sha256)):
+        return f"is not the archive the chart lock {path} records for {name} {version} (sha256 {entry.sha256}); {fix}"
+    archive = root / chart
+    try:
+        digest = file_sha256(archive) if archive.is_file() else entry.sha256
+    except OSError as error:
+        return f"cannot be read to check its sha256 ({error.__class__.__name__}); {fix}"
+    if digest != entry.sha256:
+        return f"does not have the sha256 the chart lock records for {name} {version} ({entry.sha256}); {fix}"
+    return None
