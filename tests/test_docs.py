@@ -254,6 +254,13 @@ def test_the_doctor_output_shown_is_what_doctor_prints_on_that_host(tmp_path: Pa
     assert result.returncode == 1
 
 
+def test_the_line_the_front_page_shows_for_a_fit_host_is_what_make_up_prints(tmp_path: Path) -> None:
+    result, _ = HostCase().run(tmp_path, "--stack", "dev", "--before-up")  # make up's preflight, on a fit host
+    assert result.returncode == 0
+    (last,) = result.stdout.splitlines()[-1:]
+    assert f"`{last}`" in README.read_text()
+
+
 def outputs_block() -> str:
     text = README.read_text()
     start = text.index("```text\nOutputs:\n")
