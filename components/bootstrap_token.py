@@ -2,10 +2,12 @@
 
 A local Command mints it when it is created (gpu_tenancy/builders/bootstrap_token/join_token.py: kubectl with the
 tenant's admin kubeconfig on stdin, an `expiration` computed at run time, kubeadm's default TTL) and revokes it when it
-is deleted. Its `triggers` must be what replaces the host's join (host address, Kubernetes version, tenant CA), so every
-rejoin gets a fresh token while a second `pulumi up` changes nothing. Kamaji's tenant controller-manager runs
-`tokencleaner`, so an expired token's Secret disappears from the tenant on its own; the state holds only the (secret)
-printed token, never a Secret object to drift.
+is deleted (skipped, with a line on stderr, when the kubeconfig stored before the tenant's endpoint moved or its CA
+changed no longer reaches it: the token expires on its own). Its `triggers` must be what replaces the host's join
+(host address, Kubernetes version, tenant CA and endpoint), so every rejoin gets a fresh token while a second
+`pulumi up` changes nothing. Kamaji's tenant controller-manager runs `tokencleaner`, so an expired token's Secret
+disappears from the tenant on its own; the state holds only the (secret) printed token, never a Secret object to
+drift.
 
 A join retried more than a day after its token was minted needs a new one:
 `pulumi up --replace '<urn of the *-bootstrap-token-mint command>'`. The kind workers of mode sim mint

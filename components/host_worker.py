@@ -55,10 +55,14 @@ class HostWorker(pulumi.ComponentResource):
             # is deleted first with it) before its packages change.
             opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on, delete_before_replace=True),
         )
-        # Created before the join and so deleted after it: once the host is reset, its Node goes.
+        # Created before the join and so deleted after it: once the host is reset, its Node goes. A delete runs
+        # with the stored kubeconfig, which a moved endpoint or a new CA leaves unable to reach the tenant (the
+        # delete then skips); the replacement's create removes the old Node with the current one before the
+        # join. An update (rotated credentials) only stores the new kubeconfig: it must not remove a live Node.
         node = command.local.Command(
             f"{name}-node",
-            create="true",
+            create=hostprep.remove_stale_node_script(),
+            update=hostprep.KEEP_NODE_COMMAND,
             delete=hostprep.remove_node_script(),
             stdin=pulumi.Output.secret(args.kubeconfig),  # credentials on stdin, never on a command line
             environment={"GPU_TENANCY_NODE": host.name},

@@ -100,7 +100,9 @@ def test_what_re_prepares_and_re_joins_a_host() -> None:
         endpoint, ca_hash = servers[tenant]
         assert by_name[f"{prefix}-prepare"].inputs["triggers"] == [address, "v1.35.5"]
         assert by_name[f"{prefix}-node"].inputs["triggers"] == [f"{prefix}-prepare-id", ca_hash, endpoint]
-        assert by_name[f"{prefix}-node"].inputs["create"] == "true"
+        # its create removes a stale Node with the current kubeconfig; an update only stores it (test_host_rejoin.py)
+        assert by_name[f"{prefix}-node"].inputs["create"] == hostprep.remove_stale_node_script()
+        assert by_name[f"{prefix}-node"].inputs["update"] == "true"
         assert by_name[f"{prefix}-join"].inputs["triggers"] == [f"{prefix}-node-id"]
 
 

@@ -45,8 +45,10 @@ no secret reached a command line. What each fake follows upstream:
   `cat > FILE` under /etc/systemd fails when the directory is missing (kind's image has no
   containerd.service.d).
 * kubectl with `behaviour(api={"server": ..., "ca": ...})`: the tenant's API server answers only at that
-  address with that CA; a kubeconfig naming another address gets "connection refused", another CA kubectl's
-  x509 error, as `Unable to connect to the server: ...`, exit 1.
+  address with that CA; a kubeconfig naming another address gets a refused connection, another CA the x509
+  error, each after discovery's logged attempts, worded as kubectl `pkg/cmd/util/helpers.go`
+  `StandardErrorMessage` words a *url.Error, exit 1. `forbidden_deletes=True`: every delete is refused with
+  `Error from server (Forbidden)`, as RBAC refuses it.
 * `sleep` returns at once (logged), so a wait loop that runs out is tested without waiting.
 """
 
@@ -253,15 +255,23 @@ with open(state / "kubeconfigs.jsonl", "a") as log:
 if "api" in behaviour:
     import yaml
     cluster = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]
-    host = cluster["server"].removeprefix("https://")
+    server = cluster["server"]
+    host = server.removeprefix("https://")
+    # Discovery logs each failed attempt (client-go memcache.go), then kubectl prints the *url.Error as
+    # StandardErrorMessage (kubectl pkg/cmd/util/helpers.go) words it: its own line for a refused connection.
+    def unreachable(cause, last):
+        get = f'Get \\"{server}/api?timeout=32s\\": {cause}'
+        sys.stderr.write(f'E1206 06:00:00.000000 4242 memcache.go:265] "Unhandled Error" '
+                         f'err="couldn\'t get current server API group list: {get}"\n' * 3 + last + "\n")
+        sys.exit(1)
     if cluster["server"] != behaviour["api"]["server"]:
-        sys.stderr.write(f"Unable to connect to the server: dial tcp {host}: connect: connection refused\n")
-        sys.exit(1)
+        unreachable(f"dial tcp {host}: connect: connection refused",
+                    f"The connection to the server {host} was refused - did you specify the right host or port?")
     if cluster["certificate-authority-data"] != behaviour["api"]["ca"]:
-        sys.stderr.write(f'Unable to connect to the server: tls: failed to verify certificate: x509: certificate '
-                         f'signed by unknown authority (possibly because of "crypto/rsa: verification error" while '
-                         f'trying to verify candidate authority certificate "kubernetes")\n')
-        sys.exit(1)
+        cause = ('tls: failed to verify certificate: x509: certificate signed by unknown authority (possibly '
+                 'because of \\"crypto/rsa: verification error\\" while trying to verify candidate authority '
+                 'certificate \\"kubernetes\\")')
+        unreachable(cause, "Unable to connect to the server: " + cause.replace('\\"', '"'))
 api = state / "api"
 if words == ["create"] and options.get("-f") == "-":
     obj = json.loads(sys.stdin.read())
@@ -290,6 +300,11 @@ if words == ["create"] and options.get("-f") == "-":
     sys.exit(0)
 if words[:1] == ["delete"] and len(words) == 3:
     kind, name = words[1] + "s", words[2]
+    if behaviour.get("forbidden_deletes"):
+        scope = f'in the namespace "{options["--namespace"]}"' if "--namespace" in options else "at the cluster scope"
+        sys.stderr.write(f'Error from server (Forbidden): {kind} "{name}" is forbidden: User "kubernetes-admin" cannot '
+                         f'delete resource "{kind}" in API group "" {scope}\n')
+        sys.exit(1)
     target = api / kind / name
     if not target.exists():
         if options.get("--ignore-not-found"):

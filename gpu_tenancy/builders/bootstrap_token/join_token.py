@@ -78,12 +78,16 @@ done
 """
 
 
-def revoke() -> str:
-    """Deletes the Secret of the token $token_id; one that is gone already is fine."""
+def _revoke_command() -> str:
     return (
         'kubectl --kubeconfig "$kubeconfig" --request-timeout=60s --namespace kube-system \\\n'
-        '  delete secret "bootstrap-token-$token_id" --ignore-not-found >/dev/null\n'
+        '  delete secret "bootstrap-token-$token_id" --ignore-not-found'
     )
+
+
+def revoke() -> str:
+    """Deletes the Secret of the token $token_id; one that is gone already is fine."""
+    return _revoke_command() + " >/dev/null\n"
 
 
 def mint_script(tenant: str, ttl_seconds: int = KUBEADM_DEFAULT_TTL_SECONDS) -> str:
@@ -113,12 +117,30 @@ def keep_script() -> str:
 
 def revoke_script() -> str:
     """That Command's delete: revokes the token it printed (pulumi-command passes the previous stdout in
-    PULUMI_COMMAND_STDOUT: pulumi-command v1.2.1 provider/pkg/provider/local/commandOutputs.go `run`)."""
+    PULUMI_COMMAND_STDOUT: pulumi-command v1.2.1 provider/pkg/provider/local/commandOutputs.go `run`).
+
+    Stdin: the kubeconfig stored when the command was created or last updated (a delete gets only the state).
+    When that kubeconfig no longer reaches the tenant (its endpoint moved, its CA changed: the mint is being
+    replaced for that), the revoke is skipped with one line on stderr: the token expires within its TTL and the
+    tenant's tokencleaner deletes it. Any other failure fails the delete.
+    """
+    hours = KUBEADM_DEFAULT_TTL_SECONDS // 3600
     return (
         "set -eu\n"
         + shell.STDIN_KUBECONFIG
+        + shell.KUBECTL_UNREACHABLE
         + 'token="${PULUMI_COMMAND_STDOUT:-}"\n'
         + 'token_id="${token%%.*}"\n'
         + 'if [ -z "$token_id" ]; then exit 0; fi\n'
-        + revoke()
+        + "if ! output=$(" + _revoke_command() + f""" 2>&1 >/dev/null); then
+  if reason=$(kubectl_unreachable "$output"); then
+    echo "gpu-tenancy: skipped revoking bootstrap token $token_id: the kubeconfig stored for it no longer reaches \\
+the tenant's API server ($reason); the token expires within {hours} h of its minting and the tenant's \\
+tokencleaner then deletes it" >&2
+    exit 0
+  fi
+  printf '%s\\n' "$output" >&2
+  exit 1
+fi
+"""
     )

@@ -130,19 +130,52 @@ def reset_command() -> str:
     return "sudo -n kubeadm reset --force && sudo -n rm -rf /etc/cni/net.d"
 
 
-def remove_node_script() -> str:
-    """Runs here (not on the host) after the host was reset: deletes its Node from the tenant.
+def _delete_node() -> str:
+    return 'kubectl --kubeconfig "$kubeconfig" --request-timeout=60s delete node "$GPU_TENANCY_NODE" --ignore-not-found'
 
-    Environment: GPU_TENANCY_NODE. Stdin: the tenant's admin kubeconfig. `kubeadm join` refuses a node
-    name whose Node is still Ready (kubernetes `cmd/kubeadm/app/cmd/phases/join/kubelet.go`), and a reset
-    host's Node stays Ready until the node lifecycle controller's grace period runs out, so a rejoin right
-    after a reset needs the Node gone. A Node that is already gone is fine.
+
+def remove_stale_node_script() -> str:
+    """The node command's create, run here: deletes a Node of the host's name with the kubeconfig of now.
+
+    Environment: GPU_TENANCY_NODE. Stdin: the tenant's admin kubeconfig. The host's join depends on this command
+    and is deleted first when it is replaced, so this runs on a host that is not joined (reset, or never joined):
+    a Node of its name is its own earlier registration. `kubeadm join` refuses a name whose Node is still Ready
+    (kubernetes `cmd/kubeadm/app/cmd/phases/join/kubelet.go`), which a reset host's Node stays until its lease
+    runs out, and after a moved endpoint or a new CA the old delete could not remove it: removed here.
+    """
+    return "set -eu\n" + shell.STDIN_KUBECONFIG + _delete_node() + "\n"
+
+
+# The node command's update: a new kubeconfig (same endpoint and CA: rotated credentials) is only stored, for the
+# delete; an update must not run the create, which would delete the Node of a joined host.
+KEEP_NODE_COMMAND = "true"
+
+
+def remove_node_script() -> str:
+    """The node command's delete, run here after the host was reset: deletes its Node from the tenant.
+
+    Environment: GPU_TENANCY_NODE. Stdin: the kubeconfig stored when the command was created or last updated
+    (a delete gets only the state). A Node that is already gone is fine. When that kubeconfig no longer
+    reaches the tenant (its endpoint moved, its CA changed: the command is being replaced for that, and its
+    create removes the Node with the current kubeconfig), the delete is skipped with one line on stderr; any
+    other failure fails it.
     """
     return (
         "set -eu\n"
         + shell.STDIN_KUBECONFIG
-        + 'kubectl --kubeconfig "$kubeconfig" --request-timeout=60s \\\n'
-        + '  delete node "$GPU_TENANCY_NODE" --ignore-not-found\n'
+        + shell.KUBECTL_UNREACHABLE
+        + "if ! output=$(" + _delete_node() + """ 2>&1); then
+  if reason=$(kubectl_unreachable "$output"); then
+    echo "gpu-tenancy: skipped removing Node $GPU_TENANCY_NODE: the kubeconfig stored for it no longer reaches \
+the tenant's API server ($reason); 'make up' removes it before the host joins again, or remove it by \
+hand: kubectl delete node $GPU_TENANCY_NODE" >&2
+    exit 0
+  fi
+  printf '%s\\n' "$output" >&2
+  exit 1
+fi
+if [ -n "$output" ]; then printf '%s\\n' "$output"; fi
+"""
     )
 
 
