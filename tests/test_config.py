@@ -42,6 +42,8 @@ BAD_CONFIGS: list[tuple[str, dict[str, Any], str]] = [
     ("memory beyond HAMi's int32", with_tenants({"name": "a", "gpus": [{"model": "NVIDIA X", "memoryMiB": 2**31, "count": 1}]}), "gpu-tenancy:tenants[0].gpus[0].memoryMiB: Input should be less than or equal to 2147483647"),
     ("unknown tenant key", with_tenants({"name": "a", "gpus": [A100], "gpu": []}), "gpu-tenancy:tenants[0].gpu: is not a known setting (did you mean 'gpus'?)"),
     ("unknown top-level key", with_tenants({"name": "a", "gpus": [A100]}, tenantz=[]), "gpu-tenancy:tenantz: is not a known setting (did you mean 'tenants'?)"),
+    # The misspelling, not the "required" it causes.
+    ("misspelt required key", {"mode": "sim", "tenant": [{"name": "a", "gpus": [A100]}]}, "gpu-tenancy:tenant: is not a known setting (did you mean 'tenants'?)"),
     ("missing model", with_tenants({"name": "a", "gpus": [{"memoryMiB": 1, "count": 1}]}), "gpu-tenancy:tenants[0].gpus[0].model: is required"),
     ("version unsupported", with_tenants({"name": "a", "gpus": [A100]}, versions={"kubernetes": "v1.37.0", "workerImage": "kindest/node:v1.37.0"}), "gpu-tenancy:versions.kubernetes: 'v1.37.0' is outside what Kamaji 26.8.2-edge accepts (v1.30 .. v1.36)"),
     ("worker mismatch", with_tenants({"name": "a", "gpus": [A100]}, versions={"workerImage": "kindest/node:v1.34.8"}), "gpu-tenancy:versions: workerImage tag 'v1.34.8' must equal kubernetes 'v1.35.5' (the worker kubelet must match its control plane)"),

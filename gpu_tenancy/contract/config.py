@@ -73,7 +73,10 @@ def _format_location(location: tuple[int | str, ...]) -> str:
 
 
 def _first_error_line(error: ValidationError) -> str:
-    detail = error.errors()[0]
+    # A misspelt key first where a key beside it is missing: the misspelling is why it is "required".
+    errors = error.errors()
+    missing = {tuple(d["loc"][:-1]) for d in errors if d["type"] == "missing"}
+    detail = next((d for d in errors if d["type"] == "extra_forbidden" and tuple(d["loc"][:-1]) in missing), errors[0])
     location = stack_key_location(detail["loc"])
     message = detail["msg"].removeprefix("Value error, ")
     if detail["type"] == "missing":
