@@ -1,10 +1,13 @@
 """Each clause of the tenant user's, the mock-GPU agent's and the CUDA-control admission policies decides a case:
 a request the clause refuses (or matches) and the closest one it admits (or leaves alone), evaluated as the API
 server evaluates them (tests/admission_cel.py: match rules, failurePolicy, the binding's actions, the reason's
-HTTP status). Expected values are the Kubernetes semantics, written out here."""
+HTTP status). Expected values are the Kubernetes semantics, written out here. The specs are built inside each test,
+not at import: mutmut activates a mutant after the test modules were imported, so a spec built at import would
+never be the mutant's."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -18,7 +21,12 @@ from gpu_tenancy.builders.tenant_access import tenant_access
 from gpu_tenancy.hami.agent import decisions
 
 USER = "system:serviceaccount:workloads:tenant-user"
-SERVICES = tenant_access.services_policy_spec("workloads")
+
+
+def services() -> dict[str, Any]:
+    return tenant_access.services_policy_spec("workloads")
+
+
 # What the program binds the Services policy with (components/tenant_access.py): Deny.
 DENY = {"policyName": tenant_access.SERVICES_POLICY, "validationActions": ["Deny"]}
 
@@ -61,14 +69,14 @@ def test_the_users_token_secret_is_for_its_service_account() -> None:
 ])
 def test_the_services_policy_matches_the_core_and_networking_groups_only(case: str, request_: Request,
                                                                         refused: bool) -> None:
-    assert bool(binding_denials(SERVICES, DENY, request_)) is refused, case
+    assert bool(binding_denials(services(), DENY, request_)) is refused, case
 
 
 def test_the_services_policy_refuses_with_403_forbidden() -> None:
     # dispatcher.go reasonToCode: Forbidden 403 (without the reason: Invalid, 422).
-    assert denial_codes(SERVICES, Request("services", "UPDATE", "workloads", service(externalIPs=["10.0.0.9"]),
+    assert denial_codes(services(), Request("services", "UPDATE", "workloads", service(externalIPs=["10.0.0.9"]),
                                           old=service())) == [403]
-    assert denial_codes(SERVICES, Request("networkpolicies", "DELETE", "workloads", None, old=network_policy(),
+    assert denial_codes(services(), Request("networkpolicies", "DELETE", "workloads", None, old=network_policy(),
                                           username=USER)) == [403]
 
 
@@ -76,24 +84,28 @@ def test_a_service_the_policy_cannot_evaluate_is_refused() -> None:
     """failurePolicy Fail: an expression that fails (here on a Service without a spec) refuses the request; with
     Ignore it would pass unchecked."""
     unreadable = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}}
-    assert binding_denials(SERVICES, DENY, Request("services", "CREATE", "workloads", unreadable))
-    assert binding_denials(SERVICES, DENY, Request("services", "CREATE", "workloads", service())) == []
+    assert binding_denials(services(), DENY, Request("services", "CREATE", "workloads", unreadable))
+    assert binding_denials(services(), DENY, Request("services", "CREATE", "workloads", service())) == []
 
 
 # ---------------------------------------------------------------------------- the mock-GPU agent
 
-AGENT_SPEC = agent_admission.policy_spec(AGENT, NODE)
-AGENT_BINDING = agent_admission.binding_spec("tenant-a-mock-gpu-agent-pod-policy")
+def agent_spec() -> dict[str, Any]:
+    return agent_admission.policy_spec(AGENT, NODE)
+
+
+def agent_binding() -> dict[str, Any]:
+    return agent_admission.binding_spec("tenant-a-mock-gpu-agent-pod-policy")
 
 
 def test_the_agents_binding_denies() -> None:
-    assert AGENT_BINDING == {"policyName": "tenant-a-mock-gpu-agent-pod-policy", "validationActions": ["Deny"]}
+    assert agent_binding() == {"policyName": "tenant-a-mock-gpu-agent-pod-policy", "validationActions": ["Deny"]}
     old = pod(**{"hami.io/bind-phase": "allocating"})
     refused = Request("pods", "UPDATE", "tenant-a", merge(old, {"metadata": {"labels": {"app": "x"}}}), old=old,
                       username=AGENT)
     admitted = Request("pods", "UPDATE", "tenant-a", merge(old, decisions.success_patch()), old=old, username=AGENT)
-    assert binding_denials(AGENT_SPEC, AGENT_BINDING, refused) == ["the mock-GPU agent changes no pod spec or label"]
-    assert binding_denials(AGENT_SPEC, AGENT_BINDING, admitted) == []
+    assert binding_denials(agent_spec(), agent_binding(), refused) == ["the mock-GPU agent changes no pod spec or label"]
+    assert binding_denials(agent_spec(), agent_binding(), admitted) == []
 
 
 @pytest.mark.parametrize(("case", "resource", "old", "change"), [
@@ -108,7 +120,7 @@ def test_each_refusal_of_the_agent_is_403_forbidden(case: str, resource: str, ol
                                                     change: dict[str, Any]) -> None:
     request = Request(resource, "UPDATE", "tenant-a" if resource == "pods" else "", merge(old, change), old=old,
                       username=AGENT)
-    codes = denial_codes(AGENT_SPEC, request)
+    codes = denial_codes(agent_spec(), request)
     assert codes and set(codes) == {403}, case
 
 
@@ -116,7 +128,7 @@ def test_an_agent_write_the_policy_cannot_evaluate_is_refused() -> None:
     """failurePolicy Fail: a pod update whose expressions fail (here a pod without a spec) is refused."""
     old = pod(**{"hami.io/bind-phase": "allocating"})
     unreadable = {k: v for k, v in merge(old, decisions.success_patch()).items() if k != "spec"}
-    assert failed_validations(AGENT_SPEC, Request("pods", "UPDATE", "tenant-a", unreadable, old=old, username=AGENT))
+    assert failed_validations(agent_spec(), Request("pods", "UPDATE", "tenant-a", unreadable, old=old, username=AGENT))
 
 
 @pytest.mark.parametrize(("resource", "operation", "matched"), [
@@ -127,12 +139,13 @@ def test_an_agent_write_the_policy_cannot_evaluate_is_refused() -> None:
 def test_the_agents_policy_matches_updates_of_pods_nodes_and_node_status(resource: str, operation: str,
                                                                          matched: bool) -> None:
     request = Request(resource, operation, "", pod(), old=pod(), username=AGENT)
-    assert in_scope(AGENT_SPEC, request) is matched
+    assert in_scope(agent_spec(), request) is matched
 
 
 # ---------------------------------------------------------------------------- sim-nvml's CUDA-control mutation
 
-CUDA = cuda_control.policy_spec()
+def cuda() -> dict[str, Any]:
+    return cuda_control.policy_spec()
 
 
 def gpu_pod(limits: dict[str, str]) -> dict[str, Any]:
@@ -149,41 +162,44 @@ def gpu_pod(limits: dict[str, str]) -> dict[str, Any]:
 ])
 def test_the_mutation_applies_to_new_core_pods(resource: str, operation: str, group: str, matched: bool) -> None:
     request = Request(resource, operation, "team", gpu_pod({"nvidia.com/gpu": "1"}), group=group)
-    assert in_scope(CUDA, request) is matched
+    assert in_scope(cuda(), request) is matched
 
 
 def test_a_pod_the_mutation_cannot_evaluate_is_refused() -> None:
     """failurePolicy Fail: a pod whose match condition fails to evaluate (no containers list) is refused, not
     admitted without the variable."""
     unreadable = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}}
-    assert failed_validations(CUDA, Request("pods", "CREATE", "team", unreadable))
-    assert failed_validations(CUDA, Request("pods", "CREATE", "team", gpu_pod({"nvidia.com/gpu": "1"}))) == []
+    assert failed_validations(cuda(), Request("pods", "CREATE", "team", unreadable))
+    assert failed_validations(cuda(), Request("pods", "CREATE", "team", gpu_pod({"nvidia.com/gpu": "1"}))) == []
 
 
 def test_memory_alone_makes_a_gpu_container() -> None:
     """HAMi v2.10.0 pkg/device/nvidia/device.go `mutateContainerResource` gives a container asking for GPU memory
     only a default count of nvidia.com/gpu: it is a GPU container and gets the variable."""
-    (condition,) = CUDA["matchConditions"]
+    (condition,) = cuda()["matchConditions"]
     request = Request("pods", "CREATE", "team", gpu_pod({"nvidia.com/gpumem": "4096"}))
-    assert in_scope(CUDA, request)
+    assert in_scope(cuda(), request)
     assert evaluate(condition["expression"], {"object": request.obj}) is True
     assert evaluate(condition["expression"], {"object": gpu_pod({"cpu": "1"})}) is False
 
 
-@pytest.mark.parametrize(("case", "spec", "binding"), [
-    ("tenant user's Services", SERVICES, DENY),
-    ("mock-GPU agent's", AGENT_SPEC, AGENT_BINDING),
-    ("CUDA control", CUDA, None),
+@pytest.mark.parametrize(("case", "specs"), [
+    ("tenant user's Services", lambda: (services(), DENY)),
+    ("mock-GPU agent's", lambda: (agent_spec(), agent_binding())),
+    ("CUDA control", lambda: (cuda(), None)),
 ])
-def test_the_api_server_accepts_every_enum_of_the_policies(case: str, spec: dict[str, Any],
-                                                           binding: dict[str, Any] | None) -> None:
+def test_the_api_server_accepts_every_enum_of_the_policies(
+    case: str, specs: Callable[[], tuple[dict[str, Any], dict[str, Any] | None]]
+) -> None:
+    spec, binding = specs()
     assert spec_errors(spec, binding) == [], case
     # The closest value it refuses: the same word in another case (validation.go compares exactly).
     assert spec_errors({**spec, "failurePolicy": "fail"}, binding) == ["failurePolicy: 'fail'"]
 
 
 def test_the_mutations_reinvocation_and_patch_type_are_values_the_api_server_accepts() -> None:
-    assert spec_errors(CUDA) == []
-    assert spec_errors({**CUDA, "mutations": [{**CUDA["mutations"][0], "patchType": "Apply"}]}) == [
+    spec = cuda()
+    assert spec_errors(spec) == []
+    assert spec_errors({**spec, "mutations": [{**spec["mutations"][0], "patchType": "Apply"}]}) == [
         "patchType: 'Apply'"]
-    assert spec_errors({**CUDA, "reinvocationPolicy": "ifneeded"}) == ["reinvocationPolicy: 'ifneeded'"]
+    assert spec_errors({**spec, "reinvocationPolicy": "ifneeded"}) == ["reinvocationPolicy: 'ifneeded'"]
