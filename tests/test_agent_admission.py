@@ -17,7 +17,6 @@ from gpu_tenancy.hami.agent import decisions
 
 AGENT = "system:serviceaccount:kube-system:tenant-a-mock-gpu-agent"
 NODE = "gpu-tenancy-dev-tenant-a-worker"
-SPEC = agent_admission.policy_spec(AGENT, NODE)
 
 
 def pod(node: str = NODE, **annotations: str) -> dict[str, Any]:
@@ -47,7 +46,7 @@ def merge(obj: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
 
 
 def update(old: dict[str, Any], new: dict[str, Any], user: str = AGENT) -> list[str]:
-    return denials(SPEC, Request("pods", "UPDATE", "tenant-a", new, old=old, username=user))
+    return denials(agent_admission.policy_spec(AGENT, NODE), Request("pods", "UPDATE", "tenant-a", new, old=old, username=user))
 
 
 def test_the_agents_own_patch_is_admitted() -> None:

@@ -14,7 +14,6 @@ from test_agent_admission import AGENT, NODE, merge, pod
 from gpu_tenancy.builders.mock_gpu_agent import agent_admission
 from gpu_tenancy.hami.agent import decisions
 
-SPEC = agent_admission.policy_spec(AGENT, NODE)
 DEVICES = [{"id": "GPU-0", "count": 10, "devmem": 24576, "devcore": 100, "type": "NVIDIA L4", "numa": 0,
             "health": True}]
 
@@ -32,11 +31,11 @@ def node(name: str = NODE) -> dict[str, Any]:
 
 
 def node_update(old: dict[str, Any], new: dict[str, Any], subresource: str = "nodes") -> list[str]:
-    return denials(SPEC, Request(subresource, "UPDATE", "", new, old=old, username=AGENT))
+    return denials(agent_admission.policy_spec(AGENT, NODE), Request(subresource, "UPDATE", "", new, old=old, username=AGENT))
 
 
 def pod_update(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    return denials(SPEC, Request("pods", "UPDATE", "tenant-a", new, old=old, username=AGENT))
+    return denials(agent_admission.policy_spec(AGENT, NODE), Request("pods", "UPDATE", "tenant-a", new, old=old, username=AGENT))
 
 
 def test_the_agents_own_node_writes_are_admitted() -> None:
