@@ -164,6 +164,7 @@ if not config.simulated:
             ssh_private_key=pulumi.Output.secret(config.ssh_private_key.get_secret_value()),
             node_ports=config.control_plane.service_type == "NodePort",
         ),
+        pulumi.ResourceOptions(depends_on=list(tenants.values())),
     )
 
 pulumi.export("mode", config.mode)

@@ -35,6 +35,9 @@ class HostFences(pulumi.ComponentResource):
     def __init__(self, name: str, args: HostFencesArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpu-tenancy:host_fence:HostFences", name, None, opts)
         endpoints = pulumi.Output.all(**args.endpoints)
+        # After what `opts` names (the tenants, their hosts' preparation among it): the script may install nftables,
+        # and two apt-get runs on one host would fight over dpkg's lock.
+        after = opts.depends_on if opts is not None else None
         fenced = []
         for tenant, host in args.hosts:
             assert host.host_key is not None  # load_config requires it in mode real
@@ -51,7 +54,7 @@ class HostFences(pulumi.ComponentResource):
                 # is set), and the script replaces the table in one transaction.
                 stdin=endpoints.apply(functools.partial(_rules, tenant, others, args.node_ports)),
                 # A replacement's old delete removes the table: it must run before the new create installs it.
-                opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
+                opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True, depends_on=after),
             )
             fenced.append(f"{tenant}/{host.name}")
         self.register_outputs({"hosts": fenced})

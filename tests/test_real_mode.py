@@ -91,6 +91,19 @@ def test_each_host_is_fenced_off_from_the_other_tenant(resources: list[MockResou
         assert (fence["create"], fence["delete"]) == (host_fence.fence_command(), host_fence.unfence_command())
 
 
+def test_each_host_is_fenced_after_its_tenant_is_up() -> None:
+    """The fence script may install nftables: not while the host's preparation runs apt (dpkg's lock). Depending on
+    a component is depending on every resource in it (the SDK expands it), the prepares included."""
+    from policy_support import EXAMPLE_STACKS
+
+    stack = EXAMPLE_STACKS["gpu"]()
+    prepares = {r.urn for r in stack if r.type == REMOTE and r.name.endswith("-prepare")}
+    fences = [r for r in stack if r.type == REMOTE and r.name.startswith("host-fences-")]
+    assert len(fences) == 2 and len(prepares) == 2
+    for fence_command in fences:
+        assert prepares <= set(fence_command.dependencies), fence_command.name
+
+
 def test_each_host_joins_its_own_tenant(resources: list[MockResourceArgs]) -> None:
     hosts = {r.name: r.inputs for r in by_type(resources, "gpu-tenancy:host_worker:HostWorker")}
     assert {n: (i["tenant"], i["nodeName"]) for n, i in hosts.items()} == {

@@ -28,6 +28,9 @@ DELETE_FIRST = {
         f"{host}-{step}"
         for host in ("tenant-a-gpu-a100-01", "tenant-b-gpu-l4-01")
         for step in ("prepare", "node", "join", "bootstrap-token-mint")
+    } | {
+        # The host firewall: the old delete removes the table the new create would load.
+        "host-fences-tenant-a-gpu-a100-01", "host-fences-tenant-b-gpu-l4-01",
     },
 }
 

@@ -47,9 +47,10 @@ def tenant_control_plane_spec(
         network_profile["address"] = address
     deployment: dict[str, Any] = {"extraArgs": {"apiServer": list(api_server_args)}} if api_server_args else {}
     service: dict[str, Any] = {"serviceType": service_type}
-    if service_type == "LoadBalancer" and node_runtime == "host":
+    if service_type == "LoadBalancer":
         # No NodePorts besides the LoadBalancer address: kube-proxy would serve them on every management node, at
         # ports the API server picks, which the real hosts' firewall (host_worker/fence.py) cannot know to close.
+        # In every mode, so that a simulated tenant's control plane is the one it is promoted with.
         service["allocateLoadBalancerNodePorts"] = False
     return {
         "dataStore": data_store,
