@@ -37,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -316,13 +317,24 @@ COVERING_TESTS: dict[str, tuple[str, ...]] = {
 }
 
 
+def _ignored(repo: Path) -> set[str]:
+    """The test files mutmut's runs leave out (`--ignore=` in [tool.mutmut] pytest_add_cli_args_test_selection):
+    the live-suite harness and the slowest whole-program runs."""
+    pyproject = repo / "pyproject.toml"
+    if not pyproject.is_file():
+        return set()
+    selection = tomllib.loads(pyproject.read_text()).get("tool", {}).get("mutmut", {}).get(
+        "pytest_add_cli_args_test_selection", [])
+    return {arg.removeprefix("--ignore=") for arg in selection if arg.startswith("--ignore=")}
+
+
 def covering_tests(module: str, repo: Path = REPO) -> list[str]:
     """Every tests/test_*.py that imports the module (by its dotted name; a pack module also by its top-level
-    name, as the engine imports it), then COVERING_TESTS' files."""
+    name, as the engine imports it) and that mutmut's runs do not leave out, then COVERING_TESTS' files."""
     dotted = module.removesuffix(".py").replace("/", ".")
     names = {dotted} | ({dotted.removeprefix("policies.")} if dotted.startswith("policies.") else set())
     found = [str(path.relative_to(repo)) for path in sorted((repo / "tests").glob("test_*.py"))
-             if names & imported_names(path.read_text())]
+             if names & imported_names(path.read_text()) and str(path.relative_to(repo)) not in _ignored(repo)]
     # The importers first: their unit tests are the quickest to fail under `-x`.
     return found + [path for path in COVERING_TESTS.get(module, ()) if path not in found]
 

@@ -100,6 +100,11 @@ def test_covering_tests_are_the_mapped_files_and_those_importing_the_module(tmp_
     (tmp_path / "tests" / "test_d.py").write_text("from pod_lib import dig\n")
     assert covering_tests("gpu_tenancy/builders/x/y.py", tmp_path) == ["tests/test_a.py", "tests/test_b.py"]
     assert covering_tests("policies/pod_lib.py", tmp_path) == ["tests/test_d.py"]
+    # A file mutmut's runs leave out is left out here too.
+    (tmp_path / "pyproject.toml").write_text('[tool.mutmut]\npytest_add_cli_args_test_selection = ["tests", '
+                                              '"--ignore=tests/test_b.py"]\n')
+    assert covering_tests("gpu_tenancy/builders/x/y.py", tmp_path) == ["tests/test_a.py"]
+    (tmp_path / "pyproject.toml").unlink()
     # A module also reached through the program: its importers first, then the mapped files.
     (tmp_path / "tests" / "test_worker.py").write_text("from gpu_tenancy.builders.worker import kind_node\n")
     (tmp_path / "tests" / "test_e.py").write_text("from gpu_tenancy.builders.worker.kind_node import host_flags\n")
