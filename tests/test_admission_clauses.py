@@ -15,6 +15,7 @@ from admission_cel import Request, binding_denials, denial_codes, evaluate, fail
 from test_agent_admission import AGENT, NODE, merge, pod
 from test_agent_admission_writes import node
 
+from gpu_tenancy.builders.gpu_access import gpu_access
 from gpu_tenancy.builders.mock_gpu_agent import agent_admission
 from gpu_tenancy.builders.mock_nvml import cuda_control
 from gpu_tenancy.builders.tenant_access import tenant_access
@@ -203,3 +204,61 @@ def test_the_mutations_reinvocation_and_patch_type_are_values_the_api_server_acc
     assert spec_errors({**spec, "mutations": [{**spec["mutations"][0], "patchType": "Apply"}]}) == [
         "patchType: 'Apply'"]
     assert spec_errors({**spec, "reinvocationPolicy": "ifneeded"}) == ["reinvocationPolicy: 'ifneeded'"]
+
+
+# ---------------------------------------------------------------------------- the GPU-access policy
+
+def gpu_access_spec() -> dict[str, Any]:
+    return gpu_access.validating_admission_policy_spec("")
+
+
+def team_pod(**spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "team"},
+            "spec": {"schedulerName": "hami-scheduler", "containers": [{"name": "c", "image": "i"}], **spec}}
+
+
+def test_a_gpu_access_refusal_is_403_and_an_unreadable_pod_is_refused() -> None:
+    own_devices = team_pod(containers=[{"name": "c", "image": "i",
+                                        "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]}])
+    codes = denial_codes(gpu_access_spec(), Request("pods", "CREATE", "team", own_devices))
+    assert codes and set(codes) == {403}
+    # failurePolicy Fail: a pod its expressions cannot read (no spec) is refused, a plain pod admitted.
+    unreadable = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "team"}}
+    assert failed_validations(gpu_access_spec(), Request("pods", "CREATE", "team", unreadable))
+    assert failed_validations(gpu_access_spec(), Request("pods", "CREATE", "team", team_pod())) == []
+
+
+@pytest.mark.parametrize(("prefix", "allowed"), [
+    # envFrom copies every key of a ConfigMap under its prefix: one that could spell a HAMi-core variable is refused.
+    ("CUDA_OVER", False), ("GPU_CORE", False), ("CUDA_TASK_", False), ("NVIDIA", False), ("CUDA_DEVICE_ORDER_", False),
+    ("APP_", True), ("CUDA_HOME_", True),
+])
+def test_an_env_from_prefix_that_could_form_a_controlled_name_is_refused(prefix: str, allowed: bool) -> None:
+    assert gpu_access.env_from_allowed({"prefix": prefix, "configMapRef": {"name": "cm"}}) is allowed
+    pod = team_pod(containers=[{"name": "c", "image": "i", "envFrom": [{"prefix": prefix, "configMapRef": {"name": "cm"}}]}])
+    assert (failed_validations(gpu_access_spec(), Request("pods", "CREATE", "team", pod)) == []) is allowed
+
+
+@pytest.mark.parametrize(("case", "spec", "reaches"), [
+    ("GPU count in an init container", {"initContainers": [{"name": "i", "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
+                                        "containers": [{"name": "c"}]}, True),
+    ("devices in an ephemeral container", {"containers": [{"name": "c"}], "ephemeralContainers": [
+        {"name": "e", "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]}]}, True),
+    # HAMi v2.10.0 mutateContainerResource: cores or a memory percentage alone get a default GPU count.
+    ("cores only", {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpucores": "30"}}}]}, True),
+    ("memory percentage only", {"containers": [{"name": "c", "resources": {
+        "requests": {"nvidia.com/gpumem-percentage": "50"}}}]}, True),
+    ("HAMi-core switch", {"containers": [{"name": "c", "env": [{"name": "CUDA_DISABLE_CONTROL", "value": "1"}]}]}, True),
+    ("cpu only", {"containers": [{"name": "c", "resources": {"limits": {"cpu": "1"}}}]}, False),
+])
+def test_what_reaches_a_gpu_in_any_container(case: str, spec: dict[str, Any], reaches: bool) -> None:
+    assert gpu_access.reaches_gpu(spec) is reaches, case
+
+
+def test_driver_feature_variables_stay_the_pods() -> None:
+    """nvidia-container-toolkit: NVIDIA_DRIVER_CAPABILITIES and NVIDIA_DISABLE_REQUIRE pick driver features and
+    skip the CUDA version check; they select no device."""
+    for name in ("NVIDIA_DRIVER_CAPABILITIES", "NVIDIA_DISABLE_REQUIRE", "NVIDIA_REQUIRE_CUDA"):
+        pod = team_pod(containers=[{"name": "c", "image": "i", "env": [{"name": name, "value": "true"}]}])
+        assert failed_validations(gpu_access_spec(), Request("pods", "CREATE", "team", pod)) == [], name
+        assert gpu_access.env_allowed({"name": name, "value": "true"}), name
