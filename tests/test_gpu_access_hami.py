@@ -17,7 +17,6 @@ from test_policy_pack_grpc import analyzer, default_configuration  # noqa: F401 
 
 from gpu_tenancy.builders.gpu_access import gpu_access
 
-SPEC = gpu_access.validating_admission_policy_spec()
 USER = "system:serviceaccount:workloads:tenant-user"
 ADMIN = "kubernetes-admin"
 SCHEDULER = "system:serviceaccount:kube-system:hami-scheduler"  # HAMi chart: the scheduler's ServiceAccount
@@ -38,11 +37,11 @@ def gpu_pod(annotations: dict[str, str] | None = None, **spec: Any) -> dict[str,
 
 
 def create(obj: dict[str, Any], user: str = USER) -> list[str]:
-    return denials(SPEC, Request("pods", "CREATE", "workloads", obj, username=user))
+    return denials(gpu_access.validating_admission_policy_spec(), Request("pods", "CREATE", "workloads", obj, username=user))
 
 
 def update(old: dict[str, Any], new: dict[str, Any], user: str = USER) -> list[str]:
-    return denials(SPEC, Request("pods", "UPDATE", "workloads", new, old=old, username=user))
+    return denials(gpu_access.validating_admission_policy_spec(), Request("pods", "UPDATE", "workloads", new, old=old, username=user))
 
 
 @pytest.mark.parametrize("user", [USER, ADMIN, REPLICASET_CONTROLLER])
@@ -113,7 +112,7 @@ def test_runtime_classes_are_matched_by_handler(case: str, name: str, handler: s
     """HAMi's chart makes RuntimeClass `nvidia` with handler `nvidia` (templates/device-plugin/runtime-class.yaml);
     any other class on that handler would put pods on the NVIDIA runtime under a name the pod rules never meet."""
     for operation in ("CREATE", "UPDATE"):
-        refused = denials(SPEC, Request("runtimeclasses", operation, "", runtime_class(name, handler), username=ADMIN,
+        refused = denials(gpu_access.validating_admission_policy_spec(), Request("runtimeclasses", operation, "", runtime_class(name, handler), username=ADMIN,
                                         old=runtime_class(name, "runc") if operation == "UPDATE" else None))
         assert (not refused) is admitted, refused
 
