@@ -25,7 +25,8 @@ AT_THE_ROOT = {
         ("gpu-tenancy:kind_cluster:KindCluster", "management"),
         ("gpu-tenancy:nvml_mock_image:NvmlMockImage", "nvml-mock-image"),
     },
-    "gpu": _SHARED | {("gpu-tenancy:host_identity:HostIdentities", "hosts")},
+    "gpu": _SHARED | {("gpu-tenancy:host_identity:HostIdentities", "hosts"),
+                      ("gpu-tenancy:host_fence:HostFences", "host-fences")},
 }
 
 

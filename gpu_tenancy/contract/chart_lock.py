@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Annotated
 
@@ -128,16 +126,6 @@ def load_lock(root: Path) -> ChartLock:
         where = ".".join(str(part) for part in first["loc"]) or "(top level)"
         raise ChartCacheError(f"{path}: {where}: {first['msg']}; restore the file, or remove it and run "
                               "`make charts` to pull and record the charts again") from None
-
-
-def write_lock(root: Path, lock: ChartLock) -> None:
-    """Replace the lock atomically (a crash leaves the old one or the new one)."""
-    path = lock_path(root)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(lock.model_dump(by_alias=True), indent=2) + "\n"
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=".lock-", delete=False) as handle:
-        handle.write(text)
-    os.replace(handle.name, path)
 
 
 def file_sha256(path: Path) -> str:

@@ -11,6 +11,7 @@ A chart the lock does not record yet, or one named in `relock`, is downloaded, c
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import tempfile
 import urllib.error
@@ -29,17 +30,28 @@ from gpu_tenancy.cli.charts.repository import (
     verify_archive,
 )
 from gpu_tenancy.contract.chart_lock import (
+    ChartLock,
     ChartRef,
     LockedChart,
     archive_path,
     cached_archive_ok,
     load_lock,
-    write_lock,
+    lock_path,
 )
 
 Fetch = Callable[[str], bytes]
 TIMEOUT_SECONDS = 60
 
+
+def write_lock(root: Path, lock: ChartLock) -> None:
+    """Replace the lock atomically (a crash leaves the old one or the new one). Here, not in chart_lock, which the
+    program loads: nothing it loads computes a fresh value (tests/test_second_run.py), a temporary name included."""
+    path = lock_path(root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(lock.model_dump(by_alias=True), indent=2) + "\n"
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=".lock-", delete=False) as handle:
+        handle.write(text)
+    os.replace(handle.name, path)
 
 def http_fetch(url: str) -> bytes:
     """GET `url` (the standard proxy variables apply); PullError naming the URL on any failure."""
