@@ -9,14 +9,19 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fake_apiserver import FakeTenant, closed_port_url, kubeconfig_for, recorded
 from harness import REPO
 from test_status import install_stack
 
+from gpu_tenancy.cli.status import command as status_cli
 from gpu_tenancy.cli.tenants import command as tenants_cli
 from gpu_tenancy.cli.tenants import health as tenants
+from gpu_tenancy.cli.tenants import health as tenants_health
+from gpu_tenancy.cli.tenants.command import render_table
+from gpu_tenancy.cli.tenants.health import TenantHealth
 from gpu_tenancy.hami import protocol as hami
 
 
@@ -147,3 +152,63 @@ def test_make_tenants(servers: dict[str, FakeTenant], tmp_path: Path, monkeypatc
     (row,) = json.loads(done.stdout)
     # the repository's Pulumi.dev.yaml declares tenant-a's one A100
     assert row["tenant"] == "tenant-a" and row["gpus_declared"] == 1 and row["healthy"] is True
+
+
+# --------------------------------------------------------------------------- the table's layout and the exit codes
+
+
+def _row(**overrides: Any) -> TenantHealth:
+    fields: dict[str, Any] = {"tenant": "tenant-with-a-long-name", "endpoint": "172.18.255.201:6443",
+                              "version": "v1.35.5", "control_plane": "ready", "nodes_ready": 12, "nodes_total": 12,
+                              "gpus_registered": 16, "gpus_declared": 16, "pods_holding_gpus": 7, "pending_gpu_pods": 3}
+    return TenantHealth(**{**fields, **overrides})
+
+
+def test_a_narrow_table_keeps_names_versions_and_counts_whole_and_counts_right_aligned() -> None:
+    """At 100 columns something must give: the endpoint and control plane may, the tenant's name, its version and the
+    NODES/GPUS counts may not, and every count sits at the right of its column, under the end of its heading."""
+    narrow = render_table([_row(), _row(tenant="b", nodes_ready=1, nodes_total=1, gpus_registered=1,
+                                        gpus_declared=1, pods_holding_gpus=0, pending_gpu_pods=0)], 100)
+    lines = narrow.splitlines()
+    assert any("tenant-with-a-long-name" in line for line in lines), narrow
+    assert any("v1.35.5" in line for line in lines) and any("12/12" in line for line in lines), narrow
+    header = next(line for line in lines if line.startswith("TENANT"))
+    for heading, long_value, short_value in (("NODES", "12/12", "1/1"), ("GPUS", "16/16", "1/1"),
+                                             ("HOLDING", "7", "0"), ("PENDING", "3", "0")):
+        end = header.index(heading) + len(heading)
+        long_line = next(line for line in lines if line.startswith("tenant-with-a-long-name"))
+        short_line = next(line for line in lines if line.startswith("b "))
+        for line, value in ((long_line, long_value), (short_line, short_value)):
+            assert line[end - len(value):end] == value, (heading, value, narrow)
+
+
+def test_at_50_columns_the_name_version_and_counts_are_what_is_left_whole() -> None:
+    """Squeezed, the other columns give way and these four stay on one line each, unbroken."""
+    lines = render_table([_row()], 50).splitlines()
+    assert lines[0].split() == ["TENANT", "VERSION", "NODES", "GPUS"], lines
+    assert lines[1].split() == ["tenant-with-a-long-name", "v1.35.5", "12/12", "16/16"], lines
+
+
+@pytest.mark.parametrize("error", [status_cli.UsageError("--tenant x: no such tenant"), ValueError("bad dump")],
+                         ids=["usage", "value"])
+def test_a_bad_request_is_one_line_and_exit_2(error: Exception, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    def fail(*_: Any) -> Any:
+        raise error
+
+    monkeypatch.setattr(tenants_health, "gather", fail)
+    assert tenants_cli.main(["--stack", "dev"]) == tenants_cli.EXIT_USAGE == 2
+    assert capsys.readouterr().err == f"tenants: {error}\n"
+
+
+def test_without_a_terminal_the_table_is_120_columns_wide(monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """Piped (make's output to a file, CI), shutil's fallback decides: 120 columns, as in the docs' examples."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    widths: list[int] = []
+    monkeypatch.setattr(tenants_health, "gather", lambda *_: [_row()])
+    monkeypatch.setattr(tenants_cli, "render_table", lambda rows, width, color=False: widths.append(width) or "")
+    monkeypatch.setattr(tenants_cli.shutil, "get_terminal_size",
+                        lambda fallback=(80, 24): os.terminal_size(fallback))  # what it returns off a terminal
+    tenants_cli.main(["--stack", "dev"])
+    assert widths == [120]
