@@ -46,22 +46,12 @@ def apply_script() -> str:
     Environment: GPU_TENANCY_WORKER (the container). Stdin: the drop-in (it may hold proxy credentials, so it
     never reaches a command line).
     """
-    wait = worker_join.CONTAINERD_WAIT_SECONDS
     return f"""set -eu
 worker="$GPU_TENANCY_WORKER"
 wanted="$(cat)"
 # Wait for systemd and containerd inside the node container: a drop-in written before systemd has read its
 # units could be missed, and `systemctl` needs systemd running.
-waited=0
-until docker exec "$worker" systemctl is-active --quiet containerd; do
-  waited=$((waited + 1))
-  if [ "$waited" -ge {wait} ]; then
-    echo "gpu-tenancy: containerd in $worker is not active after {wait}s" >&2
-    exit 1
-  fi
-  sleep 1
-done
-current="$(docker exec "$worker" cat {DROPIN} 2>/dev/null || true)"
+{worker_join.wait_for_containerd()}current="$(docker exec "$worker" cat {DROPIN} 2>/dev/null || true)"
 if [ "$current" = "$wanted" ]; then
   exit 0
 fi

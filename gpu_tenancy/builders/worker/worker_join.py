@@ -54,6 +54,20 @@ def join_configuration_template(
     return template
 
 
+def wait_for_containerd() -> str:
+    """Shell lines that wait, bounded, until containerd is active in the node container `$worker`."""
+    return f"""waited=0
+until docker exec "$worker" systemctl is-active --quiet containerd; do
+  waited=$((waited + 1))
+  if [ "$waited" -ge {CONTAINERD_WAIT_SECONDS} ]; then
+    echo "gpu-tenancy: containerd in $worker is not active after {CONTAINERD_WAIT_SECONDS}s" >&2
+    exit 1
+  fi
+  sleep 1
+done
+"""
+
+
 def join_script(tenant: str) -> str:
     """Create and update: wait for containerd, reset a half-joined node (or one joined with another
     configuration), mint a token, join; a node joined with this configuration is left as it is.
@@ -83,16 +97,7 @@ trap 'exit 143' TERM
 cat > "$kubeconfig"
 
 # Wait for systemd and containerd inside the node container, as kind does before kubeadm.
-waited=0
-until docker exec "$worker" systemctl is-active --quiet containerd; do
-  waited=$((waited + 1))
-  if [ "$waited" -ge {CONTAINERD_WAIT_SECONDS} ]; then
-    echo "gpu-tenancy: containerd in $worker is not active after {CONTAINERD_WAIT_SECONDS}s" >&2
-    exit 1
-  fi
-  sleep 1
-done
-# pulumi-command runs this script on create and on every update, with the new inputs (v1.2.1
+{wait_for_containerd()}# pulumi-command runs this script on create and on every update, with the new inputs (v1.2.1
 # local/commandController.go `Update`: `create` when no `update` is set). A node joined with this
 # configuration stays as it is; one joined to another endpoint or CA (the control plane moved, its CA
 # changed) leaves and joins again here, with the kubeconfig that reaches the tenant now.
