@@ -11,31 +11,17 @@ work there. The snapshotter is read from `containerd config dump` as kind's `par
 
 from __future__ import annotations
 
-# awk over `containerd config dump`: the first `snapshotter = ...` in either section, quotes removed
-# (containerd 2.x writes TOML literal strings, [plugins.'io.containerd.cri.v1.images'] and 'overlayfs';
-# 1.x basic strings, "overlayfs").
-_SNAPSHOTTER_AWK = r"""{ line = $0; sub(/^[ \t]+/, "", line) }
-line ~ /^\[/ { section = line; gsub(/'/, "\"", section); next }
-(section == "[plugins.\"io.containerd.cri.v1.images\"]" ||
- section == "[plugins.\"io.containerd.grpc.v1.cri\".containerd]") && line ~ /^snapshotter[ \t]*=/ {
-  value = line; sub(/^snapshotter[ \t]*=[ \t]*/, "", value); gsub(/["']/, "", value); print value; exit
-}"""
+from gpu_tenancy.builders import shell
 
 
 def snapshotter_awk() -> str:
-    return _SNAPSHOTTER_AWK
+    """awk over `containerd config dump`: the first `snapshotter = ...` in either section, quotes removed
+    (containerd 2.x writes TOML literal strings, [plugins.'io.containerd.cri.v1.images'] and 'overlayfs';
+    1.x basic strings, "overlayfs")."""
+    return shell.script(__name__, "snapshotter.awk").removesuffix("\n")
 
 
 def load_script() -> str:
     """`sh` script: $IMAGE (a local Docker image) into the containerd of node container $NODE_CONTAINER."""
-    awk = _SNAPSHOTTER_AWK.replace("'", "'\\''")
-    return f"""set -eu
-config=$(docker exec "$NODE_CONTAINER" containerd config dump)
-snapshotter=$(printf '%s\\n' "$config" | awk '{awk}')
-if [ -z "$snapshotter" ]; then
-  echo "gpu-tenancy: cannot tell the containerd snapshotter of $NODE_CONTAINER (containerd config dump)" >&2
-  exit 1
-fi
-docker save "$IMAGE" | docker exec -i "$NODE_CONTAINER" \\
-  ctr --namespace=k8s.io images import --all-platforms --digests --snapshotter="$snapshotter" -
-"""
+    # The awk program goes between single quotes: each of its own quotes closes them, is escaped, reopens them.
+    return shell.script(__name__, "image_load.sh", SNAPSHOTTER_AWK=snapshotter_awk().replace("'", "'\\''"))

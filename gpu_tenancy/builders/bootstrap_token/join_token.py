@@ -56,26 +56,14 @@ def _secret_printf(tenant: str, description: str) -> str:
 
 def mint(tenant: str, ttl_seconds: int, description: str) -> str:
     """Sets $token_id and $token_secret and creates their Secret in the tenant, valid for ttl_seconds."""
-    return f"""token_id="$(LC_ALL=C tr -dc 'a-z0-9' < /dev/urandom | head -c 6)"
-token_secret="$(LC_ALL=C tr -dc 'a-z0-9' < /dev/urandom | head -c 16)"
-expires=$(( $(date -u +%s) + {int(ttl_seconds)} ))
-expiration="$(date -u -d "@$expires" +%Y-%m-%dT%H:%M:%SZ 2>/dev/null || date -u -r "$expires" +%Y-%m-%dT%H:%M:%SZ)"
-# Retried: the admin kubeconfig's group gets its rights only when Kamaji's tenant-side controllers have run
-# (controllers/soot/manager.go, kubeadm_phases.go PhaseClusterAdminRBAC), which the TCP's Ready does not
-# wait for; Kamaji's own e2e retries the same (e2e/worker_kubeadm_join_test.go). A create that went
-# through but whose answer was lost comes back AlreadyExists, which is success.
-attempt=0
-until output=$({_secret_printf(tenant, description)} \\
-    | kubectl --kubeconfig "$kubeconfig" --request-timeout=60s create -f - 2>&1); do
-  case $output in *AlreadyExists*) break ;; esac
-  attempt=$((attempt + 1))
-  if [ "$attempt" -ge {MINT_ATTEMPTS} ]; then
-    echo "gpu-tenancy: could not create the bootstrap token in the tenant: $output" >&2
-    exit 1
-  fi
-  sleep {MINT_RETRY_SECONDS}
-done
-"""
+    return shell.script(
+        __name__,
+        "_mint.sh",
+        TTL_SECONDS=str(int(ttl_seconds)),
+        SECRET_PRINTF=_secret_printf(tenant, description),
+        MINT_ATTEMPTS=str(MINT_ATTEMPTS),
+        MINT_RETRY_SECONDS=str(MINT_RETRY_SECONDS),
+    )
 
 
 def _revoke_command() -> str:
@@ -92,11 +80,9 @@ def revoke() -> str:
 
 def mint_script(tenant: str, ttl_seconds: int = KUBEADM_DEFAULT_TTL_SECONDS) -> str:
     """A Command's create: mints a token and prints `<id>.<secret>` (keep the output secret, unlogged)."""
-    return (
-        "set -eu\n"
-        + shell.STDIN_KUBECONFIG
-        + mint(tenant, ttl_seconds, "gpu-tenancy: joins a GPU host of this tenant")
-        + 'printf \'%s.%s\\n\' "$token_id" "$token_secret"\n'
+    return shell.script(
+        __name__, "mint.sh", STDIN_KUBECONFIG=shell.STDIN_KUBECONFIG,
+        MINT=mint(tenant, ttl_seconds, "gpu-tenancy: joins a GPU host of this tenant"),
     )
 
 
@@ -105,14 +91,7 @@ def keep_script() -> str:
     rotating the admin credentials) mints no second token that nothing would revoke. pulumi-command runs
     `create` on an update unless `update` is set (v1.2.1 provider/pkg/provider/local/commandController.go
     `Update`) and passes the previous stdout in PULUMI_COMMAND_STDOUT (`run`, addPreviousOutputInEnv)."""
-    return (
-        "set -eu\n"
-        'if [ -z "${PULUMI_COMMAND_STDOUT:-}" ]; then\n'
-        '  echo "gpu-tenancy: no token minted before; replace this command to mint one" >&2\n'
-        "  exit 1\n"
-        "fi\n"
-        'printf \'%s\\n\' "$PULUMI_COMMAND_STDOUT"\n'
-    )
+    return shell.script(__name__, "keep.sh")
 
 
 def revoke_script() -> str:
@@ -124,23 +103,7 @@ def revoke_script() -> str:
     replaced for that), the revoke is skipped with one line on stderr: the token expires within its TTL and the
     tenant's tokencleaner deletes it. Any other failure fails the delete.
     """
-    hours = KUBEADM_DEFAULT_TTL_SECONDS // 3600
-    return (
-        "set -eu\n"
-        + shell.STDIN_KUBECONFIG
-        + shell.KUBECTL_UNREACHABLE
-        + 'token="${PULUMI_COMMAND_STDOUT:-}"\n'
-        + 'token_id="${token%%.*}"\n'
-        + 'if [ -z "$token_id" ]; then exit 0; fi\n'
-        + "if ! output=$(" + _revoke_command() + f""" 2>&1 >/dev/null); then
-  if reason=$(kubectl_unreachable "$output"); then
-    echo "gpu-tenancy: skipped revoking bootstrap token $token_id: the kubeconfig stored for it no longer reaches \\
-the tenant's API server ($reason); the token expires within {hours} h of its minting and the tenant's \\
-tokencleaner then deletes it" >&2
-    exit 0
-  fi
-  printf '%s\\n' "$output" >&2
-  exit 1
-fi
-"""
+    return shell.script(
+        __name__, "revoke.sh", STDIN_KUBECONFIG=shell.STDIN_KUBECONFIG, KUBECTL_UNREACHABLE=shell.KUBECTL_UNREACHABLE,
+        REVOKE=_revoke_command(), TTL_HOURS=str(KUBEADM_DEFAULT_TTL_SECONDS // 3600),
     )

@@ -17,6 +17,8 @@ import ipaddress
 import shlex
 from collections.abc import Iterable
 
+from gpu_tenancy.builders import shell
+
 TABLE = "gpu_tenancy_fence"
 RULES_FILE = "/etc/gpu-tenancy/fence.nft"
 UNIT = "gpu-tenancy-fence.service"
@@ -90,46 +92,11 @@ def fence_rules(own_endpoint: str, foreign_endpoints: Iterable[str], foreign_hos
 
 def fence_script() -> str:
     """Installs the ruleset read on stdin: checked first (`nft -c`), then kept for boot and loaded."""
-    return f"""#!/usr/bin/env bash
-# Fences this GPU host off from the other tenants (gpu-tenancy, mode real). Safe to run again.
-set -euo pipefail
-command -v nft >/dev/null || {{ apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q nftables; }}
-install -d -m 0755 /etc/gpu-tenancy
-rules=$(mktemp)
-trap 'rm -f "$rules"' EXIT
-cat > "$rules"
-nft -c -f "$rules"
-install -m 0644 "$rules" {RULES_FILE}
-cat > /etc/systemd/system/{UNIT} <<'UNIT'
-[Unit]
-Description=gpu-tenancy: fence this GPU host off from the other tenants
-Before=kubelet.service
-After=network-pre.target
-
-[Service]
-Type=oneshot
-RemainAfterExit=yes
-ExecStart=/usr/sbin/nft -f {RULES_FILE}
-ExecStop=/usr/sbin/nft delete table inet {TABLE}
-
-[Install]
-WantedBy=multi-user.target
-UNIT
-systemctl daemon-reload
-systemctl enable {UNIT} >/dev/null
-nft -f {RULES_FILE}
-"""
+    return shell.script(__name__, "fence.sh", RULES_FILE=RULES_FILE, UNIT=UNIT, TABLE=TABLE)
 
 
 def unfence_script() -> str:
-    return f"""#!/usr/bin/env bash
-# Removes the gpu-tenancy host firewall. Safe to run again.
-set -uo pipefail
-systemctl disable --now {UNIT} >/dev/null 2>&1 || true
-nft delete table inet {TABLE} 2>/dev/null || true
-rm -f /etc/systemd/system/{UNIT} {RULES_FILE}
-systemctl daemon-reload
-"""
+    return shell.script(__name__, "unfence.sh", UNIT=UNIT, TABLE=TABLE, RULES_FILE=RULES_FILE)
 
 
 def fence_command() -> str:

@@ -30,64 +30,16 @@ def kubernetes_package_version(kubernetes_version: str) -> tuple[str, str]:
 def prepare_script(kubernetes_version: str, toolkit_version: str = versions.NVIDIA_CONTAINER_TOOLKIT_VERSION) -> str:
     """Idempotent host preparation: kernel settings, containerd, kubeadm/kubelet, NVIDIA runtime."""
     channel, package = kubernetes_package_version(kubernetes_version)
-    return f"""#!/usr/bin/env bash
-# Prepares this host as a gpu-tenancy worker (Kubernetes {kubernetes_version}). Safe to run again.
-set -euo pipefail
-export DEBIAN_FRONTEND=noninteractive
-K8S_CHANNEL={shlex.quote(channel)}
-K8S_PACKAGE={shlex.quote(package)}
-TOOLKIT_PACKAGE={shlex.quote(toolkit_version)}
-
-if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null; then
-  echo "gpu-tenancy: the NVIDIA driver is not working on $(hostname) (nvidia-smi -L failed); install it first" >&2
-  exit 1
-fi
-
-swapoff -a
-sed -ri '/\\sswap\\s/s/^#?/#/' /etc/fstab
-printf 'overlay\\nbr_netfilter\\n' > /etc/modules-load.d/gpu-tenancy.conf
-modprobe overlay
-modprobe br_netfilter
-cat > /etc/sysctl.d/90-gpu-tenancy.conf <<'SYSCTL'
-net.ipv4.ip_forward = 1
-net.bridge.bridge-nf-call-iptables = 1
-net.bridge.bridge-nf-call-ip6tables = 1
-SYSCTL
-sysctl --system >/dev/null
-
-apt-get update -q
-apt-get install -y -q apt-transport-https ca-certificates curl gpg containerd conntrack socat
-install -d -m 0755 /etc/apt/keyrings
-curl -fsSL "https://pkgs.k8s.io/core:/stable:/${{K8S_CHANNEL}}/deb/Release.key" \\
-  | gpg --batch --yes --dearmor -o /etc/apt/keyrings/kubernetes-apt-keyring.gpg
-K8S_REPO="https://pkgs.k8s.io/core:/stable:/${{K8S_CHANNEL}}/deb/"
-echo "deb [signed-by=/etc/apt/keyrings/kubernetes-apt-keyring.gpg] ${{K8S_REPO}} /" \\
-  > /etc/apt/sources.list.d/kubernetes.list
-curl -fsSL https://nvidia.github.io/libnvidia-container/gpgkey \\
-  | gpg --batch --yes --dearmor -o /etc/apt/keyrings/nvidia-container-toolkit.gpg
-curl -fsSL https://nvidia.github.io/libnvidia-container/stable/deb/nvidia-container-toolkit.list \\
-  | sed 's#deb https://#deb [signed-by=/etc/apt/keyrings/nvidia-container-toolkit.gpg] https://#' \\
-  > /etc/apt/sources.list.d/nvidia-container-toolkit.list
-apt-get update -q
-apt-mark unhold kubelet kubeadm >/dev/null 2>&1 || true
-apt-get install -y -q --allow-downgrades "kubelet=${{K8S_PACKAGE}}" "kubeadm=${{K8S_PACKAGE}}" \\
-  "nvidia-container-toolkit=${{TOOLKIT_PACKAGE}}" "nvidia-container-toolkit-base=${{TOOLKIT_PACKAGE}}"
-apt-mark hold kubelet kubeadm >/dev/null
-
-# containerd with the systemd cgroup driver (the control plane's kubelet config says systemd). The NVIDIA
-# runtime is registered as the handler `{gpu_access.GPU_RUNTIME_CLASS}` and NOT made the default: only pods
-# under HAMi's RuntimeClass reach it (gpu_tenancy/gpu_access.py). Run without --set-as-default, nvidia-ctk
-# also drops a default it set before (nvidia-container-toolkit pkg/config/engine/containerd/config.go
-# AddRuntimeWithOptions), so a host prepared by an older version is fixed by running this again.
-install -d /etc/containerd
-if [ ! -s /etc/containerd/config.toml ] || ! grep -q 'SystemdCgroup = true' /etc/containerd/config.toml; then
-  containerd config default > /etc/containerd/config.toml
-  sed -i 's/SystemdCgroup = false/SystemdCgroup = true/' /etc/containerd/config.toml
-fi
-nvidia-ctk runtime configure --runtime=containerd --nvidia-runtime-name={gpu_access.GPU_RUNTIME_CLASS}
-systemctl enable --now containerd kubelet
-systemctl restart containerd
-{runtime_check_script()}"""
+    return shell.script(
+        __name__,
+        "prepare.sh",
+        KUBERNETES_VERSION=kubernetes_version,
+        K8S_CHANNEL=shlex.quote(channel),
+        K8S_PACKAGE=shlex.quote(package),
+        TOOLKIT_PACKAGE=shlex.quote(toolkit_version),
+        RUNTIME_HANDLER=gpu_access.GPU_RUNTIME_CLASS,
+        RUNTIME_CHECK=runtime_check_script(),
+    )
 
 
 def runtime_check_script() -> str:
@@ -96,18 +48,7 @@ def runtime_check_script() -> str:
     Reads `containerd config dump` (the merged config, drop-ins included): any `default_runtime_name`
     naming the NVIDIA handler would hand every pod the GPUs, `NVIDIA_VISIBLE_DEVICES=all` is enough.
     """
-    name = gpu_access.GPU_RUNTIME_CLASS
-    return f"""dump="$(containerd config dump)"
-if printf '%s\\n' "$dump" | grep -Eq '^[[:space:]]*default_runtime_name[[:space:]]*=[[:space:]]*"{name}"'; then
-  echo "gpu-tenancy: containerd on $(hostname) runs every pod under the NVIDIA runtime \\
-(default_runtime_name = {name}); remove that default (see /etc/containerd/conf.d)" >&2
-  exit 1
-fi
-if ! printf '%s\\n' "$dump" | grep -Eq "runtimes[.][\\"']?{name}[\\"']?[.]options[]]"; then
-  echo "gpu-tenancy: containerd on $(hostname) has no '{name}' runtime handler after nvidia-ctk runtime configure" >&2
-  exit 1
-fi
-"""
+    return shell.script(__name__, "_runtime_check.sh", RUNTIME_HANDLER=gpu_access.GPU_RUNTIME_CLASS)
 
 
 def join_command() -> str:
@@ -143,7 +84,8 @@ def remove_stale_node_script() -> str:
     (kubernetes `cmd/kubeadm/app/cmd/phases/join/kubelet.go`), which a reset host's Node stays until its lease
     runs out, and after a moved endpoint or a new CA the old delete could not remove it: removed here.
     """
-    return "set -eu\n" + shell.STDIN_KUBECONFIG + _delete_node() + "\n"
+    return shell.script(__name__, "remove_stale_node.sh", STDIN_KUBECONFIG=shell.STDIN_KUBECONFIG,
+                        DELETE_NODE=_delete_node() + "\n")
 
 
 # The node command's update: a new kubeconfig (same endpoint and CA: rotated credentials) is only stored, for the
@@ -160,22 +102,9 @@ def remove_node_script() -> str:
     create removes the Node with the current kubeconfig), the delete is skipped with one line on stderr; any
     other failure fails it.
     """
-    return (
-        "set -eu\n"
-        + shell.STDIN_KUBECONFIG
-        + shell.KUBECTL_UNREACHABLE
-        + "if ! output=$(" + _delete_node() + """ 2>&1); then
-  if reason=$(kubectl_unreachable "$output"); then
-    echo "gpu-tenancy: skipped removing Node $GPU_TENANCY_NODE: the kubeconfig stored for it no longer reaches \
-the tenant's API server ($reason); 'make up' removes it before the host joins again, or remove it by \
-hand: kubectl delete node $GPU_TENANCY_NODE" >&2
-    exit 0
-  fi
-  printf '%s\\n' "$output" >&2
-  exit 1
-fi
-if [ -n "$output" ]; then printf '%s\\n' "$output"; fi
-"""
+    return shell.script(
+        __name__, "remove_node.sh", STDIN_KUBECONFIG=shell.STDIN_KUBECONFIG,
+        KUBECTL_UNREACHABLE=shell.KUBECTL_UNREACHABLE, DELETE_NODE=_delete_node(),
     )
 
 

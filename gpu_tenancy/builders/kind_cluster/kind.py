@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import shlex
 
-_PRIVATE_KUBECONFIG = """kubeconfig_dir=$(mktemp -d)
-trap 'rm -rf "$kubeconfig_dir"' EXIT
-"""
+from gpu_tenancy.builders import shell
 
 
+def _private_kubeconfig() -> str:
+    return shell.script(__name__, "_private_kubeconfig.sh")
 
 
 def create_command(cluster_name: str, node_image: str) -> str:
@@ -28,23 +28,16 @@ def create_command(cluster_name: str, node_image: str) -> str:
     `pkg/cluster/internal/create/create.go` `alreadyExists`), so an existing cluster is adopted. That is
     only safe because the command is replaced delete-before-create (components/kind_cluster.py).
     """
-    cluster = shlex.quote(cluster_name)
-    return (
-        "set -eu\n"
-        + _PRIVATE_KUBECONFIG
-        + f"if ! kind get clusters 2>/dev/null | grep -qx {cluster}; then\n"
-        f"  kind create cluster --name {cluster} --image {shlex.quote(node_image)} --config - --wait 180s "
-        '--kubeconfig "$kubeconfig_dir/config"\n'
-        "fi\n"
+    return shell.script(
+        __name__, "create.sh", PRIVATE_KUBECONFIG=_private_kubeconfig(), CLUSTER=shlex.quote(cluster_name),
+        NODE_IMAGE=shlex.quote(node_image),
     )
 
 
 def delete_command(cluster_name: str) -> str:
     """Deletes the cluster; like `rm -f`, succeeds when it is already gone (kind `deletecluster.go`)."""
-    return (
-        "set -eu\n"
-        + _PRIVATE_KUBECONFIG
-        + f'kind delete cluster --name {shlex.quote(cluster_name)} --kubeconfig "$kubeconfig_dir/config"\n'
+    return shell.script(
+        __name__, "delete.sh", PRIVATE_KUBECONFIG=_private_kubeconfig(), CLUSTER=shlex.quote(cluster_name)
     )
 
 

@@ -38,29 +38,15 @@ def wait_until_admitted_script(
             raise ValueError(f"not a Kubernetes name: {value!r}")
     if timeout_seconds < 1 or interval_seconds < 0:
         raise ValueError("timeout_seconds must be >= 1 and interval_seconds >= 0")
-    owner = f"{namespace}/{deployment}"
-    return f"""set -eu
-if ! command -v kubectl >/dev/null 2>&1; then
-  echo "gpu-tenancy: kubectl not found on PATH (see README: Prerequisites)" >&2
-  exit 1
-fi
-{shell.STDIN_KUBECONFIG}deadline=$(( $(date +%s) + {timeout_seconds} ))
-while :; do
-  if output=$(printf '%s\\n' "${MANIFEST_ENV}" | kubectl --kubeconfig "$kubeconfig" apply --server-side \\
-      --force-conflicts --dry-run=server --field-manager={FIELD_MANAGER} -f - 2>&1); then
-    exit 0
-  fi
-  case $output in
-    *"{DENIED}"*)
-      echo "gpu-tenancy: the admission webhook of {owner} rejected the objects: $output" >&2
-      exit 1
-      ;;
-  esac
-  if [ "$(date +%s)" -ge "$deadline" ]; then
-    echo "gpu-tenancy: the admission webhook of {owner} did not serve within {timeout_seconds}s" \\
-      "(check: kubectl -n {namespace} logs deploy/{deployment}); last error: $output" >&2
-    exit 1
-  fi
-  sleep {interval_seconds}
-done
-"""
+    return shell.script(
+        __name__,
+        "wait_until_admitted.sh",
+        STDIN_KUBECONFIG=shell.STDIN_KUBECONFIG,
+        TIMEOUT_SECONDS=str(timeout_seconds),
+        INTERVAL_SECONDS=str(interval_seconds),
+        FIELD_MANAGER=FIELD_MANAGER,
+        DENIED=DENIED,
+        OWNER=f"{namespace}/{deployment}",
+        NAMESPACE=namespace,
+        DEPLOYMENT=deployment,
+    )

@@ -29,7 +29,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
-from gpu_tenancy.builders import kube_objects
+from gpu_tenancy.builders import kube_objects, shell
 from gpu_tenancy.contract import versions
 from gpu_tenancy.contract.limits import MAX_GPUS_PER_NODE
 from gpu_tenancy.hami import gpu_catalogue
@@ -127,25 +127,7 @@ def build_script() -> str:
     - Proxy variables set for `pulumi up` are passed as build args (buildx reads proxies only from
       ~/.docker/config.json, not from the environment); the daemon fetches the git context with its own.
     """
-    return """set -eu
-if docker info --format '{{json .SecurityOptions}}' | grep -Eq '(^|[",])name=rootless([",]|$)'; then
-  reason="rootless Docker cannot create the mock NVML's /dev/nvidia* device nodes; use mode sim there"
-  echo "gpu-tenancy: mode sim-nvml needs a rootful Docker engine ($reason)" >&2
-  exit 1
-fi
-if docker image inspect "$IMAGE" >/dev/null 2>&1; then
-  echo "gpu-tenancy: $IMAGE is already built"
-  exit 0
-fi
-set --
-for name in HTTP_PROXY HTTPS_PROXY NO_PROXY http_proxy https_proxy no_proxy; do
-  if [ -n "$(printenv "$name" || true)" ]; then
-    set -- "$@" --build-arg "$name"
-  fi
-done
-echo "gpu-tenancy: building $IMAGE from $CONTEXT (first time only; several minutes)" >&2
-DOCKER_BUILDKIT=1 docker build --load --provenance=false "$@" --tag "$IMAGE" --file "$DOCKERFILE" "$CONTEXT"
-"""
+    return shell.script(__name__, "build_image.sh")
 
 
 def hami_device_plugin_values(config_digest: str) -> dict[str, Any]:
@@ -183,13 +165,7 @@ def no_host_gpus_script() -> str:
     exists in the calling container (k8s-test-infra engine/engine.go), so HAMi's privileged plugin would
     register as many GPUs as the host has, not the declared ones.
     """
-    return """set -eu
-if docker exec "$NODE_CONTAINER" sh -c 'ls /dev/nvidia[0-9]* >/dev/null 2>&1'; then
-  reason="the mock NVML would report only as many GPUs as the host has; use mode real on this host"
-  echo "gpu-tenancy: $NODE_CONTAINER sees the Docker host's NVIDIA GPUs (/dev/nvidia*): $reason" >&2
-  exit 1
-fi
-"""
+    return shell.script(__name__, "no_host_gpus.sh")
 
 
 def rbac_rules(node_name: str) -> list[dict[str, Any]]:

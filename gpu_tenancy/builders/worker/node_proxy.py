@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from gpu_tenancy.builders import shell
 from gpu_tenancy.builders.worker import worker_join
 
 DROPIN_DIR = "/etc/systemd/system/containerd.service.d"
@@ -46,21 +47,10 @@ def apply_script() -> str:
     Environment: GPU_TENANCY_WORKER (the container). Stdin: the drop-in (it may hold proxy credentials, so it
     never reaches a command line).
     """
-    return f"""set -eu
-worker="$GPU_TENANCY_WORKER"
-wanted="$(cat)"
-# Wait for systemd and containerd inside the node container: a drop-in written before systemd has read its
-# units could be missed, and `systemctl` needs systemd running.
-{worker_join.wait_for_containerd()}current="$(docker exec "$worker" cat {DROPIN} 2>/dev/null || true)"
-if [ "$current" = "$wanted" ]; then
-  exit 0
-fi
-docker exec "$worker" mkdir -p {DROPIN_DIR}
-printf '%s\\n' "$wanted" | docker exec -i "$worker" sh -c 'umask 077; cat > {DROPIN}'
-docker exec "$worker" systemctl daemon-reload
-docker exec "$worker" systemctl restart containerd
-echo "gpu-tenancy: containerd in $worker restarted with the host's proxy settings" >&2
-"""
+    return shell.script(
+        __name__, "proxy_apply.sh", WAIT_FOR_CONTAINERD=worker_join.wait_for_containerd(), DROPIN=DROPIN,
+        DROPIN_DIR=DROPIN_DIR,
+    )
 
 
 def remove_script() -> str:
@@ -69,18 +59,4 @@ def remove_script() -> str:
     A container that is gone has nothing to remove; any other failure fails the delete, since containerd
     would go on using the old proxy.
     """
-    return f"""set -eu
-worker="$GPU_TENANCY_WORKER"
-if ! output=$(docker exec "$worker" test -f {DROPIN} 2>&1); then
-  case $output in
-    *"No such container"*) echo "gpu-tenancy: $worker is gone: no proxy settings to remove" >&2 ;;
-    "") ;;
-    *) echo "gpu-tenancy: cannot reach $worker to remove its proxy settings: $output" >&2; exit 1 ;;
-  esac
-  exit 0
-fi
-docker exec "$worker" rm -f {DROPIN}
-docker exec "$worker" systemctl daemon-reload
-docker exec "$worker" systemctl restart containerd
-echo "gpu-tenancy: containerd in $worker restarted without proxy settings" >&2
-"""
+    return shell.script(__name__, "proxy_remove.sh", DROPIN=DROPIN)

@@ -23,7 +23,6 @@ fine: kubeadm's discovery retries until the bootstrapsigner has signed cluster-i
 from __future__ import annotations
 
 import shlex
-import textwrap
 
 from gpu_tenancy.builders import shell
 from gpu_tenancy.builders.bootstrap_token import join_token
@@ -56,16 +55,7 @@ def join_configuration_template(
 
 def wait_for_containerd() -> str:
     """Shell lines that wait, bounded, until containerd is active in the node container `$worker`."""
-    return f"""waited=0
-until docker exec "$worker" systemctl is-active --quiet containerd; do
-  waited=$((waited + 1))
-  if [ "$waited" -ge {CONTAINERD_WAIT_SECONDS} ]; then
-    echo "gpu-tenancy: containerd in $worker is not active after {CONTAINERD_WAIT_SECONDS}s" >&2
-    exit 1
-  fi
-  sleep 1
-done
-"""
+    return shell.script(__name__, "_wait_for_containerd.sh", CONTAINERD_WAIT_SECONDS=str(CONTAINERD_WAIT_SECONDS))
 
 
 def join_script(tenant: str) -> str:
@@ -75,65 +65,18 @@ def join_script(tenant: str) -> str:
     Environment: GPU_TENANCY_WORKER (container = node name), GPU_TENANCY_JOIN_CONFIGURATION (from
     join_configuration_template). Stdin: the tenant's admin kubeconfig.
     """
-    mint = join_token.mint(tenant, TOKEN_TTL_SECONDS, "gpu-tenancy: joins one worker, deleted after the join")
-    revoke = textwrap.indent(join_token.revoke().replace(">/dev/null\n", ">/dev/null 2>&1 || true\n"), "    ")
-    half_joined = " || ".join(f"test -e {shlex.quote(path)}" for path in HALF_JOINED)
-    return f"""set -eu
-umask 077
-worker="$GPU_TENANCY_WORKER"
-template="$GPU_TENANCY_JOIN_CONFIGURATION"
-kubeconfig="$(mktemp)"
-token_id=""
-cleanup() {{
-  docker exec "$worker" rm -f {JOIN_FILE} >/dev/null 2>&1 || true
-  if [ -n "$token_id" ]; then
-{revoke}  fi
-  rm -f "$kubeconfig"
-}}
-trap cleanup EXIT
-trap 'exit 129' HUP
-trap 'exit 130' INT
-trap 'exit 143' TERM
-cat > "$kubeconfig"
-
-# Wait for systemd and containerd inside the node container, as kind does before kubeadm.
-{wait_for_containerd()}# pulumi-command runs this script on create and on every update, with the new inputs (v1.2.1
-# local/commandController.go `Update`: `create` when no `update` is set). A node joined with this
-# configuration stays as it is; one joined to another endpoint or CA (the control plane moved, its CA
-# changed) leaves and joins again here, with the kubeconfig that reaches the tenant now.
-if docker exec "$worker" test -f {KUBELET_CONF}; then
-  joined_with="$(docker exec "$worker" cat {JOINED_WITH} 2>/dev/null || true)"
-  if [ "$joined_with" = "$(printf '%s\\n' "$template")" ]; then
-    exit 0
-  fi
-  echo "gpu-tenancy: $worker was joined with another endpoint, CA or node registration: resetting it to join again" >&2
-  docker exec "$worker" kubeadm reset --force
-fi
-# A join that failed half-way left files kubeadm's preflight refuses to overwrite: start clean.
-if docker exec "$worker" sh -c {shlex.quote(half_joined)}; then
-  echo "gpu-tenancy: $worker holds a half-finished join; kubeadm reset first" >&2
-  docker exec "$worker" kubeadm reset --force
-fi
-# Swap stays on: /proc/swaps is the host's, so turning it off here would turn off the host's swap; the kubelet runs with
-# failSwapOn false and kubeadm's Swap preflight is ignored, as kind does.
-docker exec "$worker" sh -c 'modprobe br_netfilter 2>/dev/null || true'
-
-case "$template" in
-  *{TOKEN_PLACEHOLDER}*) ;;
-  *) echo "gpu-tenancy: GPU_TENANCY_JOIN_CONFIGURATION has no token placeholder" >&2; exit 1 ;;
-esac
-{mint}before="${{template%%{TOKEN_PLACEHOLDER}*}}"
-after="${{template#*{TOKEN_PLACEHOLDER}}}"
-printf '%s%s%s\\n' "$before" "$token_id.$token_secret" "$after" \\
-  | docker exec -i "$worker" sh -c 'umask 077; cat > {JOIN_FILE}'
-# This node is not joined now: a Node of its name is its own earlier registration (an old container's, or
-# this one's before a reset), Ready until its lease runs out, and kubeadm refuses the name while it is ("a
-# Node with name ... and status Ready already exists"). Removed here, through the tenant's current API
-# server, so that no delete has to reach the tenant with a kubeconfig stored before it moved.
-kubectl --kubeconfig "$kubeconfig" --request-timeout=60s delete node "$worker" --ignore-not-found
-docker exec "$worker" kubeadm join --config {JOIN_FILE}
-printf '%s\\n' "$template" | docker exec -i "$worker" sh -c 'cat > {JOINED_WITH}'
-"""
+    return shell.script(
+        __name__,
+        "join.sh",
+        REVOKE=join_token.revoke().replace(">/dev/null\n", ">/dev/null 2>&1 || true\n"),
+        WAIT_FOR_CONTAINERD=wait_for_containerd(),
+        MINT=join_token.mint(tenant, TOKEN_TTL_SECONDS, "gpu-tenancy: joins one worker, deleted after the join"),
+        HALF_JOINED=shlex.quote(" || ".join(f"test -e {shlex.quote(path)}" for path in HALF_JOINED)),
+        TOKEN_PLACEHOLDER=TOKEN_PLACEHOLDER,
+        JOIN_FILE=JOIN_FILE,
+        KUBELET_CONF=KUBELET_CONF,
+        JOINED_WITH=JOINED_WITH,
+    )
 
 
 def reset_script() -> str:
@@ -146,13 +89,7 @@ def reset_script() -> str:
 
     Environment: GPU_TENANCY_WORKER (container = node name). Stdin: ignored.
     """
-    return """set -eu
-worker="$GPU_TENANCY_WORKER"
-cat >/dev/null
-if ! output=$(docker exec "$worker" kubeadm reset --force 2>&1); then
-  echo "gpu-tenancy: kubeadm reset in $worker failed (its next join resets it): $output" >&2
-fi
-"""
+    return shell.script(__name__, "reset.sh")
 
 
 def leave_script() -> str:
@@ -164,18 +101,4 @@ def leave_script() -> str:
     (set by `make destroy` only when the kind cluster, and with it every tenant's control plane, is gone):
     then a tenant that does not answer is skipped, and the skip is said on stderr.
     """
-    return (
-        "set -eu\n"
-        + shell.STDIN_KUBECONFIG
-        + """worker="$GPU_TENANCY_WORKER"
-# A reset node's kubelet is stopped and cannot register the Node again.
-docker exec "$worker" kubeadm reset --force >/dev/null 2>&1 || true
-if [ "${GPU_TENANCY_LAB_GONE:-}" = 1 ]; then
-  if ! kubectl --kubeconfig "$kubeconfig" --request-timeout=10s delete node "$worker" --ignore-not-found; then
-    echo "gpu-tenancy: the tenant's control plane is gone with its kind cluster: skipped removing Node $worker" >&2
-  fi
-  exit 0
-fi
-kubectl --kubeconfig "$kubeconfig" --request-timeout=60s delete node "$worker" --ignore-not-found
-"""
-    )
+    return shell.script(__name__, "leave.sh", STDIN_KUBECONFIG=shell.STDIN_KUBECONFIG)

@@ -1,0 +1,3 @@
+set -eu
+@STDIN_KUBECONFIG@
+@DELETE_NODE@

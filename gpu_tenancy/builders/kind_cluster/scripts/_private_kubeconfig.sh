@@ -1,0 +1,2 @@
+kubeconfig_dir=$(mktemp -d)
+trap 'rm -rf "$kubeconfig_dir"' EXIT

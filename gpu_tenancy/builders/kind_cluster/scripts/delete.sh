@@ -1,0 +1,3 @@
+set -eu
+@PRIVATE_KUBECONFIG@
+kind delete cluster --name @CLUSTER@ --kubeconfig "$kubeconfig_dir/config"
