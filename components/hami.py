@@ -21,7 +21,7 @@ class HamiArgs:
     image_tag: str
     kubernetes_version: str
     depends_on: list[pulumi.Resource]
-    device_layer: hami_chart.DeviceLayer = "mock-agent"
+    device_layer: hami_chart.Registrar = "mock-agent"
     # sim-nvml: what the device plugin needs to reach the mock (MockNvml.hami_device_plugin).
     device_plugin: dict[str, Any] | None = None
     # gpu-tenancy:metrics.serviceMonitors: ServiceMonitors (needs the Prometheus Operator's CRDs in the

@@ -53,9 +53,7 @@ class Tenant(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: TenantArgs, opts: pulumi.ResourceOptions | None = None):
         tenant = args.config.name
-        self._gpu_nodes = gpu_nodes.tenant_gpu_nodes(
-            args.stack.simulated, args.cluster_name, args.config, args.stack.device_layer == "mock-agent"
-        )
+        self._gpu_nodes = gpu_nodes.tenant_gpu_nodes(args.stack.device_layer, args.cluster_name, args.config)
         # What the tenant declares, as plain JSON: the policy pack (gpu-plan-fits, no-mock-gpus-in-real)
         # reads it from the component's inputs at preview and from its outputs in the stack view.
         declaration = {
@@ -69,7 +67,7 @@ class Tenant(pulumi.ComponentResource):
                     "gpus": [gpu.model_dump(by_alias=True) for gpu in node.gpus],
                     # Each card's NUMA node as HAMi will read it (None: unknown) and the pods left for workloads.
                     "numa": list(node.numa),
-                    "maxPods": gpu_nodes.workload_pods_per_node(args.stack.device_layer),
+                    "maxPods": gpu_nodes.workload_pods_per_node(args.stack.device_layer.registrar),
                 }
                 for node in self._gpu_nodes
             ],
@@ -206,7 +204,7 @@ class Tenant(pulumi.ComponentResource):
                 image_tag=versions.hami_image_tag,
                 kubernetes_version=versions.kubernetes,
                 depends_on=after,
-                device_layer=args.stack.device_layer,
+                device_layer=args.stack.device_layer.registrar,
                 device_plugin=mock_nvml.hami_device_plugin if mock_nvml else None,
                 service_monitors=args.stack.metrics.service_monitors,
                 service_monitor_labels=dict(args.stack.metrics.labels),

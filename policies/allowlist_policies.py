@@ -9,7 +9,7 @@ Part of the gpu-tenancy policy pack (tenant_policies.ALL_POLICIES lists every po
 from __future__ import annotations
 
 from fields_lib import allowlist_key, field_checked, unknown_fields
-from gpu_lib import stack_config, stack_config_in
+from gpu_lib import stack_config_in, stack_device_layer
 from pod_lib import cached_chart_problem
 from policy_common import ADVISORY, MANDATORY, describe
 from pulumi_policy import (
@@ -200,7 +200,8 @@ def _value_problems(res: Res) -> list[str]:
             problems.append(f"names DataStore {store!r}, neither the shared {SHARED_DATASTORE!r} nor its own "
                             f"'{tenant}-etcd'")
         # MutatingAdmissionPolicy's API only for sim-nvml's own mutation (gpu_tenancy.builders.mock_nvml).
-        own_args = set(cuda_control.api_server_args("v1.35.0")) if stack_config("mode") == "sim-nvml" else set()
+        layer = stack_device_layer()
+        own_args = set(cuda_control.api_server_args("v1.35.0")) if layer and layer.cuda_control else set()
         for component, flags in (dig(res.props, "spec", "controlPlane", "deployment", "extraArgs") or {}).items():
             for flag in as_list(flags):
                 if isinstance(flag, str) and flag not in own_args:

@@ -13,7 +13,7 @@ import re
 from collections import defaultdict
 from typing import Any
 
-from gpu_lib import stack_config
+from gpu_lib import stack_device_layer
 from policy_common import MANDATORY, describe
 from pulumi_policy import (
     ReportViolation,
@@ -92,7 +92,8 @@ def _expected(res: Res, component: str | None) -> tuple[str, Any] | None:
         if res.type == POLICY_TYPE:
             # Only sim-nvml's own mutation writes the marker; elsewhere a marker lets a pod set
             # CUDA_DISABLE_CONTROL to it, which HAMi's device plugin reads as "no HAMi-core" (strconv.ParseBool).
-            marker = cuda_control.MARKER if stack_config("mode") == "sim-nvml" else ""
+            layer = stack_device_layer()
+            marker = cuda_control.MARKER if layer and layer.cuda_control else ""
             return "spec", gpu_access.validating_admission_policy_spec(marker)
         if res.type == BINDING_TYPE:
             return "spec", gpu_access.binding_spec()

@@ -12,6 +12,7 @@ from typing import Any
 from resource_lib import STACK_CONFIG_NAMESPACE
 
 from gpu_tenancy.builders.mock_nvml import nvml_mock
+from gpu_tenancy.contract.device_layers import LAYERS, DeviceLayer
 
 GPU = "nvidia.com/gpu"
 GPUMEM = "nvidia.com/gpumem"
@@ -32,6 +33,12 @@ MOCK_NVML_DRIVER_ROOT = nvml_mock.DRIVER_ROOT
 def stack_config(key: str) -> Any:
     """A `gpu-tenancy:<key>` stack config value as the engine hands it to the pack (PULUMI_CONFIG)."""
     return stack_config_in(f"{STACK_CONFIG_NAMESPACE}:{key}")
+
+
+def stack_device_layer() -> DeviceLayer | None:
+    """The device layer of the stack config's `gpu-tenancy:mode`; None for a mode no layer registers."""
+    mode = stack_config("mode")
+    return LAYERS.get(mode) if isinstance(mode, str) else None
 
 
 def stack_config_in(full_key: str) -> Any:

@@ -44,6 +44,8 @@ from resource_lib import (
 from tenancy_lib import COMPONENT_LABEL, ancestor_tenant, resource_tenant, tenant_component_name
 from value_lib import as_dict, as_list, contains_unknown, dig, is_unknown, known_str, quantity
 
+from gpu_tenancy.contract.device_layers import LAYERS
+
 DEFAULT_SPLIT_COUNT = 10
 
 # --------------------------------------------------------------------------- 7 gpu-requests-fractional
@@ -114,12 +116,11 @@ gpu_requests_fractional = ResourceValidationPolicy(
 
 # --------------------------------------------------------------------------- 10 no-mock-gpus-in-real
 
-MODES = ("sim", "sim-nvml", "real")
 
 
 def _stack_mode(args: StackValidationArgs, resources: list[Res], report: ReportViolation) -> str | None:
     configured = policy_config(args, "mode", None)
-    if configured in MODES:
+    if configured in LAYERS:
         return str(configured)
     modes: dict[str, list[str]] = defaultdict(list)
     for res in resources:
@@ -214,16 +215,16 @@ def _each(found: dict[str | None, list[Res]]) -> list[tuple[str | None, Res]]:
     return [(tenant, res) for tenant, group in sorted(found.items(), key=lambda kv: str(kv[0])) for res in group]
 
 
-def _check_real(found: _GpuProviders, report: ReportViolation) -> None:
+def _check_real(mode: str, found: _GpuProviders, report: ReportViolation) -> None:
     for tenant, res in _each(found.agent):
         report(
-            f"mode is 'real' but {_whose(tenant)} still runs the mock-GPU agent ({describe(res)}); remove it, "
+            f"mode is {mode!r} but {_whose(tenant)} still runs the mock-GPU agent ({describe(res)}); remove it, "
             "real GPUs are registered by HAMi's device plugin.",
             res.urn,
         )
     for tenant, res in _each(found.nvml):
         report(
-            f"mode is 'real' but {_whose(tenant)} runs NVIDIA's mock NVML ({describe(res)}); remove it, real GPUs "
+            f"mode is {mode!r} but {_whose(tenant)} runs NVIDIA's mock NVML ({describe(res)}); remove it, real GPUs "
             "must not be faked: HAMi's device plugin reads the host's own driver.",
             res.urn,
         )
@@ -231,46 +232,46 @@ def _check_real(found: _GpuProviders, report: ReportViolation) -> None:
         enabled = _device_plugin_enabled(res)
         if enabled is False:
             report(
-                f"mode is 'real' but {_whose(tenant)} installs HAMi with devicePlugin.enabled=false "
+                f"mode is {mode!r} but {_whose(tenant)} installs HAMi with devicePlugin.enabled=false "
                 f"({describe(res)}); enable it so real GPUs are registered.",
                 res.urn,
             )
         elif _is_mock_driver_root(_driver_root(res)):
             report(
-                f"mode is 'real' but {_whose(tenant)} points HAMi's device plugin at the mock NVML "
+                f"mode is {mode!r} but {_whose(tenant)} points HAMi's device plugin at the mock NVML "
                 f"(devicePlugin.nvidiaDriverRoot={_driver_root(res)!r}, {describe(res)}); unset it (or name the "
                 "real driver's root) so the plugin reads the host's real GPUs.",
                 res.urn,
             )
 
 
-def _check_sim(found: _GpuProviders, report: ReportViolation) -> None:
+def _check_sim(mode: str, found: _GpuProviders, report: ReportViolation) -> None:
     for tenant, res in _each(found.plugin_on()):
         report(
-            f"mode is 'sim' but {_whose(tenant)} installs a real GPU device plugin ({describe(res)}); "
+            f"mode is {mode!r} but {_whose(tenant)} installs a real GPU device plugin ({describe(res)}); "
             "set HAMi devicePlugin.enabled=false, the mock-GPU agent simulates the devices.",
             res.urn,
         )
     for tenant, res in _each(found.nvml):
         report(
-            f"mode is 'sim' but {_whose(tenant)} runs NVIDIA's mock NVML ({describe(res)}); remove it, the "
+            f"mode is {mode!r} but {_whose(tenant)} runs NVIDIA's mock NVML ({describe(res)}); remove it, the "
             "mock-GPU agent registers sim's GPUs and the two would register them twice (HAMi's device plugin on "
             "the mock NVML is mode 'sim-nvml').",
             res.urn,
         )
 
 
-def _check_sim_nvml(found: _GpuProviders, report: ReportViolation) -> None:
+def _check_sim_nvml(mode: str, found: _GpuProviders, report: ReportViolation) -> None:
     root = MOCK_NVML_DRIVER_ROOT
     for tenant, res in _each(found.agent):
         report(
-            f"mode is 'sim-nvml' but {_whose(tenant)} runs the mock-GPU agent ({describe(res)}); remove it, "
+            f"mode is {mode!r} but {_whose(tenant)} runs the mock-GPU agent ({describe(res)}); remove it, "
             "HAMi's device plugin registers the mock NVML's GPUs and both would write hami.io/node-nvidia-register.",
             res.urn,
         )
     for tenant, res in _each(found.real_chart):
         report(
-            f"mode is 'sim-nvml' but {_whose(tenant)} installs a real GPU device plugin ({describe(res)}); remove "
+            f"mode is {mode!r} but {_whose(tenant)} installs a real GPU device plugin ({describe(res)}); remove "
             "it, there are no real GPUs: HAMi's own device plugin registers the mock NVML's.",
             res.urn,
         )
@@ -280,7 +281,7 @@ def _check_sim_nvml(found: _GpuProviders, report: ReportViolation) -> None:
             continue  # not known yet (preview)
         if enabled is False:
             report(
-                f"mode is 'sim-nvml' but {_whose(tenant)} installs HAMi with devicePlugin.enabled=false "
+                f"mode is {mode!r} but {_whose(tenant)} installs HAMi with devicePlugin.enabled=false "
                 f"({describe(res)}); enable it, in this mode HAMi's own device plugin registers the mock NVML's GPUs.",
                 res.urn,
             )
@@ -292,14 +293,14 @@ def _check_sim_nvml(found: _GpuProviders, report: ReportViolation) -> None:
             else:
                 setting, where = f"with devicePlugin.nvidiaDriverRoot={driver_root!r}", "there"
             report(
-                f"mode is 'sim-nvml' but {_whose(tenant)} runs HAMi's device plugin {setting} ({describe(res)}); "
+                f"mode is {mode!r} but {_whose(tenant)} runs HAMi's device plugin {setting} ({describe(res)}); "
                 f"set it to {root!r}, the mock NVML's driver root, else the plugin looks for a real driver {where} "
                 "and panics.",
                 res.urn,
             )
         if tenant not in found.nvml and tenant not in found.maybe_nvml:
             report(
-                f"mode is 'sim-nvml' but {_whose(tenant)} runs HAMi's device plugin ({describe(res)}) with no mock "
+                f"mode is {mode!r} but {_whose(tenant)} runs HAMi's device plugin ({describe(res)}) with no mock "
                 f"NVML ({MOCK_NVML_TYPE}, or a DaemonSet labelled {COMPONENT_LABEL}={MOCK_NVML_COMPONENT}); add one, "
                 f"else the plugin finds no NVML library under {root!r} and registers no GPUs.",
                 res.urn,
@@ -326,14 +327,18 @@ def validate_no_mock_gpus_in_real(args: StackValidationArgs, report: ReportViola
     resources = from_policy_resources(args.resources)
     mode = _stack_mode(args, resources, report)
     found = _gpu_providers(resources)
-    if mode == "real":
-        _check_real(found, report)
-    elif mode == "sim":
-        _check_sim(found, report)
-    elif mode == "sim-nvml":
-        _check_sim_nvml(found, report)
-    else:
+    layer = LAYERS.get(mode) if mode else None
+    if layer is None:
         _check_unknown_mode(found, report)
+    elif layer.registrar in _CHECKS_BY_REGISTRAR:
+        _CHECKS_BY_REGISTRAR[layer.registrar](layer.mode, found, report)
+    else:
+        report(f"mode {mode!r}: this pack has no check for what registers its GPUs ({layer.registrar!r}); "
+               "teach policies/gpu_policies.py that device layer before deploying it.", None)
+
+
+# What may register a tenant's GPUs, by the device layer's registrar (gpu_tenancy/contract/device_layers).
+_CHECKS_BY_REGISTRAR = {"nvidia": _check_real, "mock-agent": _check_sim, "nvml-mock": _check_sim_nvml}
 
 
 no_mock_gpus_in_real = StackValidationPolicy(
@@ -352,7 +357,7 @@ no_mock_gpus_in_real = StackValidationPolicy(
         properties={
             "mode": {
                 "type": "string",
-                "enum": list(MODES),
+                "enum": list(LAYERS),
                 "description": "Force the mode to check against (default: read from the stack).",
             }
         }

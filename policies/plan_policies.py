@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpu_lib import planner_inputs, stack_config
+from gpu_lib import planner_inputs, stack_config, stack_device_layer
 from pod_lib import containers, pod_spec
 from policy_common import ADVISORY, MANDATORY
 from pulumi_policy import ReportViolation, StackValidationArgs, StackValidationPolicy
@@ -17,7 +17,6 @@ from tenancy_lib import ancestor_tenant, tenant_component_name
 from value_lib import as_dict, as_list, contains_unknown, dig, quantity
 
 DEFAULT_SPLIT_COUNT = 10
-_LAYERS = {"sim": "mock-agent", "sim-nvml": "nvml-mock", "real": "nvidia"}
 
 
 def _declaration(tenant_res: Res) -> dict[str, Any] | None:
@@ -60,9 +59,8 @@ def _stack_config_nodes(tenant: dict[str, Any]) -> list[tuple[str, list[Any], An
     are known where the mock-GPU agent registers the cards (NUMA 0) or a host declares them."""
     from gpu_tenancy.builders.gpu_nodes import workload_pods_per_node
 
-    mode = stack_config("mode")
-    layer = _LAYERS.get(mode) if isinstance(mode, str) else None
-    max_pods = workload_pods_per_node(layer) if layer else None
+    layer = stack_device_layer()
+    max_pods = workload_pods_per_node(layer.registrar) if layer else None
     workers = [w for w in as_list(tenant.get("workers")) if isinstance(w, dict)]
     if len(workers) == 1:
         return [(str(workers[0].get("name")), as_list(workers[0].get("gpus") or tenant["gpus"]),
@@ -70,7 +68,8 @@ def _stack_config_nodes(tenant: dict[str, Any]) -> list[tuple[str, list[Any], An
     if workers:
         return [(str(w.get("name")), as_list(w.get("gpus")), w.get("numa"), max_pods) for w in workers]
     cards = sum(int(g.get("count") or 0) for g in as_list(tenant["gpus"]) if isinstance(g, dict))
-    return [(f"{tenant['name']}-worker", tenant["gpus"], [0] * cards if layer == "mock-agent" else None, max_pods)]
+    numa = [0] * cards if layer and layer.numa == "zero" else None
+    return [(f"{tenant['name']}-worker", tenant["gpus"], numa, max_pods)]
 
 
 def _split_count(resources: list[Res], tenant: str) -> int:

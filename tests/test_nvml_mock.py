@@ -198,7 +198,7 @@ def test_more_than_eight_gpus_on_one_node_is_refused() -> None:
 
 def test_dev_nvml_stack_declares_the_dev_tenants() -> None:
     config = load_config(nvml_config())
-    assert config.mode == "sim-nvml" and config.device_layer == "nvml-mock" and config.simulated
+    assert config.mode == "sim-nvml" and config.device_layer.registrar == "nvml-mock" and config.simulated
     dev = yaml.safe_load(Path("Pulumi.dev.yaml").read_text())["config"]
     nvml = yaml.safe_load(Path("Pulumi.dev-nvml.yaml").read_text())["config"]
     assert nvml["gpu-tenancy:tenants"] == dev["gpu-tenancy:tenants"]

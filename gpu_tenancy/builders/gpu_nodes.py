@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from gpu_tenancy.contract.device_layers import LAYERS, DeviceLayer
 from gpu_tenancy.contract.stack_config import StackConfig
 from gpu_tenancy.contract.tenant_config import GpuConfig, TenantConfig
 from gpu_tenancy.hami import protocol as hami
@@ -38,16 +39,8 @@ class GpuNode:
         return [{**d, "numa": numa} for d, numa in zip(devices, self.numa, strict=True)] if self.numa else devices
 
 
-# DaemonSets the program runs on every GPU node of a tenant, by who registers the GPUs: kindnet and
-# kube-proxy (components/tenant_network.py), Kamaji's konnectivity agent (addons.konnectivity.agent.mode
-# DaemonSet, builders/tenant_control_plane), and the mock-GPU agent (sim, components/mock_gpu_agent.py),
-# or HAMi's device plugin (chart devicePlugin.enabled unless mock-agent, builders/hami/hami_chart.py) and
-# the mock NVML (sim-nvml, components/mock_nvml.py).
-NODE_DAEMONSETS: dict[str, tuple[str, ...]] = {
-    "mock-agent": ("kindnet", "kube-proxy", "konnectivity-agent", "mock-gpu-agent"),
-    "nvml-mock": ("kindnet", "kube-proxy", "konnectivity-agent", "hami-device-plugin", "nvml-mock"),
-    "nvidia": ("kindnet", "kube-proxy", "konnectivity-agent", "hami-device-plugin"),
-}
+# DaemonSets the program runs on every GPU node, by who registers the GPUs (each layer's `node_daemonsets`).
+NODE_DAEMONSETS: dict[str, tuple[str, ...]] = {layer.registrar: layer.node_daemonsets for layer in LAYERS.values()}
 
 
 # Pods of the tenant's own Deployments, which can only run on its workers: CoreDNS (Kamaji's coreDNS addon calls
@@ -67,16 +60,16 @@ def worker_container_name(cluster_name: str, tenant: str) -> str:
     return f"{cluster_name}-{tenant}-worker"
 
 
-def tenant_gpu_nodes(
-    simulated: bool, cluster_name: str, tenant: TenantConfig, mock_agent: bool = True
-) -> list[GpuNode]:
-    """``mock_agent``: the mock-GPU agent registers the simulated cards (NUMA 0 each); HAMi's device plugin
-    over the mock NVML reads a NUMA node the plan does not know."""
-    if simulated:
+def tenant_gpu_nodes(layer: DeviceLayer, cluster_name: str, tenant: TenantConfig) -> list[GpuNode]:
+    """A tenant's GPU nodes as its device layer places them (`DeviceLayer.placement` and `.numa`)."""
+    if layer.placement == "kind-worker":
         name = worker_container_name(cluster_name, tenant.name)
         cards = sum(g.count for g in tenant.gpus)
-        numa_known: tuple[int | None, ...] = (0,) * cards if mock_agent else (None,) * cards
+        # Only the mock-GPU agent's NUMA node (0) is known; HAMi's plugin over the mock NVML reads its own.
+        numa_known: tuple[int | None, ...] = (0,) * cards if layer.numa == "zero" else (None,) * cards
         return [GpuNode(name, tenant.name, tuple(tenant.gpus), tenant.name, numa=numa_known)]
+    if layer.placement != "hosts":
+        raise ValueError(f"device layer {layer.mode!r} places its cards in an unknown way: {layer.placement!r}")
     single = len(tenant.workers) == 1
     return [
         GpuNode(host.name, tenant.name, tuple(host.gpus), tenant.name if single else f"{tenant.name}/{host.name}",
@@ -87,8 +80,4 @@ def tenant_gpu_nodes(
 
 def gpu_nodes(config: StackConfig, cluster_name: str) -> list[GpuNode]:
     """Every tenant's GPU nodes, tenants in declaration order."""
-    mock_agent = config.device_layer == "mock-agent"
-    return [
-        node for tenant in config.tenants
-        for node in tenant_gpu_nodes(config.simulated, cluster_name, tenant, mock_agent)
-    ]
+    return [node for tenant in config.tenants for node in tenant_gpu_nodes(config.device_layer, cluster_name, tenant)]

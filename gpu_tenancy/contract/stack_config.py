@@ -10,6 +10,7 @@ from pydantic import Field, SecretStr, field_validator
 
 from gpu_tenancy.contract import addressing
 from gpu_tenancy.contract.config_fields import ConfigModel
+from gpu_tenancy.contract.device_layers import LAYERS, DeviceLayer
 from gpu_tenancy.contract.limits import KONNECTIVITY_PORT, TCP_PORT
 from gpu_tenancy.contract.platform_config import (
     ControlPlaneConfig,
@@ -21,14 +22,9 @@ from gpu_tenancy.contract.platform_config import (
 )
 from gpu_tenancy.contract.tenant_config import MAX_TENANTS, TenantConfig
 
-# Modes on a kind cluster of this Docker host, and who registers GPUs with HAMi in each mode.
-SIMULATED_MODES = ("sim", "sim-nvml")
-# Who registers a tenant's GPUs with HAMi: the mock-GPU agent, HAMi's device plugin on the mock NVML or on the driver.
-DeviceLayer = Literal["mock-agent", "nvml-mock", "nvidia"]
-DEVICE_LAYERS: dict[str, DeviceLayer] = {"sim": "mock-agent", "sim-nvml": "nvml-mock", "real": "nvidia"}
-
 
 class StackConfig(ConfigModel):
+    # One value per device layer (gpu_tenancy/contract/device_layers, LAYERS).
     mode: Literal["sim", "sim-nvml", "real"]
     tenants: list[TenantConfig] = Field(min_length=1, max_length=MAX_TENANTS)
     versions: VersionsConfig = Field(default_factory=VersionsConfig)
@@ -69,14 +65,14 @@ class StackConfig(ConfigModel):
         return self.kind.network if self.kind else KindConfig().network
 
     @property
-    def simulated(self) -> bool:
-        """sim and sim-nvml: a kind management cluster and kind worker containers on this Docker host."""
-        return self.mode in SIMULATED_MODES
+    def device_layer(self) -> DeviceLayer:
+        """The mode's device layer: what puts the tenants' GPUs on their nodes and registers them with HAMi."""
+        return LAYERS[self.mode]
 
     @property
-    def device_layer(self) -> DeviceLayer:
-        """Who registers the tenants' GPUs with HAMi (DeviceLayer)."""
-        return DEVICE_LAYERS[self.mode]
+    def simulated(self) -> bool:
+        """sim and sim-nvml: a kind management cluster and kind worker containers on this Docker host."""
+        return self.device_layer.simulated
 
     @property
     def metallb_enabled(self) -> bool:

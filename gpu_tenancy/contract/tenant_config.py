@@ -124,7 +124,7 @@ class WorkloadConfig(ConfigModel):
     )
 
 
-QUOTA_KEYS = ("limits.nvidia.com/gpu", "limits.nvidia.com/gpumem", "limits.nvidia.com/gpucores")
+QUOTA_KEYS = hami.NVIDIA.quota_keys
 
 
 # Host key types pulumi-command can pin. It offers the server only the key's own type as host key algorithm

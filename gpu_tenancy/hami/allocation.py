@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal
 
+from gpu_tenancy.hami.protocol import NVIDIA
+
 
 @dataclass(frozen=True)
 class Slice:
@@ -63,7 +65,7 @@ class Unplaced:
 
 
 # One order for quota keys in every view (plan and live): GPU count, memory, cores, then anything else.
-_QUOTA_ORDER = ("nvidia.com/gpu", "nvidia.com/gpumem", "nvidia.com/gpucores")
+_QUOTA_ORDER = (NVIDIA.resource_count, NVIDIA.resource_memory, NVIDIA.resource_cores)
 
 
 def quota_sort_key(key: str) -> tuple[str, int, str]:

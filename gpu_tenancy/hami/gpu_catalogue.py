@@ -127,7 +127,7 @@ _BY_NAME = {model.nvml_name: model for model in CATALOGUE}
 
 def _normalised(name: str) -> str:
     """'NVIDIA-A100-SXM4-80GB', 'nvidia a100 sxm4 80gb' -> 'a100sxm480gb'."""
-    return re.sub(r"[^a-z0-9]", "", name.lower()).removeprefix("nvidia")
+    return re.sub(r"[^a-z0-9]", "", name.lower()).removeprefix(hami.NVIDIA.device_type.lower())
 
 
 _BY_NORMALISED = {_normalised(model.nvml_name): model for model in CATALOGUE}

@@ -1,32 +1,103 @@
-"""HAMi 2.10 node/pod protocol helpers: annotation keys, resource names and codecs.
+"""HAMi 2.10 node/pod protocol helpers: the GPU vendor's names, annotation keys and codecs.
 
-Pure functions only; nothing here talks to Kubernetes or imports Pulumi.
+The vendor's resource names, annotations and device type are defined here once (`NVIDIA`), and every other
+module takes them from here. This module is also copied alone into the mock-GPU agent's image, so it imports
+nothing from this repository. Pure functions only; nothing here talks to Kubernetes or imports Pulumi.
 """
 
 from __future__ import annotations
 
 import json
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
-NODE_REGISTER_ANNOTATION = "hami.io/node-nvidia-register"
-NODE_HANDSHAKE_ANNOTATION = "hami.io/node-handshake"
+
+@dataclass(frozen=True)
+class GpuVendor:
+    """What HAMi v2.10.0 names after one GPU vendor: its resources, annotations and device type.
+
+    Attributes:
+        device_type: the vendor's device type (pkg/device/nvidia/device.go `NvidiaGPUDevice`, its
+            `CommonWord`): a container's request type, the prefix the device plugin gives a registered type
+            (plugin/register.go `getAPIDevices`), and, lower-cased, what a registered type must contain for
+            the scheduler to consider the card (pkg/scheduler/score.go `getNodeResources`).
+        resource_count, resource_memory, resource_memory_percentage, resource_cores: the container resources
+            (pkg/scheduler/config/config.go `InitDefaultDevices` resourceCountName, resourceMemoryName,
+            resourceMemoryPercentageName, resourceCoreName; chart values resourceName, resourceMem,
+            resourceMemPercentage, resourceCores).
+        use_type_annotation, nouse_type_annotation: the pod annotations that pick or exclude card types
+            (device.go `GPUInUse`, `GPUNoUse`).
+        register_annotation: the node annotation the device plugin writes its cards to (device.go
+            `RegisterAnnos`, written by plugin/register.go).
+        handshake_annotation: the node annotation of the scheduler/device-plugin handshake (device.go
+            `HandshakeAnnos`, `util.HandshakeAnnos[NvidiaGPUDevice]` in `InitNvidiaDevice`).
+        devices_to_allocate_annotation, devices_allocated_annotation: the pod annotations of an allocation
+            (`device.InRequestDevices` and `device.SupportDevices` for `NvidiaGPUDevice` in `InitNvidiaDevice`).
+        runtime_handler: the container runtime handler of the chart's RuntimeClass
+            (charts/hami/templates/device-plugin/runtime-class.yaml `handler`).
+    """
+
+    device_type: str
+    resource_count: str
+    resource_memory: str
+    resource_memory_percentage: str
+    resource_cores: str
+    use_type_annotation: str
+    nouse_type_annotation: str
+    register_annotation: str
+    handshake_annotation: str
+    devices_to_allocate_annotation: str
+    devices_allocated_annotation: str
+    runtime_handler: str
+
+    @property
+    def request_resources(self) -> tuple[str, str, str, str]:
+        """Each resource that makes a container a GPU container to HAMi's webhook (device.go
+        `mutateContainerResource`: the count, or memory, percentage or cores with a default count)."""
+        return self.resource_count, self.resource_memory, self.resource_memory_percentage, self.resource_cores
+
+    @property
+    def quota_keys(self) -> tuple[str, str, str]:
+        """The stack config's quota keys, `limits.` and the count, memory and cores resource. HAMi's quota
+        manager keeps `limits.<memory>` and `limits.<cores>` (pkg/device/quota.go `managedQuotaName`)."""
+        return f"limits.{self.resource_count}", f"limits.{self.resource_memory}", f"limits.{self.resource_cores}"
+
+
+NVIDIA = GpuVendor(
+    device_type="NVIDIA",
+    resource_count="nvidia.com/gpu",
+    resource_memory="nvidia.com/gpumem",
+    resource_memory_percentage="nvidia.com/gpumem-percentage",
+    resource_cores="nvidia.com/gpucores",
+    use_type_annotation="nvidia.com/use-gputype",
+    nouse_type_annotation="nvidia.com/nouse-gputype",
+    register_annotation="hami.io/node-nvidia-register",
+    handshake_annotation="hami.io/node-handshake",
+    devices_to_allocate_annotation="hami.io/vgpu-devices-to-allocate",
+    devices_allocated_annotation="hami.io/vgpu-devices-allocated",
+    runtime_handler="nvidia",
+)
+
+NODE_REGISTER_ANNOTATION = NVIDIA.register_annotation
+NODE_HANDSHAKE_ANNOTATION = NVIDIA.handshake_annotation
+# One node lock for every vendor (pkg/util/nodelock/nodelock.go `NodeLockKey`).
 NODE_LOCK_ANNOTATION = "hami.io/mutex.lock"
 BIND_PHASE_ANNOTATION = "hami.io/bind-phase"
 ASSIGNED_NODE_ANNOTATION = "hami.io/vgpu-node"
-DEVICES_ALLOCATED_ANNOTATION = "hami.io/vgpu-devices-allocated"
-DEVICES_TO_ALLOCATE_ANNOTATION = "hami.io/vgpu-devices-to-allocate"
+DEVICES_ALLOCATED_ANNOTATION = NVIDIA.devices_allocated_annotation
+DEVICES_TO_ALLOCATE_ANNOTATION = NVIDIA.devices_to_allocate_annotation
 
 BIND_PHASE_ALLOCATING = "allocating"
 BIND_PHASE_SUCCESS = "success"
 BIND_PHASE_FAILED = "failed"
 
-RESOURCE_GPU = "nvidia.com/gpu"
-RESOURCE_GPU_MEMORY = "nvidia.com/gpumem"
-RESOURCE_GPU_MEMORY_PERCENTAGE = "nvidia.com/gpumem-percentage"
-RESOURCE_GPU_CORES = "nvidia.com/gpucores"
+RESOURCE_GPU = NVIDIA.resource_count
+RESOURCE_GPU_MEMORY = NVIDIA.resource_memory
+RESOURCE_GPU_MEMORY_PERCENTAGE = NVIDIA.resource_memory_percentage
+RESOURCE_GPU_CORES = NVIDIA.resource_cores
 
-DEVICE_VENDOR = "NVIDIA"
+DEVICE_VENDOR = NVIDIA.device_type
 DEFAULT_SPLIT_COUNT = 10
 FULL_DEVICE_CORES = 100
 

@@ -33,14 +33,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from gpu_tenancy.builders import kube_objects
+from gpu_tenancy.hami.protocol import NVIDIA
 
-GPU_RUNTIME_CLASS = "nvidia"  # HAMi chart: RuntimeClass handler `nvidia`; nvidia-ctk's default runtime name
+GPU_RUNTIME_CLASS = NVIDIA.runtime_handler  # HAMi chart's RuntimeClass handler; nvidia-ctk's default runtime name
 DEVICE_ENV = "NVIDIA_VISIBLE_DEVICES"
 NO_DEVICE_VALUES = ("none", "void")  # nvidia-container-toolkit: no GPU injected
-GPU_RESOURCE = "nvidia.com/gpu"
+GPU_RESOURCE = NVIDIA.resource_count
 # What makes HAMi's webhook treat a container as a GPU container (pkg/device/nvidia/device.go
 # `mutateContainerResource`): the count, or memory, percentage or cores with a default count.
-GPU_REQUEST_RESOURCES = (GPU_RESOURCE, "nvidia.com/gpumem", "nvidia.com/gpumem-percentage", "nvidia.com/gpucores")
+GPU_REQUEST_RESOURCES = NVIDIA.request_resources
 # Prefixes and names the device plugin and HAMi-core own (HAMi v2.10.0 server.go Allocate, pkg/util/types.go).
 CONTROLLED_PREFIXES = ("NVIDIA_", "CUDA_DEVICE_")
 CONTROLLED_NAMES = ("CUDA_OVERSUBSCRIBE", "CUDA_DISABLE_CONTROL", "CUDA_TASK_PRIORITY", "GPU_CORE_UTILIZATION_POLICY")

@@ -8,16 +8,14 @@ from typing import Any
 from gpu_tenancy.builders.gpu_access import gpu_access
 from gpu_tenancy.builders.kube_objects import labels
 from gpu_tenancy.contract import versions
-from gpu_tenancy.contract.stack_config import DeviceLayer
+from gpu_tenancy.contract.device_layers import Registrar
 
-# Who registers a tenant's GPUs with HAMi: the mock-GPU agent (sim), HAMi's device plugin on NVIDIA's
-# mock NVML (sim-nvml), or HAMi's device plugin on the real driver (real).
 
 
 def hami_values(
     kubernetes_version: str,
     image_tag: str,
-    device_layer: DeviceLayer = "mock-agent",
+    device_layer: Registrar = "mock-agent",
     device_plugin: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """HAMi inside a Kamaji tenant, for the tenant's device layer; `device_plugin` adds to the chart's

@@ -210,7 +210,7 @@ def plan_document(stack: StackConfig, cluster_name: str) -> dict[str, Any]:
     """
     workloads: list[dict[str, Any]] = []
     quota: dict[str, dict[str, int]] = {}
-    max_pods = gpu_nodes.workload_pods_per_node(stack.device_layer)
+    max_pods = gpu_nodes.workload_pods_per_node(stack.device_layer.registrar)
     nodes = [
         {"name": node.name, "tenant": node.tenant, "maxPods": max_pods, "devices": node.planned_register()}
         for node in gpu_nodes.gpu_nodes(stack, cluster_name)

@@ -16,6 +16,7 @@ from typing import Any
 from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 
+from gpu_tenancy.hami import protocol as hami
 from gpu_tenancy.hami.agent import decisions
 
 log = logging.getLogger("mock-gpu-agent")
@@ -70,7 +71,7 @@ class KubeAgent:
             log.info("dry-run plan: %s", plan)
             return
         if plan.node_annotation_patch is not None:
-            log.info("asserting %s on node %s", "hami.io/node-nvidia-register", self.node_name)
+            log.info("asserting %s on node %s", hami.NODE_REGISTER_ANNOTATION, self.node_name)
             self.api.patch_node(self.node_name, plan.node_annotation_patch, _request_timeout=REQUEST_TIMEOUT)
         if plan.node_status_patch is not None:
             log.info("asserting capacity %s on node %s", plan.node_status_patch["status"]["capacity"], self.node_name)

@@ -13,6 +13,7 @@ import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from gpu_tenancy.hami import protocol as hami
 from gpu_tenancy.hami.planner.model import ContainerRequest, Device, Node, Quota
 
 __all__ = [
@@ -45,10 +46,11 @@ RESOURCE_QUOTA_NOT_FIT = "ResourceQuotaNotFit"
 # kube-scheduler's NodeResourcesFit when the node already runs its allocatable pods (noderesources/fit.go).
 TOO_MANY_PODS = "Too many pods"
 
-_NVIDIA = "nvidia"
+# What a registered type must contain, lower-cased, for Fit to consider the card (score.go getNodeResources).
+_NVIDIA = hami.NVIDIA.device_type.lower()
 # The request type of an NVIDIA container (nvidia.NvidiaGPUDevice); ComputeScore only counts the
 # incoming request on a device whose type is exactly this.
-_REQUEST_TYPE = "NVIDIA"
+_REQUEST_TYPE = hami.NVIDIA.device_type
 
 
 # --------------------------------------------------------------------------- reasons

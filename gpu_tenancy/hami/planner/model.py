@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from gpu_tenancy.hami import protocol as hami
 from gpu_tenancy.hami.kubelet import KUBELET_MAX_PODS
 
 __all__ = [
@@ -30,9 +31,7 @@ __all__ = [
 ]
 
 # ResourceQuota keys as HAMi / Kubernetes spell them.
-QUOTA_GPU = "limits.nvidia.com/gpu"
-QUOTA_GPUMEM = "limits.nvidia.com/gpumem"
-QUOTA_GPUCORES = "limits.nvidia.com/gpucores"
+QUOTA_GPU, QUOTA_GPUMEM, QUOTA_GPUCORES = hami.NVIDIA.quota_keys
 _QUOTA_KEYS = (QUOTA_GPU, QUOTA_GPUMEM, QUOTA_GPUCORES)
 
 Policy = Literal["binpack", "spread"]

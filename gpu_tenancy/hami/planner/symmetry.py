@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import pairwise
 
+from gpu_tenancy.hami.planner.fit import _NVIDIA
 from gpu_tenancy.hami.planner.model import Node, Quota, Workload
 from gpu_tenancy.hami.planner.report import PlanResult
 from gpu_tenancy.hami.planner.schedule import _pod_shape, plan
@@ -33,7 +34,7 @@ def symmetric(
     if len(shapes) != 1 or sum(1 for c in workloads[0].containers if c.gpus > 0) != 1:
         return None
     cards = {(d.type, d.devmem, d.devcore, d.count, d.health) for n in nodes for d in n.devices}
-    if len(cards) != 1 or "nvidia" not in next(iter(cards))[0].lower():
+    if len(cards) != 1 or _NVIDIA not in next(iter(cards))[0].lower():
         return None
     if len({(len(n.devices), n.max_pods, n.tenant) for n in nodes}) != 1:
         return None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from gpu_tenancy.hami.planner.fit import _REQUEST_TYPE, _score, _type_ok
+from gpu_tenancy.hami.planner.fit import _NVIDIA, _REQUEST_TYPE, _score, _type_ok
 from gpu_tenancy.hami.planner.model import ContainerRequest, Device, Node, Quota, Workload
 
 __all__ = ["container_options", "node_score"]
@@ -56,7 +56,7 @@ def container_options(
     """Each distinct set of cards (index, MiB, cores) Fit may take for ``req``, None for a tie-break under
     which Fit refuses, each with whether a tie between cards that differ decided it. ``budget[0]`` counts
     the branches left; raises OverflowError at 0."""
-    devs = [i for i, d in enumerate(devices) if "nvidia" in d.type.lower()]
+    devs = [i for i, d in enumerate(devices) if _NVIDIA in d.type.lower()]
     if req.gpus > len(devs):
         yield None, False  # NodeInsufficientDevice
         return

@@ -1,0 +1,64 @@
+"""Device layers: what puts a tenant's GPUs on its nodes (simulated or real) and registers them with HAMi.
+
+Each layer is one module here with one `LAYER`, the facts the program, the planner and the policy pack read,
+and one module of the same name under components/device_layers/, what it deploys into a tenant. `LAYERS` is
+the registry, keyed by the stack's `gpu-tenancy:mode`; docs/architecture.md walks through adding a layer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+# Who writes a node's register annotation for HAMi: the mock-GPU agent, HAMi's device plugin on NVIDIA's mock
+# NVML, or HAMi's device plugin on the host's driver. HAMi's chart values and the pack's device checks follow it.
+Registrar = Literal["mock-agent", "nvml-mock", "nvidia"]
+# Where a tenant's cards are: all on its one kind worker container, or on the GPU hosts it lists (`workers`).
+Placement = Literal["kind-worker", "hosts"]
+# Each card's NUMA node as HAMi will read it: 0 (what the mock-GPU agent registers), unknown (what the mock NVML
+# reports to HAMi's plugin is not known to the plan), or as the host's `numa` list declares it.
+Numa = Literal["zero", "unknown", "declared"]
+
+
+@dataclass(frozen=True)
+class DeviceLayer:
+    """One device layer, as plain facts.
+
+    Attributes:
+        mode: the `gpu-tenancy:mode` value that selects it.
+        registrar: who registers the cards with HAMi (`Registrar`).
+        placement: where the cards are (`Placement`); `kind-worker` layers run on a kind lab on this Docker host.
+        numa: what the plan knows of each card's NUMA node (`Numa`).
+        node_daemonsets: the program's DaemonSets on each GPU node, whose pods count against the kubelet's
+            maxPods (gpu_tenancy/builders/gpu_nodes.py `workload_pods_per_node`).
+        cuda_control: whether the tenant's API server runs the CUDA-control mutation
+            (gpu_tenancy/builders/mock_nvml/cuda_control.py): its flags and the GPU-access policy's marker.
+        summary: what the layer is, in one line (docs, `gpu-tenancy config-reference`).
+    """
+
+    mode: str
+    registrar: Registrar
+    placement: Placement
+    numa: Numa
+    node_daemonsets: tuple[str, ...]
+    cuda_control: bool
+    summary: str
+
+    @property
+    def simulated(self) -> bool:
+        """A kind management cluster and kind worker containers on this Docker host."""
+        return self.placement == "kind-worker"
+
+
+def _registry() -> dict[str, DeviceLayer]:
+    from gpu_tenancy.contract.device_layers import real, sim, sim_nvml
+
+    return {layer.mode: layer for layer in (sim.LAYER, sim_nvml.LAYER, real.LAYER)}
+
+
+LAYERS: dict[str, DeviceLayer] = _registry()
+
+
+def layer(mode: str) -> DeviceLayer:
+    """The layer of a mode; KeyError for a mode no layer registers."""
+    return LAYERS[mode]

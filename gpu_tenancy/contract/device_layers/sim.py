@@ -1,0 +1,15 @@
+"""sim: a kindest/node container per tenant, with the mock-GPU agent registering its cards with HAMi."""
+
+from gpu_tenancy.contract.device_layers import DeviceLayer
+
+LAYER = DeviceLayer(
+    mode="sim",
+    registrar="mock-agent",
+    placement="kind-worker",
+    numa="zero",
+    # kindnet and kube-proxy (components/tenant_network.py), Kamaji's konnectivity agent (addons.konnectivity.agent
+    # mode DaemonSet, builders/tenant_control_plane) and the agent (components/mock_gpu_agent.py).
+    node_daemonsets=("kindnet", "kube-proxy", "konnectivity-agent", "mock-gpu-agent"),
+    cuda_control=False,
+    summary="simulated GPUs: a kind worker per tenant, the mock-GPU agent registers the cards with HAMi",
+)

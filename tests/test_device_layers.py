@@ -1,0 +1,117 @@
+"""The device-layer registry: one layer per mode, the facts each one states, and what the planner and the policy
+pack do with a layer they were not taught."""
+
+from __future__ import annotations
+
+import json
+import typing
+from dataclasses import replace
+
+import pytest
+from policy_support import copy_stack, dev_stack, run_stack_policy
+
+from gpu_tenancy.builders import gpu_nodes
+from gpu_tenancy.contract.device_layers import LAYERS, DeviceLayer, layer
+from gpu_tenancy.contract.stack_config import StackConfig
+from gpu_tenancy.contract.tenant_config import TenantConfig
+
+import gpu_policies  # isort: skip
+import plan_policies  # isort: skip
+
+A100 = {"model": "A100-40GB", "memoryMiB": 40960, "count": 2}
+
+
+def test_the_config_offers_exactly_the_registered_modes() -> None:
+    offered = typing.get_args(StackConfig.model_fields["mode"].annotation)
+    assert sorted(offered) == sorted(LAYERS) == ["real", "sim", "sim-nvml"]
+    assert all(LAYERS[mode].mode == mode for mode in LAYERS)
+
+
+# Expected facts, typed from what each mode deploys (docs/architecture.md), never read from the layers.
+@pytest.mark.parametrize(("mode", "registrar", "simulated", "cuda_control", "plugin"), [
+    ("sim", "mock-agent", True, False, "mock-gpu-agent"),
+    ("sim-nvml", "nvml-mock", True, True, "hami-device-plugin"),
+    ("real", "nvidia", False, False, "hami-device-plugin"),
+])
+def test_each_layer_states_who_registers_its_cards(
+    mode: str, registrar: str, simulated: bool, cuda_control: bool, plugin: str
+) -> None:
+    found = layer(mode)
+    assert (found.registrar, found.simulated, found.cuda_control) == (registrar, simulated, cuda_control)
+    assert plugin in found.node_daemonsets
+    assert {"kindnet", "kube-proxy", "konnectivity-agent"} <= set(found.node_daemonsets)
+    assert gpu_nodes.NODE_DAEMONSETS[registrar] == found.node_daemonsets
+
+
+def test_an_unregistered_mode_is_no_layer() -> None:
+    with pytest.raises(KeyError):
+        layer("cloud")
+
+
+def _tenant(**extra: object) -> TenantConfig:
+    return TenantConfig.model_validate({"name": "team", "gpus": [A100]} | extra)
+
+
+@pytest.mark.parametrize(("mode", "numa"), [("sim", [0, 0]), ("sim-nvml", [None, None])])
+def test_a_simulated_layer_puts_every_card_on_the_tenants_kind_worker(mode: str, numa: list[int | None]) -> None:
+    [node] = gpu_nodes.tenant_gpu_nodes(layer(mode), "lab", _tenant())
+    assert (node.name, node.tenant, list(node.numa)) == ("lab-team-worker", "team", numa)
+
+
+def test_the_real_layer_puts_each_hosts_cards_on_its_own_node() -> None:
+    hosts = [{"name": "gpu-1", "address": "10.0.0.1", "user": "ubuntu", "gpus": [A100], "numa": [1, 0]},
+             {"name": "gpu-2", "address": "10.0.0.2", "user": "ubuntu", "gpus": [A100]}]
+    tenant = _tenant(workers=hosts, gpus=[{**A100, "count": 4}])
+    nodes = gpu_nodes.tenant_gpu_nodes(layer("real"), "lab", tenant)
+    assert [(n.name, n.device_key, list(n.numa)) for n in nodes] == [
+        ("gpu-1", "team/gpu-1", [1, 0]), ("gpu-2", "team/gpu-2", [None, None])]
+
+
+def test_a_layer_placing_cards_in_a_way_the_planner_does_not_know_is_refused() -> None:
+    toy = replace(layer("real"), mode="toy", placement="cloud")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="places its cards in an unknown way"):
+        gpu_nodes.tenant_gpu_nodes(toy, "lab", _tenant())
+
+
+def _toy(registrar: str) -> DeviceLayer:
+    return replace(layer("sim"), mode="toy", registrar=registrar)  # type: ignore[arg-type]
+
+
+def test_the_pack_refuses_a_layer_whose_registrar_it_has_no_check_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(LAYERS, "toy", _toy("toy-plugin"))
+    violations = run_stack_policy(gpu_policies.no_mock_gpus_in_real, copy_stack(dev_stack()), {"mode": "toy"})
+    assert violations == [(
+        "mode 'toy': this pack has no check for what registers its GPUs ('toy-plugin'); teach "
+        "policies/gpu_policies.py that device layer before deploying it.", None)]
+
+
+def test_the_pack_checks_a_new_layer_by_its_registrar(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A new mode whose cards HAMi's plugin registers from the driver is held to real's rules, under its own name:
+    # the dev stack's mock-GPU agents and its HAMi without device plugin are named.
+    monkeypatch.setitem(LAYERS, "toy", _toy("nvidia"))
+    violations = run_stack_policy(gpu_policies.no_mock_gpus_in_real, copy_stack(dev_stack()), {"mode": "toy"})
+    found = sorted(message.split(" (")[0] for message, _ in violations)
+    assert found == [
+        "mode is 'toy' but tenant 'tenant-a' installs HAMi with devicePlugin.enabled=false",
+        "mode is 'toy' but tenant 'tenant-a' still runs the mock-GPU agent",
+        "mode is 'toy' but tenant 'tenant-a' still runs the mock-GPU agent",
+        "mode is 'toy' but tenant 'tenant-b' installs HAMi with devicePlugin.enabled=false",
+        "mode is 'toy' but tenant 'tenant-b' still runs the mock-GPU agent",
+        "mode is 'toy' but tenant 'tenant-b' still runs the mock-GPU agent",
+    ]
+
+
+@pytest.mark.parametrize(("mode", "pods", "numa"), [("sim", 110 - 4 - 3, [0, 0]), ("sim-nvml", 110 - 5 - 3, None),
+                                                    ("real", 110 - 4 - 3, None)])
+def test_the_packs_plan_reads_the_node_pods_and_numa_from_the_layer(
+    monkeypatch: pytest.MonkeyPatch, mode: str, pods: int, numa: list[int] | None
+) -> None:
+    monkeypatch.setenv("PULUMI_CONFIG", json.dumps({"gpu-tenancy:mode": mode}))
+    [(name, _, found_numa, max_pods)] = plan_policies._stack_config_nodes({"name": "team", "gpus": [A100]})
+    assert (name, found_numa, max_pods) == ("team-worker", numa, pods)
+
+
+def test_the_packs_plan_knows_no_pods_for_a_mode_no_layer_registers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PULUMI_CONFIG", json.dumps({"gpu-tenancy:mode": "cloud"}))
+    [(_, _, numa, max_pods)] = plan_policies._stack_config_nodes({"name": "team", "gpus": [A100]})
+    assert (numa, max_pods) == (None, None)
