@@ -26,6 +26,7 @@ from value_lib import as_list, dig, known_str
 
 from gpu_tenancy.builders.mock_nvml import cuda_control
 from gpu_tenancy.contract import versions
+from gpu_tenancy.hami.protocol import NVIDIA
 
 # Every type the program registers, in any mode and configuration (components, providers and reads included).
 KNOWN_TYPES = frozenset(
@@ -206,8 +207,10 @@ def _value_problems(res: Res) -> list[str]:
             for flag in as_list(flags):
                 if isinstance(flag, str) and flag not in own_args:
                     problems.append(f"passes {component} flag {flag!r}, which the program never sets")
-    elif res.type == "kubernetes:node.k8s.io/v1:RuntimeClass" and known_str(res.props.get("handler")) == "nvidia":
-        problems.append("uses handler 'nvidia' (GPUs by runtime, around HAMi) under any class name")
+    elif res.type == "kubernetes:node.k8s.io/v1:RuntimeClass" and (
+        known_str(res.props.get("handler")) == NVIDIA.runtime_handler
+    ):
+        problems.append(f"uses handler {NVIDIA.runtime_handler!r} (GPUs by runtime, around HAMi) under any class name")
     return problems
 
 

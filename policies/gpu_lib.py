@@ -13,11 +13,12 @@ from resource_lib import STACK_CONFIG_NAMESPACE
 
 from gpu_tenancy.builders.mock_nvml import nvml_mock
 from gpu_tenancy.contract.device_layers import LAYERS, DeviceLayer
+from gpu_tenancy.hami.protocol import NVIDIA
 
-GPU = "nvidia.com/gpu"
-GPUMEM = "nvidia.com/gpumem"
-GPUMEM_PERCENTAGE = "nvidia.com/gpumem-percentage"
-GPUCORES = "nvidia.com/gpucores"
+GPU = NVIDIA.resource_count
+GPUMEM = NVIDIA.resource_memory
+GPUMEM_PERCENTAGE = NVIDIA.resource_memory_percentage
+GPUCORES = NVIDIA.resource_cores
 
 # gpu-tenancy.io/component of the mock-GPU agent's DaemonSet (mode sim) and of the mock NVML's (mode sim-nvml).
 MOCK_AGENT_COMPONENT = "mock-gpu-agent"

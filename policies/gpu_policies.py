@@ -45,6 +45,7 @@ from tenancy_lib import COMPONENT_LABEL, ancestor_tenant, resource_tenant, tenan
 from value_lib import as_dict, as_list, contains_unknown, dig, is_unknown, known_str, quantity
 
 from gpu_tenancy.contract.device_layers import LAYERS
+from gpu_tenancy.hami.protocol import NVIDIA
 
 DEFAULT_SPLIT_COUNT = 10
 
@@ -266,7 +267,7 @@ def _check_sim_nvml(mode: str, found: _GpuProviders, report: ReportViolation) ->
     for tenant, res in _each(found.agent):
         report(
             f"mode is {mode!r} but {_whose(tenant)} runs the mock-GPU agent ({describe(res)}); remove it, "
-            "HAMi's device plugin registers the mock NVML's GPUs and both would write hami.io/node-nvidia-register.",
+            f"HAMi's device plugin registers the mock NVML's GPUs and both would write {NVIDIA.register_annotation}.",
             res.urn,
         )
     for tenant, res in _each(found.real_chart):

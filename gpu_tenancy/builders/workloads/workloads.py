@@ -47,11 +47,11 @@ from gpu_tenancy.contract.tenant_config import ContainerGpuRequest, TenantConfig
 from gpu_tenancy.hami import protocol as hami
 
 # Config quota key -> ResourceQuota key (see the module docstring for the gpu count).
-QUOTA_KEY_MAP = {
-    "limits.nvidia.com/gpu": f"requests.{hami.RESOURCE_GPU}",
-    "limits.nvidia.com/gpumem": f"limits.{hami.RESOURCE_GPU_MEMORY}",
-    "limits.nvidia.com/gpucores": f"limits.{hami.RESOURCE_GPU_CORES}",
-}
+QUOTA_KEY_MAP = dict(zip(
+    hami.NVIDIA.quota_keys,
+    (f"requests.{hami.RESOURCE_GPU}", f"limits.{hami.RESOURCE_GPU_MEMORY}", f"limits.{hami.RESOURCE_GPU_CORES}"),
+    strict=True,
+))
 
 # registry.k8s.io/pause runs as 65535:65535; the workloads only hold GPU shares.
 RUN_AS_ID = 65535
