@@ -21,11 +21,14 @@ RUNTIME = {"benchmarks/e2e"}
 # This file names stale paths on purpose (the self-test below).
 SOURCES = [*sorted(p for folder in FOLDERS[:5] for p in (REPO / folder).rglob("*.py")
                    if p.name != "test_comment_paths.py"), REPO / "__main__.py"]
+SCRIPTS = sorted((REPO / "gpu_tenancy" / "builders").rglob("scripts/*.sh"))
+# A script's comments are bytes sent: fixing one would prepare, fence or join every existing host again. A stale
+# path stays only where it is named here, with the script that keeps it.
+SENT_AS_IS = {("gpu_tenancy/builders/host_worker/scripts/prepare.sh", "gpu_tenancy/gpu_access.py")}
 
 
 def _texts(source: str) -> list[tuple[int, str]]:
-    """(line, text) of every comment and docstring. The comments of the scripts held in strings are bytes a host
-    is sent: changing them re-runs the script there, so they are not read here."""
+    """(line, text) of every comment and docstring."""
     found = [(t.start[0], t.string) for t in tokenize.generate_tokens(io.StringIO(source).readline)
              if t.type == tokenize.COMMENT]
     for node in ast.walk(ast.parse(source)):
@@ -56,11 +59,37 @@ def stale_paths(source: str) -> list[str]:
             if not exists(m.group(1))]
 
 
+def _script_comments(script: str) -> list[tuple[int, str]]:
+    return [(number, line) for number, line in enumerate(script.splitlines(), 1)
+            if line.lstrip().startswith("#") and not line.startswith("#!")]
+
+
+def stale_script_paths(script: str) -> list[str]:
+    return [m.group(1) for _, line in _script_comments(script) for m in PATH.finditer(line) if not exists(m.group(1))]
+
+
 @pytest.mark.parametrize("path", SOURCES, ids=[str(p.relative_to(REPO)) for p in SOURCES])
 def test_every_path_a_comment_names_exists(path: Path) -> None:
     if ".venv" in path.parts or "mutants" in path.parts:
         pytest.skip("not this repository's code")
     assert stale_paths(path.read_text()) == []
+
+
+@pytest.mark.parametrize("path", SCRIPTS, ids=[str(p.relative_to(REPO)) for p in SCRIPTS])
+def test_every_path_a_script_comment_names_exists(path: Path) -> None:
+    kept = {named for script, named in SENT_AS_IS if REPO / script == path}
+    assert sorted(set(stale_script_paths(path.read_text())) - kept) == []
+
+
+@pytest.mark.parametrize(("script", "named"), sorted(SENT_AS_IS))
+def test_a_stale_path_kept_in_a_script_is_still_there_and_still_stale(script: str, named: str) -> None:
+    assert named in stale_script_paths((REPO / script).read_text()), f"{script} no longer names {named}: drop it"
+
+
+def test_a_script_comment_is_read_and_its_code_is_not() -> None:
+    script = "#!/usr/bin/env bash\n# see gpu_tenancy/no_such.py\n  # and docs/no-such-page.md\n" \
+             "cat gpu_tenancy/not_a_comment.py # gpu_tenancy/trailing.py\n"
+    assert stale_script_paths(script) == ["gpu_tenancy/no_such.py", "docs/no-such-page.md"]
 
 
 def test_a_stale_path_is_found_and_an_upstream_one_is_not() -> None:
