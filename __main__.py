@@ -91,14 +91,13 @@ if config.metallb_enabled:
     metallb = MetalLB(
         "metallb",
         MetalLBArgs(
-            provider=management,
             kubeconfig=management_kubeconfig,
             chart_version=config.versions.metallb,
-            depends_on=management_ready,
             network=config.kind_network if config.simulated else None,
             addresses_needed=config.metallb.pool_size,
             addresses=config.metallb.addresses,
         ),
+        pulumi.ResourceOptions(provider=management, depends_on=management_ready),
     )
     tenants_ready += [metallb.pool, metallb.advertisement]
     pulumi.export("metallbRange", metallb.address_range)
@@ -106,14 +105,13 @@ if config.metallb_enabled:
 kamaji = Kamaji(
     "kamaji",
     KamajiArgs(
-        provider=management,
         cert_manager_version=config.versions.cert_manager,
         chart_version=config.versions.kamaji_chart,
         image_tag=config.versions.kamaji_image_tag,
-        depends_on=management_ready,
         etcd_volume_mib=config.datastore.volume_mib,
         dedicated_datastores=any(tenant.data_store == "dedicated" for tenant in config.tenants),
     ),
+    pulumi.ResourceOptions(provider=management, depends_on=management_ready),
 )
 tenants_ready += [kamaji.datastore, *kamaji.issuers]
 
@@ -145,11 +143,11 @@ tenants = {
             config=tenant,
             stack=config,
             cluster_name=cluster_name,
-            management_provider=management,
-            depends_on=tenants_ready,
             nvml_mock_image=nvml_mock_image,
             hosts_ready=hosts_ready,
         ),
+        # Its control plane goes on the management cluster, after MetalLB's pool and Kamaji.
+        pulumi.ResourceOptions(provider=management, depends_on=tenants_ready),
     )
     for tenant in config.tenants
 }

@@ -6,11 +6,12 @@ Installed in every tenant in every mode, so what sim refuses is what real refuse
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components import options
 from gpu_tenancy.builders import kube_objects
 from gpu_tenancy.builders.gpu_access import gpu_access
 
@@ -18,11 +19,9 @@ from gpu_tenancy.builders.gpu_access import gpu_access
 @dataclass
 class GpuAccessPolicyArgs:
     tenant: str
-    provider: k8s.Provider
     # sim-nvml: the CUDA_DISABLE_CONTROL value its admission mutation writes
     # (gpu_tenancy.builders.mock_nvml.cuda_control.MARKER).
     cuda_control_marker: str = ""
-    depends_on: list[pulumi.Resource] = field(default_factory=list)
 
 
 class GpuAccessPolicy(pulumi.ComponentResource):
@@ -31,7 +30,8 @@ class GpuAccessPolicy(pulumi.ComponentResource):
     def __init__(self, name: str, args: GpuAccessPolicyArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpu-tenancy:gpu_access:GpuAccessPolicy", name, None, opts)
         metadata = {"name": gpu_access.POLICY_NAME, "labels": kube_objects.labels(args.tenant, "gpu-access")}
-        in_tenant = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on)
+        options.require_provider(self)
+        in_tenant = pulumi.ResourceOptions(parent=self, depends_on=options.dependencies(opts))
         policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
             f"{name}-policy",
             metadata=metadata,

@@ -9,6 +9,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components import options
 from components.charts import cached_chart
 from gpu_tenancy.builders.hami import hami_chart
 
@@ -16,11 +17,9 @@ from gpu_tenancy.builders.hami import hami_chart
 @dataclass
 class HamiArgs:
     tenant: str
-    provider: k8s.Provider
     chart_version: str
     image_tag: str
     kubernetes_version: str
-    depends_on: list[pulumi.Resource]
     device_layer: hami_chart.Registrar = "mock-agent"
     # sim-nvml: what the device plugin needs to reach the mock (MockNvml.hami_device_plugin).
     device_plugin: dict[str, Any] | None = None
@@ -35,6 +34,7 @@ class Hami(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: HamiArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-tenancy:hami:Hami", name, None, opts)
+        options.require_provider(self)
         # helm.v3.Release, not v4 Chart: HAMi's webhook certificate comes from Helm hook Jobs,
         # which Chart does not run as hooks (pulumi-kubernetes #555, #1454).
         self.release = k8s.helm.v3.Release(
@@ -50,7 +50,7 @@ class Hami(pulumi.ComponentResource):
                 device_plugin=args.device_plugin,
             ),
             timeout=900,
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=options.dependencies(opts)),
         )
         self.service_monitors: list[k8s.apiextensions.CustomResource] = []
         if args.service_monitors:
@@ -63,6 +63,6 @@ class Hami(pulumi.ComponentResource):
                     kind="ServiceMonitor",
                     metadata=monitor["metadata"],
                     spec=monitor["spec"],
-                    opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[self.release]),
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=[self.release]),
                 ))
         self.register_outputs({"release": self.release.name})

@@ -14,6 +14,7 @@ from typing import Any
 import pulumi
 import pulumi_command as command
 
+from components import options
 from gpu_tenancy.builders.host_worker import fence
 from gpu_tenancy.contract.tenant_config import WorkerHostConfig
 
@@ -37,7 +38,7 @@ class HostFences(pulumi.ComponentResource):
         endpoints = pulumi.Output.all(**args.endpoints)
         # After what `opts` names (the tenants, their hosts' preparation among it): the script may install nftables,
         # and two apt-get runs on one host would fight over dpkg's lock.
-        after = opts.depends_on if opts is not None else None
+        after = options.dependencies(opts)
         fenced = []
         for tenant, host in args.hosts:
             assert host.host_key is not None  # load_config requires it in mode real

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_command as command
 
+from components import options
 from components.bootstrap_token import BootstrapToken
 from gpu_tenancy.builders.host_worker import hostprep
 from gpu_tenancy.contract.tenant_config import WorkerHostConfig
@@ -22,7 +23,6 @@ class HostWorkerArgs:
     ca_cert_hash: pulumi.Input[str]
     kubeconfig: pulumi.Input[str]  # the tenant's admin kubeconfig, to remove the host's Node
     bootstrap: BootstrapToken
-    depends_on: list[pulumi.Resource]
 
 
 class HostWorker(pulumi.ComponentResource):
@@ -53,7 +53,7 @@ class HostWorker(pulumi.ComponentResource):
             triggers=[host.address, args.kubernetes_version],
             # Nothing to delete, but deleting first takes the host out of its tenant (what depends on this
             # is deleted first with it) before its packages change.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on, delete_before_replace=True),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=options.dependencies(opts), delete_before_replace=True),
         )
         # Created before the join and so deleted after it: once the host is reset, its Node goes. A delete runs
         # with the stored kubeconfig, which a moved endpoint or a new CA leaves unable to reach the tenant (the

@@ -10,6 +10,7 @@ import pulumi
 import pulumi_command as command
 import pulumi_kubernetes as k8s
 
+from components import options
 from gpu_tenancy.builders import shell
 from gpu_tenancy.builders.gpu_nodes import GpuNode
 from gpu_tenancy.hami import inventory
@@ -48,10 +49,8 @@ exit 1
 class InventoryCheckArgs:
     tenant: str
     nodes: list[GpuNode]
-    provider: k8s.Provider
     kubeconfig: pulumi.Output[str]
     on_mismatch: Literal["error", "warn"]
-    depends_on: list[pulumi.Resource]
     # Node name -> what identifies its current registration: the id of the join that registered it. A rejoined
     # node (a new join, e.g. its container or host was replaced) is a fresh Node without HAMi's annotation, so
     # the wait must run again; pulumi-command reruns a command only when its triggers change.
@@ -65,6 +64,8 @@ class InventoryCheck(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: InventoryCheckArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-tenancy:inventory_check:InventoryCheck", name, {"tenant": args.tenant}, opts)
+        options.require_provider(self)
+        after = options.dependencies(opts)
         annotations: dict[str, pulumi.Output[Any]] = {}
         device_source = [args.devices] if args.devices is not None else []
         for gpu_node in args.nodes:
@@ -79,7 +80,7 @@ class InventoryCheck(pulumi.ComponentResource):
                 environment=environment,
                 logging=command.local.Logging.STDERR,
                 triggers=[*node_join, *device_source] or None,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=after),
             )
             # The id waits for the wait command's stdout, so it stays unknown while the host is still to be
             # joined: the engine then skips the read instead of failing it with "resource ... does not exist"
@@ -90,7 +91,7 @@ class InventoryCheck(pulumi.ComponentResource):
             read = k8s.core.v1.Node.get(
                 f"{name}-{node}",
                 pulumi.Output.unsecret(pulumi.Output.all(registered.stdout, node).apply(lambda v: str(v[1]))),
-                opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[registered]),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[registered]),
             )
             annotations[node] = read.metadata.apply(lambda m: (m.annotations or {}) if m else {})
         self.problems = pulumi.Output.all(**annotations).apply(lambda by_node: self._compare(args, by_node))

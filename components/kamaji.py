@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components import options
 from components.charts import cached_chart
 from gpu_tenancy.builders import kube_objects
 from gpu_tenancy.builders.kamaji import kamaji_chart
@@ -16,11 +17,9 @@ from gpu_tenancy.contract import chart_pins, versions
 
 @dataclass
 class KamajiArgs:
-    provider: k8s.Provider
     cert_manager_version: str
     chart_version: str
     image_tag: str
-    depends_on: list[pulumi.Resource]
     etcd_volume_mib: int = 2048
     # Tenants with an etcd of their own get its CA from this self-signed ClusterIssuer
     # (gpu_tenancy/builders/tenant_datastore).
@@ -39,7 +38,9 @@ class Kamaji(pulumi.ComponentResource):
                 ),
                 resource=self,
             )
-        on_cluster = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        options.require_provider(self)
+        after = options.dependencies(opts)
+        on_cluster = pulumi.ResourceOptions(parent=self)
         cert_manager = k8s.helm.v3.Release(
             f"{name}-cert-manager",
             name="cert-manager",
@@ -48,7 +49,7 @@ class Kamaji(pulumi.ComponentResource):
             namespace="cert-manager",
             create_namespace=True,
             values=kamaji_chart.cert_manager_values(),
-            opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=args.depends_on)),
+            opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=after)),
         )
         kamaji = k8s.helm.v3.Release(
             f"{name}-chart",

@@ -13,6 +13,7 @@ import pulumi_command as command
 import pulumi_docker as docker
 import pulumi_kubernetes as k8s
 
+from components import options
 from components.charts import cached_chart
 from gpu_tenancy.builders.metallb import admission_gate, metallb_objects, netpool
 
@@ -22,10 +23,8 @@ CONTROLLER = "metallb-controller"  # the chart's `{{ metallb.fullname }}-control
 
 @dataclass
 class MetalLBArgs:
-    provider: k8s.Provider
     kubeconfig: pulumi.Input[str]  # the management cluster's (secret), for the webhook gate's kubectl
     chart_version: str
-    depends_on: list[pulumi.Resource]
     network: str | None = None  # a Docker network to take the pool from...
     addresses_needed: int = 0
     addresses: list[str] | None = None  # ...or the pool's addresses as given
@@ -39,7 +38,9 @@ class MetalLB(pulumi.ComponentResource):
         super().__init__(
             "gpu-tenancy:metallb:MetalLB", name, {"network": args.network, "subnet": None}, opts
         )
-        on_cluster = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        options.require_provider(self)
+        after = options.dependencies(opts)
+        on_cluster = pulumi.ResourceOptions(parent=self)
         release = k8s.helm.v3.Release(
             f"{name}-chart",
             name="metallb",
@@ -48,13 +49,13 @@ class MetalLB(pulumi.ComponentResource):
             namespace=NAMESPACE,
             create_namespace=True,
             values=metallb_objects.metallb_values(),
-            opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=args.depends_on)),
+            opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=after)),
         )
         if args.network is not None:
             network_name = args.network
             network = docker.get_network_output(
                 name=network_name,
-                opts=pulumi.InvokeOutputOptions(parent=self, depends_on=args.depends_on),
+                opts=pulumi.InvokeOutputOptions(parent=self, depends_on=after),
             )
             pool = network.ipam_configs.apply(
                 lambda configs: netpool.select_pool(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ import pulumi_command as command
 import pulumi_docker as docker
 import pulumi_kubernetes as k8s
 
+from components import options
 from components.cluster_role_account import cluster_role_account
 from gpu_tenancy.builders import image_load, kube_objects
 from gpu_tenancy.builders.mock_gpu_agent import agent_admission
@@ -59,10 +60,8 @@ def agent_source_digest() -> str:
 class MockGpuAgentArgs:
     tenant: str
     gpus: list[dict[str, Any]]
-    provider: k8s.Provider
     worker_container: pulumi.Input[str]
     node_name: pulumi.Input[str]
-    depends_on: list[pulumi.Resource] = field(default_factory=list)
     image_tag: str | None = None
     split_count: int = 10
     # The worker container's id: a replaced worker (same name, empty containerd) gets the image again.
@@ -74,8 +73,11 @@ class MockGpuAgent(pulumi.ComponentResource):
         super().__init__("gpu-tenancy:mock_gpu_agent:MockGpuAgent", name, None, opts)
         labels = {"gpu-tenancy.io/tenant": args.tenant, "gpu-tenancy.io/component": "mock-gpu-agent"}
         image_name = f"{IMAGE_REPOSITORY}:{args.image_tag or agent_source_digest()}"
-        local_opts = pulumi.ResourceOptions(parent=self, depends_on=args.depends_on)
-        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on)
+        options.require_provider(self)
+        after = options.dependencies(opts)
+        # Kubernetes children inherit the tenant's provider; the image and its load use the default Docker and
+        # command providers.
+        child_opts = pulumi.ResourceOptions(parent=self, depends_on=after)
 
         self.image = docker.Image(
             f"{name}-image",
@@ -85,7 +87,7 @@ class MockGpuAgent(pulumi.ComponentResource):
                 dockerfile=str(AGENT_DIR / "Dockerfile"),
             ),
             skip_push=True,
-            opts=local_opts,
+            opts=child_opts,
         )
         self.image_load = command.local.Command(
             f"{name}-image-load",
@@ -93,11 +95,11 @@ class MockGpuAgent(pulumi.ComponentResource):
             interpreter=["/bin/sh", "-c"],
             environment={"IMAGE": image_name, "NODE_CONTAINER": args.worker_container},
             triggers=[self.image.id, *([args.worker_id] if args.worker_id is not None else [])],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.image, *args.depends_on]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.image, *after]),
         )
 
         metadata = k8s.meta.v1.ObjectMetaArgs(name=f"{name}", namespace=NAMESPACE, labels=labels)
-        account = cluster_role_account(name, NAMESPACE, labels, agent_rbac_rules(args.node_name), k8s_opts)
+        account = cluster_role_account(name, NAMESPACE, labels, agent_rbac_rules(args.node_name), child_opts)
         self.service_account = account.service_account
         self.cluster_role = account.cluster_role
         self.cluster_role_binding = account.binding
@@ -109,20 +111,20 @@ class MockGpuAgent(pulumi.ComponentResource):
             spec=pulumi.Output.from_input(args.node_name).apply(
                 lambda node: agent_admission.policy_spec(username, node)
             ),
-            opts=k8s_opts,
+            opts=child_opts,
         )
         self.pod_policy_binding = k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
             f"{name}-pod-policy-binding",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=name, labels=labels),
             spec=agent_admission.binding_spec(name),
-            opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[pod_policy])),
+            opts=pulumi.ResourceOptions.merge(child_opts, pulumi.ResourceOptions(depends_on=[pod_policy])),
         )
         inventory_json = json.dumps(args.gpus, sort_keys=True)
         self.inventory = k8s.core.v1.ConfigMap(
             f"{name}-inventory",
             metadata=metadata,
             data={"inventory.json": inventory_json},
-            opts=k8s_opts,
+            opts=child_opts,
         )
         # The agent reads its inventory once at start: a changed inventory must roll the pod.
         inventory_sha = hashlib.sha256(inventory_json.encode()).hexdigest()[:16]
@@ -195,8 +197,7 @@ class MockGpuAgent(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(
                 parent=self,
-                provider=args.provider,
-                depends_on=[self.image_load, self.cluster_role_binding, self.pod_policy_binding, *args.depends_on],
+                depends_on=[self.image_load, self.cluster_role_binding, self.pod_policy_binding, *after],
             ),
         )
         self.register_outputs({"imageName": image_name, "daemonSetName": self.daemon_set.metadata.name})

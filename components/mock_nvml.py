@@ -7,13 +7,14 @@ setup script, which lays out the mock driver root with the tenant's declared GPU
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 import pulumi_command as command
 import pulumi_kubernetes as k8s
 
+from components import options
 from components.cluster_role_account import cluster_role_account
 from gpu_tenancy.builders import image_load, kube_objects
 from gpu_tenancy.builders.mock_nvml import cuda_control, nvml_mock
@@ -26,7 +27,6 @@ NAMESPACE = "kube-system"
 class MockNvmlArgs:
     tenant: str
     gpus: list[Any]  # GpuConfig
-    provider: k8s.Provider
     image_name: pulumi.Input[str]
     image_build: pulumi.Resource
     worker_container: pulumi.Input[str]
@@ -34,7 +34,6 @@ class MockNvmlArgs:
     # The worker container's id: a replaced worker (same name, empty containerd) gets the image again.
     worker_id: pulumi.Input[str]
     kubernetes_version: str
-    depends_on: list[pulumi.Resource] = field(default_factory=list)
 
 
 class MockNvml(pulumi.ComponentResource):
@@ -50,7 +49,9 @@ class MockNvml(pulumi.ComponentResource):
         self.config_digest = nvml_mock.config_sha(config_text)
         self.hami_device_plugin = nvml_mock.hami_device_plugin_values(self.config_digest)
         labels = kube_objects.labels(args.tenant, nvml_mock.COMPONENT)
-        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on)
+        options.require_provider(self)
+        after = options.dependencies(opts)
+        k8s_opts = pulumi.ResourceOptions(parent=self, depends_on=after)
 
         self.image_load = command.local.Command(
             f"{name}-image-load",
@@ -59,7 +60,7 @@ class MockNvml(pulumi.ComponentResource):
             interpreter=["/bin/sh", "-c"],
             environment={"IMAGE": args.image_name, "NODE_CONTAINER": args.worker_container},
             triggers=[args.image_name, args.worker_id],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[args.image_build, *args.depends_on]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[args.image_build, *after]),
         )
         metadata = k8s.meta.v1.ObjectMetaArgs(name=name, namespace=NAMESPACE, labels=labels)
         rules = pulumi.Output.from_input(args.node_name).apply(nvml_mock.rbac_rules)
@@ -83,8 +84,7 @@ class MockNvml(pulumi.ComponentResource):
             spec=spec,
             opts=pulumi.ResourceOptions(
                 parent=self,
-                provider=args.provider,
-                depends_on=[self.image_load, account.binding, *args.depends_on],
+                depends_on=[self.image_load, account.binding, *after],
             ),
         )
         # GPU containers start without a driver in them (gpu_tenancy.builders.mock_nvml.cuda_control).

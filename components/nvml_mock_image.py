@@ -8,11 +8,12 @@ tenant's MockNvml loads it into its worker's containerd as the mock-GPU agent's 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pulumi
 import pulumi_command as command
 
+from components import options
 from gpu_tenancy.builders.mock_nvml import nvml_mock
 from gpu_tenancy.contract import versions
 
@@ -20,7 +21,6 @@ from gpu_tenancy.contract import versions
 @dataclass
 class NvmlMockImageArgs:
     commit: str = versions.NVML_MOCK_COMMIT
-    depends_on: list[pulumi.Resource] = field(default_factory=list)
 
 
 class NvmlMockImage(pulumi.ComponentResource):
@@ -45,7 +45,7 @@ class NvmlMockImage(pulumi.ComponentResource):
             },
             triggers=[image],
             logging=command.local.Logging.STDERR,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=options.dependencies(opts)),
         )
         # Known only once built, so everything that loads it waits for the build.
         self.image_name = self.build.id.apply(lambda _: image)

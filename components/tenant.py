@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pulumi
-import pulumi_kubernetes as k8s
 
+from components import options
 from components.bootstrap_token import BootstrapToken, BootstrapTokenArgs
 from components.gpu_access import GpuAccessPolicy, GpuAccessPolicyArgs
 from components.hami import Hami, HamiArgs
@@ -38,8 +38,6 @@ class TenantArgs:
     config: TenantConfig
     stack: StackConfig
     cluster_name: str
-    management_provider: k8s.Provider
-    depends_on: list[pulumi.Resource]
     # sim-nvml: the stack's one build of NVIDIA's mock NVML image.
     nvml_mock_image: NvmlMockImage | None = None
     # real: what a host's preparation waits for (HostIdentities: no machine listed twice).
@@ -81,7 +79,9 @@ class Tenant(pulumi.ComponentResource):
             declaration,
             opts,
         )
-        child = pulumi.ResourceOptions(parent=self)
+        # The management cluster's provider (opts.provider) reaches the control plane through the provider bag;
+        # every child on the tenant's own cluster is given control_plane.provider, which takes precedence.
+        options.require_provider(self)
         for gpu in args.config.gpus:
             if not gpu.in_catalogue:
                 pulumi.log.warn(
@@ -97,11 +97,9 @@ class Tenant(pulumi.ComponentResource):
             f"{name}-control-plane",
             TenantControlPlaneArgs(
                 tenant=tenant,
-                management_provider=args.management_provider,
                 kubernetes_version=versions.kubernetes,
                 pod_cidr=pod_cidr,
                 service_cidr=service_cidr,
-                depends_on=args.depends_on,
                 node_runtime="kind" if args.stack.simulated else "host",
                 service_type=args.stack.control_plane.service_type,
                 address=args.config.control_plane_address,
@@ -113,18 +111,15 @@ class Tenant(pulumi.ComponentResource):
                 data_store=args.config.data_store,
                 etcd_volume_mib=args.stack.datastore.volume_mib,
             ),
-            child,
+            pulumi.ResourceOptions(parent=self, depends_on=options.dependencies(opts)),
         )
         # Before any pod: GPUs only through HAMi, the same refusals in every mode.
         gpu_access = GpuAccessPolicy(
             f"{name}-gpu-access",
             GpuAccessPolicyArgs(
-                tenant=tenant,
-                provider=control_plane.provider,
-                cuda_control_marker=cuda_control.MARKER if args.stack.mode == "sim-nvml" else "",
-                depends_on=[control_plane],
+                tenant=tenant, cuda_control_marker=cuda_control.MARKER if args.stack.mode == "sim-nvml" else ""
             ),
-            child,
+            self._on_tenant(control_plane, control_plane),
         )
         if args.stack.simulated:
             self.nodes, gpu_ready = self._simulated_node(name, args, control_plane, pod_cidr, service_cidr)
@@ -137,30 +132,30 @@ class Tenant(pulumi.ComponentResource):
                 f"{name}-workloads",
                 WorkloadsArgs(
                     tenant=tenant,
-                    provider=control_plane.provider,
                     workloads=list(args.config.workloads),
                     quota=dict(args.config.quota),
-                    depends_on=gpu_ready,
                     ordered=args.stack.ordered_workloads,
                 ),
-                child,
+                # HAMi (its webhook and scheduler) and, in sim, the mock-GPU agent that registers the devices.
+                self._on_tenant(control_plane, *gpu_ready),
             )
             if args.config.user_access:
                 self.user_kubeconfig = TenantAccess(
                     f"{name}-user-access",
                     TenantAccessArgs(
-                        tenant=tenant,
-                        provider=control_plane.provider,
-                        namespace=tenant_workloads.namespace,
-                        admin_kubeconfig=control_plane.kubeconfig,
+                        tenant=tenant, namespace=tenant_workloads.namespace, admin_kubeconfig=control_plane.kubeconfig
                     ),
-                    child,
+                    self._on_tenant(control_plane),
                 ).kubeconfig
         self.endpoint = control_plane.endpoint
         self.kubeconfig = control_plane.kubeconfig
         self.register_outputs(
             {**declaration, "endpoint": self.endpoint, "kubeconfig": self.kubeconfig, "nodes": self.nodes}
         )
+
+    def _on_tenant(self, control_plane: TenantControlPlane, *after: pulumi.Resource) -> pulumi.ResourceOptions:
+        """A child on the tenant's own cluster, after `after`: its provider replaces the inherited management one."""
+        return pulumi.ResourceOptions(parent=self, provider=control_plane.provider, depends_on=list(after))
 
     def _network(
         self,
@@ -176,14 +171,13 @@ class Tenant(pulumi.ComponentResource):
             f"{name}-network",
             TenantNetworkArgs(
                 tenant=args.config.name,
-                provider=control_plane.provider,
                 pod_cidr=pod_cidr,
                 endpoint=control_plane.endpoint,
                 kindnetd_image=versions.kindnetd_image,
                 kubernetes_version=versions.kubernetes,
                 nodes=nodes,
             ),
-            pulumi.ResourceOptions(parent=self),
+            self._on_tenant(control_plane),
         )
 
     def _hami(
@@ -199,17 +193,15 @@ class Tenant(pulumi.ComponentResource):
             f"{name}-hami",
             HamiArgs(
                 tenant=args.config.name,
-                provider=control_plane.provider,
                 chart_version=versions.hami,
                 image_tag=versions.hami_image_tag,
                 kubernetes_version=versions.kubernetes,
-                depends_on=after,
                 device_layer=args.stack.device_layer.registrar,
                 device_plugin=mock_nvml.hami_device_plugin if mock_nvml else None,
                 service_monitors=args.stack.metrics.service_monitors,
                 service_monitor_labels=dict(args.stack.metrics.labels),
             ),
-            pulumi.ResourceOptions(parent=self),
+            self._on_tenant(control_plane, *after),
         )
 
     def _simulated_node(
@@ -217,7 +209,6 @@ class Tenant(pulumi.ComponentResource):
     ) -> tuple[list[str], list[pulumi.Resource]]:
         """sim: one kindest/node container, HAMi without device plugin, the mock-GPU agent."""
         tenant = args.config.name
-        child = pulumi.ResourceOptions(parent=self)
         container = gpu_nodes.worker_container_name(args.cluster_name, tenant)
         worker = Worker(
             f"{name}-worker",
@@ -230,11 +221,10 @@ class Tenant(pulumi.ComponentResource):
                 ca_cert_hash=control_plane.ca_cert_hash,
                 kubeconfig=control_plane.kubeconfig,
                 control_plane_id=control_plane.tcp.id,
-                depends_on=[control_plane],
                 pod_cidr=pod_cidr,
                 service_cidr=service_cidr,
             ),
-            child,
+            pulumi.ResourceOptions(parent=self, depends_on=[control_plane]),
         )
         network = self._network(name, args, control_plane, pod_cidr, [worker.join])
         if args.stack.mode == "sim-nvml":
@@ -245,14 +235,12 @@ class Tenant(pulumi.ComponentResource):
             MockGpuAgentArgs(
                 tenant=tenant,
                 gpus=[gpu.model_dump(by_alias=True) for gpu in args.config.gpus],
-                provider=control_plane.provider,
                 worker_container=container,
                 # A replaced container (same name, empty containerd) must get the image loaded again.
                 worker_id=worker.container.id,
                 node_name=worker.node_name,
-                depends_on=[worker.join, network],
             ),
-            child,
+            self._on_tenant(control_plane, worker.join, network),
         )
         return [container], [hami, gpu_agent]
 
@@ -267,22 +255,19 @@ class Tenant(pulumi.ComponentResource):
     ) -> list[pulumi.Resource]:
         """sim-nvml: NVIDIA's mock NVML on the worker, HAMi with its own device plugin, inventory checked."""
         assert args.nvml_mock_image is not None  # built once per stack in __main__
-        child = pulumi.ResourceOptions(parent=self)
         mock = MockNvml(
             f"{name}-mock-nvml",
             MockNvmlArgs(
                 tenant=args.config.name,
                 gpus=list(args.config.gpus),
-                provider=control_plane.provider,
                 image_name=args.nvml_mock_image.image_name,
                 image_build=args.nvml_mock_image.build,
                 worker_container=container,
                 node_name=worker.node_name,
                 worker_id=worker.container.id,
                 kubernetes_version=args.stack.versions.kubernetes,
-                depends_on=[worker.join, network],
             ),
-            child,
+            self._on_tenant(control_plane, worker.join, network),
         )
         # The plugin starts only once the mock's driver root is laid out (the DaemonSet's readiness).
         hami = self._hami(name, args, control_plane, [network, worker, mock.daemon_set], mock)
@@ -291,14 +276,12 @@ class Tenant(pulumi.ComponentResource):
             InventoryCheckArgs(
                 tenant=args.config.name,
                 nodes=self._gpu_nodes,
-                provider=control_plane.provider,
                 kubeconfig=control_plane.kubeconfig,
                 on_mismatch="error",
-                depends_on=[hami],
                 node_joins={container: worker.join.id},
                 devices=mock.config_digest,
             ),
-            child,
+            self._on_tenant(control_plane, hami),
         )
         # Workloads wait for the CUDA-control mutation too: a GPU pod admitted before it would not start.
         return [hami, check, mock.cuda_control]
@@ -337,9 +320,8 @@ class Tenant(pulumi.ComponentResource):
                         ca_cert_hash=control_plane.ca_cert_hash,
                         kubeconfig=control_plane.kubeconfig,
                         bootstrap=bootstrap,
-                        depends_on=[control_plane, bootstrap.mint, *args.hosts_ready],
                     ),
-                    child,
+                    pulumi.ResourceOptions(parent=self, depends_on=[control_plane, bootstrap.mint, *args.hosts_ready]),
                 )
             )
         network = self._network(name, args, control_plane, pod_cidr, list(hosts))
@@ -349,12 +331,10 @@ class Tenant(pulumi.ComponentResource):
             InventoryCheckArgs(
                 tenant=tenant,
                 nodes=self._gpu_nodes,
-                provider=control_plane.provider,
                 kubeconfig=control_plane.kubeconfig,
                 on_mismatch=args.stack.inventory_mismatch,
-                depends_on=[hami],
                 node_joins={host.name: worker.join.id for host, worker in zip(args.config.workers, hosts, strict=True)},
             ),
-            child,
+            self._on_tenant(control_plane, hami),
         )
         return [host.name for host in args.config.workers], [hami, check]

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components import options
 from gpu_tenancy.builders import kube_objects
 from gpu_tenancy.builders.tenant_access import tenant_access
 
@@ -15,7 +16,6 @@ from gpu_tenancy.builders.tenant_access import tenant_access
 @dataclass
 class TenantAccessArgs:
     tenant: str
-    provider: k8s.Provider
     namespace: k8s.core.v1.Namespace
     admin_kubeconfig: pulumi.Input[str]
 
@@ -25,9 +25,10 @@ class TenantAccess(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: TenantAccessArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpu-tenancy:tenant_access:TenantAccess", name, None, opts)
+        options.require_provider(self)
         tenant = args.tenant
         namespace = args.namespace.metadata.name.apply(str)
-        in_namespace = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[args.namespace])
+        in_namespace = pulumi.ResourceOptions(parent=self, depends_on=[args.namespace])
         labels = kube_objects.labels(tenant, tenant_access.COMPONENT)
         account = k8s.core.v1.ServiceAccount(
             f"{name}-sa",

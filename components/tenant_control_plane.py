@@ -9,6 +9,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components import options
 from components.tenant_datastore import TenantDataStore, TenantDataStoreArgs
 from gpu_tenancy.builders import kube_objects
 from gpu_tenancy.builders.kamaji import kamaji_chart
@@ -20,11 +21,9 @@ TCP_API_VERSION = "kamaji.clastix.io/v1alpha1"
 @dataclass
 class TenantControlPlaneArgs:
     tenant: str
-    management_provider: k8s.Provider
     kubernetes_version: str
     pod_cidr: str
     service_cidr: str
-    depends_on: list[pulumi.Resource]
     node_runtime: str = "kind"  # "kind": kindest/node containers; "host": prepared real hosts
     service_type: str = "LoadBalancer"
     address: str | None = None
@@ -85,23 +84,22 @@ class TenantControlPlane(pulumi.ComponentResource):
     ):
         super().__init__("gpu-tenancy:tenant_control_plane:TenantControlPlane", name, None, opts)
         tenant = args.tenant
-        on_management = pulumi.ResourceOptions(parent=self, provider=args.management_provider)
+        # The management cluster's provider, from opts: the children inherit it (its own `self.provider` below
+        # is the tenant's, for the caller to pass on).
+        options.require_provider(self)
+        after = options.dependencies(opts)
+        on_management = pulumi.ResourceOptions(parent=self)
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
             metadata={"name": tenant, "labels": kube_objects.labels(tenant, "control-plane")},
-            opts=pulumi.ResourceOptions.merge(on_management, pulumi.ResourceOptions(depends_on=args.depends_on)),
+            opts=pulumi.ResourceOptions.merge(on_management, pulumi.ResourceOptions(depends_on=after)),
         )
         data_store, tcp_after = kamaji_chart.DATASTORE_NAME, [namespace]
         if args.data_store == "dedicated":
             own = TenantDataStore(
                 f"{name}-datastore",
-                TenantDataStoreArgs(
-                    tenant=tenant,
-                    management_provider=args.management_provider,
-                    volume_mib=args.etcd_volume_mib,
-                    depends_on=[namespace],
-                ),
-                pulumi.ResourceOptions(parent=self),
+                TenantDataStoreArgs(tenant=tenant, volume_mib=args.etcd_volume_mib),
+                pulumi.ResourceOptions(parent=self, depends_on=[namespace]),
             )
             data_store, tcp_after = own.name, [namespace, own.datastore]
         self.tcp = KamajiTenantControlPlane(
@@ -132,7 +130,7 @@ class TenantControlPlane(pulumi.ComponentResource):
         secret = k8s.core.v1.Secret.get(
             f"{name}-admin-kubeconfig",
             admin_kubeconfig_secret_id(self.tcp),
-            opts=pulumi.ResourceOptions(parent=self, provider=args.management_provider, depends_on=[self.tcp]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.tcp]),
         )
         # Also carries the TCP (a read's outputs carry only the read, and the engine never counts a read as
         # replaced): when the TCP is deleted first, whatever this feeds is then seen as changing

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components import options
 from components.charts import cached_chart
 from gpu_tenancy.builders import kube_objects
 from gpu_tenancy.builders.tenant_datastore import datastore
@@ -21,9 +22,7 @@ from gpu_tenancy.contract import versions
 @dataclass
 class TenantDataStoreArgs:
     tenant: str
-    management_provider: k8s.Provider
     volume_mib: int
-    depends_on: list[pulumi.Resource]
 
 
 class TenantDataStore(pulumi.ComponentResource):
@@ -33,7 +32,9 @@ class TenantDataStore(pulumi.ComponentResource):
     def __init__(self, name: str, args: TenantDataStoreArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpu-tenancy:tenant_datastore:TenantDataStore", name, {"tenant": args.tenant}, opts)
         self.name = datastore.dedicated_name(args.tenant)
-        on_management = pulumi.ResourceOptions(parent=self, provider=args.management_provider)
+        options.require_provider(self)
+        after = options.dependencies(opts)
+        on_management = pulumi.ResourceOptions(parent=self)
         release = k8s.helm.v3.Release(
             f"{name}-chart",
             name=self.name,
@@ -42,7 +43,7 @@ class TenantDataStore(pulumi.ComponentResource):
             namespace=args.tenant,
             values=datastore.dedicated_values(args.tenant, args.volume_mib),
             timeout=900,
-            opts=pulumi.ResourceOptions.merge(on_management, pulumi.ResourceOptions(depends_on=args.depends_on)),
+            opts=pulumi.ResourceOptions.merge(on_management, pulumi.ResourceOptions(depends_on=after)),
         )
         self.datastore = k8s.apiextensions.CustomResource(
             f"{name}-datastore",

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components import options
 from gpu_tenancy.builders import kube_objects
 from gpu_tenancy.builders.tenant_network import network_daemonsets
 from gpu_tenancy.contract import versions
@@ -15,7 +16,6 @@ from gpu_tenancy.contract import versions
 @dataclass
 class TenantNetworkArgs:
     tenant: str
-    provider: k8s.Provider
     pod_cidr: str
     endpoint: pulumi.Input[str]
     kindnetd_image: str
@@ -28,7 +28,8 @@ class TenantNetwork(pulumi.ComponentResource):
     def __init__(self, name: str, args: TenantNetworkArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-tenancy:tenant_network:TenantNetwork", name, None, opts)
         tenant = args.tenant
-        in_tenant = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        options.require_provider(self)
+        in_tenant = pulumi.ResourceOptions(parent=self)
 
         def meta(component: str, resource_name: str, namespaced: bool = True) -> dict[str, object]:
             metadata: dict[str, object] = {"name": resource_name, "labels": kube_objects.labels(tenant, component)}

@@ -10,6 +10,7 @@ import pulumi
 import pulumi_command as command
 import pulumi_docker as docker
 
+from components import options
 from gpu_tenancy.builders import kube_objects
 from gpu_tenancy.builders.worker import kind_node, node_proxy, worker_join
 
@@ -26,7 +27,6 @@ class WorkerArgs:
     kubeconfig: pulumi.Input[str]
     # The TenantControlPlane's id: the same text for ever, unknown only while it is replaced.
     control_plane_id: pulumi.Input[str]
-    depends_on: list[pulumi.Resource]
     pod_cidr: str = ""
     service_cidr: str = ""
 
@@ -40,6 +40,7 @@ class Worker(pulumi.ComponentResource):
     def __init__(self, name: str, args: WorkerArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-tenancy:worker:Worker", name, None, opts)
         tenant = args.tenant
+        self._after = options.dependencies(opts)
         image = docker.RemoteImage(
             f"{name}-image", name=args.image, keep_locally=True, opts=pulumi.ResourceOptions(parent=self)
         )
@@ -97,7 +98,7 @@ class Worker(pulumi.ComponentResource):
                 docker.ContainerLabelArgs(label=kube_objects.COMPONENT_LABEL, value="worker"),
             ],
             # Its name is fixed: the old container must be gone before the new one can take it.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on, delete_before_replace=True),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=self._after, delete_before_replace=True),
         )
         self.proxy = self._proxy(name, args)
         # Removes the Node from the tenant on destroy (the join that follows a replaced container removes the
@@ -170,7 +171,7 @@ class Worker(pulumi.ComponentResource):
         if not kind_node.has_proxy(environ):
             return None
         network = docker.get_network_output(
-            name=args.network, opts=pulumi.InvokeOutputOptions(parent=self, depends_on=args.depends_on)
+            name=args.network, opts=pulumi.InvokeOutputOptions(parent=self, depends_on=self._after)
         )
         envs = network.ipam_configs.apply(
             lambda configs: [

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components import options
 from gpu_tenancy.builders.workloads import network_policy
 from gpu_tenancy.builders.workloads import workloads as builders
 from gpu_tenancy.contract.tenant_config import WorkloadConfig
@@ -15,11 +16,8 @@ from gpu_tenancy.contract.tenant_config import WorkloadConfig
 @dataclass
 class WorkloadsArgs:
     tenant: str
-    provider: k8s.Provider
     workloads: list[WorkloadConfig]
     quota: dict[str, int]
-    # HAMi (its webhook and scheduler) and, in sim, the mock-GPU agent that registers the devices.
-    depends_on: list[pulumi.Resource] = field(default_factory=list)
     # Stack setting orderedWorkloads: each Deployment waits for the previous one (pulumi-kubernetes awaits
     # a Deployment's rollout before it counts as created), so pods reach HAMi in the planned order.
     ordered: bool = False
@@ -33,14 +31,15 @@ class Workloads(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: WorkloadsArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-tenancy:workloads:Workloads", name, None, opts)
+        options.require_provider(self)
         tenant = args.tenant
         self.namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
             metadata=builders.namespace_metadata(tenant),
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=args.depends_on),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=options.dependencies(opts)),
         )
         # Everything else waits for the namespace and, through it, for HAMi.
-        in_namespace = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[self.namespace])
+        in_namespace = pulumi.ResourceOptions(parent=self, depends_on=[self.namespace])
         self.quota = None
         if args.quota:
             self.quota = k8s.core.v1.ResourceQuota(
@@ -65,9 +64,7 @@ class Workloads(pulumi.ComponentResource):
                 f"{name}-{workload.name}",
                 metadata=builders.deployment_metadata(tenant, workload),
                 spec=builders.deployment_spec(tenant, workload),
-                opts=pulumi.ResourceOptions(
-                    parent=self, provider=args.provider, depends_on=[*before_pods, *previous]
-                ),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[*before_pods, *previous]),
             )
             self.deployments[workload.name] = deployment
             if args.ordered:

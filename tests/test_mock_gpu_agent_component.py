@@ -50,12 +50,12 @@ def test_component_wires_provider_rbac_and_labels(mocks: RecordingMocks) -> Any:
         MockGpuAgentArgs(
             tenant="tenant-a",
             gpus=[{"model": "NVIDIA-A100-SXM4-80GB", "memoryMiB": 81920, "count": 1}],
-            provider=provider,
             worker_container="tenant-a-worker",
             node_name="tenant-a-worker",
-            depends_on=[],
             worker_id="worker-container-id",
         ),
+        # The provider as Pulumi's components take it: in opts, inherited by every Kubernetes child.
+        pulumi.ResourceOptions(provider=provider),
     )
 
     def check(provider_urn: str) -> None:
