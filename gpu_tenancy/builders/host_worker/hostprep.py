@@ -1,9 +1,8 @@
-"""Shell scripts that prepare a real GPU host and join it to its tenant (mode real).
+"""The scripts (scripts/) that prepare a real GPU host and join it to its tenant (mode real), run over SSH
+(pulumi-command `remote.Command`), and the node commands run beside the program.
 
-Pure builders: versions in, script text out. The program runs them over SSH (pulumi-command
-`remote.Command`); tests check them with shellcheck. Debian/Ubuntu hosts with the NVIDIA driver
-already installed are supported: the driver is the one thing the script does not install, because it
-must match the host's kernel and GPU generation.
+Debian/Ubuntu hosts with the NVIDIA driver installed are supported: the driver is the one thing the preparation
+does not install, as it must match the host's kernel and GPU generation.
 """
 
 from __future__ import annotations
@@ -28,7 +27,10 @@ def kubernetes_package_version(kubernetes_version: str) -> tuple[str, str]:
 
 
 def prepare_script(kubernetes_version: str, toolkit_version: str = versions.NVIDIA_CONTAINER_TOOLKIT_VERSION) -> str:
-    """Idempotent host preparation: kernel settings, containerd, kubeadm/kubelet, NVIDIA runtime."""
+    """Idempotent host preparation: kernel settings, containerd, kubeadm/kubelet, NVIDIA runtime.
+
+    scripts/prepare.sh's comment names the GPU-access builder by a path that is gone; it stays, as its bytes are
+    sent and a fixed comment would prepare every existing host again (tests/test_comment_paths.py SENT_AS_IS)."""
     channel, package = kubernetes_package_version(kubernetes_version)
     return shell.script(
         __name__,

@@ -46,12 +46,6 @@ def kubeconfig_command(cluster_name: str) -> str:
     return f"kind get kubeconfig --name {shlex.quote(cluster_name)}"
 
 
-# The management provider's `clusterIdentifier`. pulumi-kubernetes replaces its provider, and with it
-# every resource on it, when the identifier changes, and never while it stays the same
-# (`provider/pkg/provider/provider.go` `DiffConfig`). components/kind_cluster.py derives it from the
-# cluster command, so while the engine replaces the cluster (delete first) it substitutes an unknown for it
-# (step_generator.go calculateDependentReplacements), which counts as
-# changed: the provider and everything on it are deleted first with the old cluster and created again on
-# the new one. The text itself stays what every existing stack has: a new text would replace all of it
-# once more, create-before-delete against the very same cluster, the old deletes removing the new objects.
+# The management provider's `clusterIdentifier`. pulumi-kubernetes replaces a provider, and everything on it, when
+# this changes (`provider/pkg/provider/provider.go` `DiffConfig`): it keeps the text every existing stack holds.
 CLUSTER_IDENTIFIER = "management"

@@ -22,7 +22,7 @@ import re
 
 from gpu_tenancy.builders import shell
 
-MANIFEST_ENV = "MANIFEST"
+MANIFEST_ENV = "MANIFEST"  # the variable scripts/wait_until_admitted.sh reads
 FIELD_MANAGER = "gpu-tenancy-admission-gate"
 DENIED = "denied the request"
 

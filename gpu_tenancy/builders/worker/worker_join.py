@@ -1,23 +1,15 @@
-"""Shell scripts that join a kind worker container to its tenant and remove it again (mode sim).
+"""The scripts (scripts/join.sh, leave.sh, reset.sh) that join a kind worker container to its tenant and remove it
+again (mode sim), run by the worker's local `Command`s with `/bin/sh -c`.
 
-Pure builders, run by the worker's local `Command`s with `/bin/sh -c`; tests run them against a fake
-`docker`/`kubectl` and check them with shellcheck. The join and the leave read the tenant's admin kubeconfig
-on stdin (pulumi-command v1.2.1 `local/commandOutputs.go` `run` feeds the same `stdin` to create, update and
-delete) and keep it in a private temporary file for kubectl; it never reaches a command line or the container.
+The join and the leave read the tenant's admin kubeconfig on stdin (pulumi-command v1.2.1 `local/commandOutputs.go`
+`run` feeds the same `stdin` to create, update and delete), so it reaches no command line and not the container.
+A delete gets only the inputs stored at the last create or update, which no longer reach a tenant whose endpoint or
+CA changed in the same `up`: the join's delete (`reset_script`) needs no kubeconfig, and the Node is removed by the
+next join or, on destroy, by the node command (`leave_script`), updated whenever the kubeconfig changes.
 
-A delete runs with the inputs stored when its command was last created or updated (`Delete` gets only the
-state), so the join's delete (`reset_script`) needs no kubeconfig at all: when the container is replaced in the
-same `up` in which the tenant's endpoint or CA changed, the stored kubeconfig no longer reaches the tenant. The
-Node object is removed by the next join (with the current kubeconfig) or, on destroy, by the node command
-(`leave_script`), which is replaced only with its control plane and updated, storing the current kubeconfig,
-whenever that changes.
-
-The bootstrap token is minted by the join script itself, just in time
-(gpu_tenancy/builders/bootstrap_token/join_token.py), with an `expiration` TOKEN_TTL_SECONDS ahead, and deleted again
-when the script ends. So no token is ever in the Pulumi state or program inputs (the second `pulumi up` stays a no-op),
-and every join attempt (a retry, a replaced container) gets a fresh one. A token created a moment before the join is
-fine: kubeadm's discovery retries until the bootstrapsigner has signed cluster-info for the new token id (kubernetes
-`cmd/kubeadm/app/discovery/token/token.go`, "the JWS signature is patched-in a bit later").
+The join mints its bootstrap token itself (gpu_tenancy/builders/bootstrap_token/join_token.py) and deletes it when
+it ends, so no token is in the Pulumi state and every attempt gets a fresh one; kubeadm's discovery waits until
+the bootstrapsigner has signed the new token id (kubernetes `cmd/kubeadm/app/discovery/token/token.go`).
 """
 
 from __future__ import annotations
