@@ -35,12 +35,23 @@ from gpu_tenancy.contract.tenant_config import TenantConfig
 
 @dataclass
 class TenantArgs:
+    """One tenant of the stack. The management cluster's provider and what the tenant waits for (MetalLB's pool,
+    Kamaji) come in `opts` (`provider=`, `depends_on=`).
+
+    Attributes:
+        config (TenantConfig): the tenant as the stack declares it (`tenants[]`).
+        stack (StackConfig): the stack's settings: mode, versions, address ranges, ports.
+        cluster_name (str): the stack's cluster name; the sim worker containers are named after it.
+        nvml_mock_image (NvmlMockImage | None): sim-nvml: the stack's one build of NVIDIA's mock NVML image.
+            Default: None (mode sim-nvml requires it).
+        hosts_ready (list[pulumi.Resource]): real: what a host's preparation waits for (HostIdentities: no
+            machine listed twice). Default: [].
+    """
+
     config: TenantConfig
     stack: StackConfig
     cluster_name: str
-    # sim-nvml: the stack's one build of NVIDIA's mock NVML image.
     nvml_mock_image: NvmlMockImage | None = None
-    # real: what a host's preparation waits for (HostIdentities: no machine listed twice).
     hosts_ready: list[pulumi.Resource] = field(default_factory=list)
 
 
@@ -149,9 +160,11 @@ class Tenant(pulumi.ComponentResource):
                 ).kubeconfig
         self.endpoint = control_plane.endpoint
         self.kubeconfig = control_plane.kubeconfig
-        self.register_outputs(
-            {**declaration, "endpoint": self.endpoint, "kubeconfig": self.kubeconfig, "nodes": self.nodes}
-        )
+        # The non-admin kubeconfig (secret, as TenantAccess makes it) only when the tenant has user access.
+        user_access = {"userKubeconfig": self.user_kubeconfig} if self.user_kubeconfig is not None else {}
+        self.register_outputs({
+            **declaration, "endpoint": self.endpoint, "kubeconfig": self.kubeconfig, "nodes": self.nodes, **user_access,
+        })
 
     def _on_tenant(self, control_plane: TenantControlPlane, *after: pulumi.Resource) -> pulumi.ResourceOptions:
         """A child on the tenant's own cluster, after `after`: its provider replaces the inherited management one."""
