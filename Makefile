@@ -11,6 +11,8 @@ export PULUMI_SKIP_UPDATE_CHECK := true
 TOOLS_DIR ?= $(CURDIR)/.tools/bin
 export PATH := $(TOOLS_DIR):$(PATH)
 LINT_PATHS := __main__.py components gpu_tenancy policies tests benchmarks
+# The project's command line (gpu_tenancy/cli/commands.py), installed into the venv by `make runtime`.
+GPU_TENANCY := $(BIN)/gpu-tenancy
 STACK_FILE := Pulumi.$(STACK).yaml
 MODE := $(shell sed -n 's/^ *gpu-tenancy:mode: *\([^ #]*\).*/\1/p' $(STACK_FILE) 2>/dev/null | tr -d "\"'")
 # Modes with a kind lab on this host (sim, sim-nvml): they need a Docker engine and kind; real stacks only
@@ -56,16 +58,23 @@ $(BIN)/.runtime: requirements.txt gpu_tenancy/hami/agent/requirements.txt | $(if
 	$(BIN)/pip install --quiet --disable-pip-version-check -c gpu_tenancy/hami/agent/requirements.txt -r requirements.txt
 	touch $@
 
-$(BIN)/.installed: $(BIN)/.runtime requirements-dev.txt
+# `gpu-tenancy`: this checkout installed editable (the code runs from here), built by the venv's own setuptools
+# (65 on Python 3.11), for which wheel 0.45 is the last with a bdist_wheel.
+$(GPU_TENANCY): pyproject.toml $(BIN)/.runtime
+	$(BIN)/pip install --quiet --disable-pip-version-check wheel==0.45.1
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	touch $@
+
+$(BIN)/.installed: $(GPU_TENANCY) requirements-dev.txt
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $@
 
-runtime: $(BIN)/.runtime ## Create .venv with the pinned runtime dependencies only (what deploys and the CLIs need)
+runtime: $(BIN)/.runtime $(GPU_TENANCY) ## Create .venv with the pinned runtime dependencies only (what deploys and the CLIs need)
 
 venv: $(BIN)/.installed ## Create .venv with the pinned runtime and test dependencies
 
 tools: ## Install the pinned kind, kubectl and Pulumi CLI into .tools/bin (checksum-verified) unless on PATH at that version
-	@$(PYTHON) -m gpu_tenancy.cli.tools install --dir $(TOOLS_DIR)
+	@$(PYTHON) -m gpu_tenancy tools install --dir $(TOOLS_DIR)
 
 stack-file: ## Check that STACK names a stack file
 	@test -f $(STACK_FILE) || { echo "$(STACK_FILE) not found: STACK=$(STACK) names no stack file (have: $(wildcard Pulumi.*.yaml))"; exit 1; }
@@ -75,9 +84,9 @@ preflight: stack-file | $(if $(UP_GOAL),runtime) ## Install the stack's tools, c
 	if [ -n "$(GENERATE_PASSPHRASE)" ] && [ ! -e "$(PASSPHRASE_FILE)" ]; then \
 	  mkdir -p "$(STATE_DIR)" && (umask 077 && set -C && od -An -N32 -tx1 /dev/urandom | tr -d ' \n' > "$(PASSPHRASE_FILE)") \
 	  && echo "preflight: generated $(PASSPHRASE_FILE) (mode 0600), the passphrase of this stack's secrets: keep it with ./state"; fi; \
-	$(PYTHON) -m gpu_tenancy.cli.tools install --dir $(TOOLS_DIR) --only $(STACK_TOOLS) || status=1; \
+	$(PYTHON) -m gpu_tenancy tools install --dir $(TOOLS_DIR) --only $(STACK_TOOLS) || status=1; \
 	if [ -n "$(UP_GOAL)" ]; then \
-	  $(BIN)/python -m gpu_tenancy.cli.doctor --stack $(STACK) --state-dir $(STATE_DIR) --before-up || status=1; \
+	  $(GPU_TENANCY) doctor --stack $(STACK) --state-dir $(STATE_DIR) --before-up || status=1; \
 	else \
 	  if [ "$(MODE)" != real ]; then \
 	    if ! command -v docker >/dev/null 2>&1; then echo "problem: docker: not found on PATH. Fix: $(DOCKER_INSTALL)"; status=1; \
@@ -92,7 +101,7 @@ preflight: stack-file | $(if $(UP_GOAL),runtime) ## Install the stack's tools, c
 # (gpu_tenancy/contract/chart_lock.py). A chart the lock records whose repository now serves other content is
 # refused; RELOCK=<chart>[,<chart>] takes what its repository publishes now.
 charts: runtime ## Pull STACK's Helm charts once into .charts/, verified and locked (RELOCK=kamaji: take its new build)
-	@$(BIN)/python -m gpu_tenancy.cli.charts --stack $(STACK) $(foreach chart,$(subst $(comma),$(space),$(RELOCK)),--relock $(chart))
+	@$(GPU_TENANCY) charts --stack $(STACK) $(foreach chart,$(subst $(comma),$(space),$(RELOCK)),--relock $(chart))
 
 # `make doctor`'s host checks first, in preflight (nothing is created when they fail), then an `up` that
 # refreshes from the live lab (a worker removed or stopped by hand, an image gone) before it diffs, and builds
@@ -100,11 +109,11 @@ charts: runtime ## Pull STACK's Helm charts once into .charts/, verified and loc
 up: preflight runtime charts ## Deploy STACK (created on first use): host checks, refresh, then preview with the policy pack
 	mkdir -p $(STATE_DIR)
 	pulumi stack select --create $(STACK)
-	replace=$$($(BIN)/python -m gpu_tenancy.cli.doctor --stack $(STACK) --missing-images) && \
+	replace=$$($(GPU_TENANCY) doctor --stack $(STACK) --missing-images) && \
 	  pulumi up --stack $(STACK) --refresh --policy-pack policies $(AUTO_APPROVE) $$replace
 
 doctor: runtime ## Check this host and, when deployed, the lab: one line per problem with its fix (exit 1 if any)
-	@$(BIN)/python -m gpu_tenancy.cli.doctor --stack $(STACK) --state-dir $(STATE_DIR)
+	@$(GPU_TENANCY) doctor --stack $(STACK) --state-dir $(STATE_DIR)
 
 preview: preflight runtime charts ## What `up` would change, with the policy pack (creates STACK on first use)
 	mkdir -p $(STATE_DIR)
@@ -118,12 +127,12 @@ preview: preflight runtime charts ## What `up` would change, with the policy pac
 # SSH) cannot run: everything else is destroyed first, then those joins leave the state, then the rest goes.
 destroy: preflight runtime ## Delete everything STACK deployed (also when its kind cluster was deleted by hand; HOSTS_OFF=: hosts that are off)
 	@if [ -n "$(HOSTS_OFF)" ]; then \
-	  urns=$$($(BIN)/python -m gpu_tenancy.cli.doctor --stack $(STACK) --hosts-off "$(HOSTS_OFF)") || exit 1; \
+	  urns=$$($(GPU_TENANCY) doctor --stack $(STACK) --hosts-off "$(HOSTS_OFF)") || exit 1; \
 	  echo "destroy: $(HOSTS_OFF) cannot be reset over SSH: destroying everything else first"; \
 	  pulumi destroy --stack $(STACK) --continue-on-error $(AUTO_APPROVE) || true; \
 	  for urn in $$urns; do pulumi state delete --stack $(STACK) --yes "$$urn" || exit 1; done; \
 	  pulumi destroy --stack $(STACK) $(AUTO_APPROVE); \
-	elif $(BIN)/python -m gpu_tenancy.cli.doctor --stack $(STACK) --lab-gone; then \
+	elif $(GPU_TENANCY) doctor --stack $(STACK) --lab-gone; then \
 	  echo "destroy: the kind cluster of stack $(STACK) is gone; dropping its Kubernetes objects from the state"; \
 	  GPU_TENANCY_LAB_GONE=1 PULUMI_K8S_DELETE_UNREACHABLE=true pulumi destroy --stack $(STACK) --refresh $(AUTO_APPROVE); \
 	else \
@@ -133,7 +142,7 @@ destroy: preflight runtime ## Delete everything STACK deployed (also when its ki
 plan: runtime ## The planner's per-tenant, per-GPU report for STACK's workloads (PNG=<path> also draws it); fails if a replica fits in no order
 	@test -f $(STACK_FILE) || { echo "$(STACK_FILE) not found: STACK=$(STACK) names no stack file (have: $(wildcard Pulumi.*.yaml))"; exit 1; }
 	@# Exit 3, a replica that fits in some orders only, is printed but advisory (as policy gpu-plan-order).
-	@$(BIN)/python -m gpu_tenancy.cli.plan report $(STACK_FILE) $(if $(PNG),--png $(PNG)) $(if $(WIDTH),--width $(WIDTH)) \
+	@$(GPU_TENANCY) plan report $(STACK_FILE) $(if $(PNG),--png $(PNG)) $(if $(WIDTH),--width $(WIDTH)) \
 		|| { code=$$?; [ $$code -eq 3 ] || exit $$code; }
 
 lint: venv ## ruff
@@ -201,7 +210,7 @@ PROMOTIONS ?= dev:gpu dev:dev-nvml dev-nvml:gpu
 promotion-diff: venv ## Print what each promotion changes; fails if a tenant layer or a plan differs
 	$(BIN)/pytest tests/test_promotion.py -q -s -k tenant_layer_identical
 	@status=0; for step in $(PROMOTIONS); do \
-	  $(BIN)/python -m gpu_tenancy.cli.promotion Pulumi.$${step%%:*}.yaml Pulumi.$${step##*:}.yaml || status=1; \
+	  $(GPU_TENANCY) promotion Pulumi.$${step%%:*}.yaml Pulumi.$${step##*:}.yaml || status=1; \
 	done; exit $$status
 
 bench: venv ## Benchmarks: program evaluation, agent reconcile, planner
@@ -222,17 +231,17 @@ kubeconfig-env: ## Print `export KUBECONFIG=...` for eval, or on any error a sta
 
 kubeconfig: runtime ## Write TENANT's admin kubeconfig (mode 0600) under state/kubeconfigs and print its path
 	@test -n "$(TENANT)" || { echo "kubeconfig: set TENANT=<name>, e.g. make kubeconfig TENANT=tenant-a" >&2; exit 2; }
-	@$(BIN)/python -m gpu_tenancy.cli.kubeconfig --stack $(STACK) --tenant "$(TENANT)" --dir $(STATE_DIR)/kubeconfigs
+	@$(GPU_TENANCY) kubeconfig --stack $(STACK) --tenant "$(TENANT)" --dir $(STATE_DIR)/kubeconfigs
 
 kubeconfig-management: runtime ## Write the management cluster's kubeconfig (mode 0600) and print its path
-	@$(BIN)/python -m gpu_tenancy.cli.kubeconfig --stack $(STACK) --management --dir $(STATE_DIR)/kubeconfigs
+	@$(GPU_TENANCY) kubeconfig --stack $(STACK) --management --dir $(STATE_DIR)/kubeconfigs
 
 # Optional for status and tenants: TENANT="a b" (only these), JSON=1; for status also PODS=1 (per pod),
 # WATCH=<seconds> (redraw in place), SAVE=<file> (the objects read, for --objects), PNG=<file>.
 STATUS_OPTIONS = $(foreach t,$(TENANT),--tenant $(t)) $(if $(filter 1,$(JSON)),--json)
 status: runtime ## Live GPU allocation per tenant and GPU, why pods wait, quota (TENANT=, PODS=1, WATCH=s, JSON=1)
-	@$(BIN)/python -m gpu_tenancy.cli.status --stack $(STACK) $(STATUS_OPTIONS) $(if $(filter 1,$(PODS)),--pods) \
+	@$(GPU_TENANCY) status --stack $(STACK) $(STATUS_OPTIONS) $(if $(filter 1,$(PODS)),--pods) \
 	  $(if $(WATCH),--watch $(WATCH)) $(if $(SAVE),--save $(SAVE)) $(if $(PNG),--png $(PNG))
 
 tenants: runtime ## One row per tenant: version, control plane, nodes, GPUs, pods; exit 1 if any is unhealthy
-	@$(BIN)/python -m gpu_tenancy.cli.tenants --stack $(STACK) $(STATUS_OPTIONS)
+	@$(GPU_TENANCY) tenants --stack $(STACK) $(STATUS_OPTIONS)

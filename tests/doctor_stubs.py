@@ -3,7 +3,7 @@
 `HostCase()` is a healthy Linux host with a reachable Docker Engine and nothing deployed; a test changes what
 one tool answers (`case.answer(tool, match, stdout=..., rc=...)`, matched against the joined arguments, the most
 recent answer first) or removes a tool (`case.without(tool)`), then `case.run(tmp_path, *doctor_args)` runs
-`python -m gpu_tenancy.cli.doctor` with a PATH holding only the stubs. Every call is logged.
+`python -m gpu_tenancy doctor` with a PATH holding only the stubs. Every call is logged.
 
 What each answer follows:
 * `docker info --format '{{json .}}'`: moby v28.5 `api/types/system.Info` marshalled (`ServerVersion`,
@@ -145,7 +145,7 @@ class HostCase:
         answers.write_text(json.dumps(self.answers))
         env = {"PATH": str(bin_dir), "FAKE_TOOLS": str(answers), "FAKE_LOG": str(log),
                "PYTHONPATH": str(REPO), "HOME": str(tmp_path), "GPU_TENANCY_DOCTOR_HOST_ROOT": str(host_root), **self.env}
-        done = subprocess.run([sys.executable, "-m", "gpu_tenancy.cli.doctor", *args], cwd=REPO, env=env,
+        done = subprocess.run([sys.executable, "-m", "gpu_tenancy", "doctor", *args], cwd=REPO, env=env,
                               capture_output=True, text=True, timeout=120)
         calls = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
         return done, calls

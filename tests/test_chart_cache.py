@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from chart_repo import FakeRepository, chart_archive, closed_port_url, sha256
 
-from gpu_tenancy.cli.charts import __main__ as charts_cli
+from gpu_tenancy.cli.charts import command as charts_cli
 from gpu_tenancy.cli.charts.pull import pull
 from gpu_tenancy.contract import chart_lock
 from gpu_tenancy.contract.chart_lock import ChartCacheError, ChartRef

@@ -184,7 +184,7 @@ NOT_SAMPLED = {
 
 def test_the_committed_page_is_the_generated_one() -> None:
     assert page.PAGE.read_text() == page.render(), (
-        "run `.venv/bin/python -m gpu_tenancy.cli.config_reference --write`"
+        "run `.venv/bin/gpu-tenancy config-reference --write`"
     )
 
 

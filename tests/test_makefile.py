@@ -57,7 +57,7 @@ def run_make(
 ) -> Run:
     repo, bin_dir, log = tmp_path / "repo", tmp_path / "bin", tmp_path / "calls.log"
     repo.mkdir(exist_ok=True)
-    for name in ("Makefile", "Pulumi.yaml", "Pulumi.dev.yaml", "Pulumi.gpu.yaml", "requirements.txt", "requirements-dev.txt",
+    for name in ("Makefile", "Pulumi.yaml", "Pulumi.dev.yaml", "Pulumi.gpu.yaml", "requirements.txt", "requirements-dev.txt", "pyproject.toml",
                  "gpu_tenancy/hami/agent/requirements.txt"):
         (repo / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO_ROOT / name, repo / name)
@@ -70,7 +70,7 @@ def run_make(
         link = bin_dir / tool
         if not link.exists():
             link.symlink_to(target)
-    project_tools = tmp_path / "project-tools"  # what the fake `gpu_tenancy.cli.tools install` puts into --dir
+    project_tools = tmp_path / "project-tools"  # what the fake `gpu_tenancy tools install` puts into --dir
     project_tools.mkdir(exist_ok=True)
     for tool, directory in [*((t, bin_dir) for t in tools), *((t, project_tools) for t in installs)]:
         # FAKE_FAIL="stack select" makes `pulumi stack select ...` fail the way the CLI does.
@@ -88,13 +88,13 @@ def run_make(
         )
     python = tmp_path / "python"
     # `$(PYTHON) -m venv <dir>`: record it and leave a pip and a pytest that record their argv (pytest also the
-    # e2e suite's environment: GPU_TENANCY_E2E*). `$(PYTHON) -m gpu_tenancy.cli.tools ...` is only recorded, with the
+    # e2e suite's environment: GPU_TENANCY_E2E*). `$(PYTHON) -m gpu_tenancy tools ...` is only recorded, with the
     # PATH it runs with (tests/test_tools.py runs the real one).
     _stub(
         python,
         f'echo "python $*" >> "{log}"\n'
-        f'if [ "$2" = gpu_tenancy.cli.tools ]; then echo "tools-path $PATH" >> "{log}"; [ "${{FAKE_TOOLS_EXIT:-0}}" = 0 ] || exit 1; '
-        f'mkdir -p "$5"; for t in "{project_tools}"/*; do [ -e "$t" ] && cp "$t" "$5/"; done; exit 0; fi\n'
+        f'if [ "$2 $3" = "gpu_tenancy tools" ]; then echo "tools-path $PATH" >> "{log}"; [ "${{FAKE_TOOLS_EXIT:-0}}" = 0 ] || exit 1; '
+        f'mkdir -p "$6"; for t in "{project_tools}"/*; do [ -e "$t" ] && cp "$t" "$6/"; done; exit 0; fi\n'
         'mkdir -p "$3/bin"',
     )
     with python.open("a") as script:
@@ -104,16 +104,19 @@ def run_make(
             f'echo "pytest $* [E2E=${{GPU_TENANCY_E2E:-}} STRICT=${{GPU_TENANCY_E2E_STRICT:-}} '
             f'STACK=${{GPU_TENANCY_E2E_STACK:-}}]" >> "{log}"\n'
             'EOF\nchmod +x "$3/bin/pytest"\n'
-            # The venv's python runs `-m gpu_tenancy.cli.doctor`: it answers FAKE_DOCTOR (exit code of a check, 0 by
-            # default) and FAKE_LAB_GONE (exit code of `--lab-gone`, 1: the lab is there).
-            f"cat > \"$3/bin/python\" <<'EOF'\n#!/bin/sh\n"
-            f'echo "venv-python $*" >> "{log}"\n'
-            'case "$*" in *--lab-gone*) exit "${FAKE_LAB_GONE:-1}";; esac\n'
-            'case "$*" in *gpu_tenancy.cli.charts*) exit "${FAKE_CHARTS:-0}";; esac\n'
-            'case "$*" in *--missing-images*) [ -z "${FAKE_MISSING_IMAGES:-}" ] || echo "$FAKE_MISSING_IMAGES"; exit 0;; esac\n'
-            'case "$*" in *--hosts-off*) [ -z "${FAKE_HOST_DELETES:-}" ] || echo "$FAKE_HOST_DELETES"; exit "${FAKE_DOCTOR:-0}";; esac\n'
-            'exit "${FAKE_DOCTOR:-0}"\n'
-            'EOF\nchmod +x "$3/bin/python"\n'
+            # The venv's `gpu-tenancy` (and its python): it answers FAKE_DOCTOR (exit code of a check, 0 by
+            # default), FAKE_LAB_GONE (exit code of `--lab-gone`, 1: the lab is there) and FAKE_CHARTS.
+            + "".join(
+                f"cat > \"$3/bin/{name}\" <<'EOF'\n#!/bin/sh\n"
+                f'echo "{label} $*" >> "{log}"\n'
+                'case "$*" in *--lab-gone*) exit "${FAKE_LAB_GONE:-1}";; esac\n'
+                'case "$*" in "charts "*) exit "${FAKE_CHARTS:-0}";; esac\n'
+                'case "$*" in *--missing-images*) [ -z "${FAKE_MISSING_IMAGES:-}" ] || echo "$FAKE_MISSING_IMAGES"; exit 0;; esac\n'
+                'case "$*" in *--hosts-off*) [ -z "${FAKE_HOST_DELETES:-}" ] || echo "$FAKE_HOST_DELETES"; exit "${FAKE_DOCTOR:-0}";; esac\n'
+                'exit "${FAKE_DOCTOR:-0}"\n'
+                f'EOF\nchmod +x "$3/bin/{name}"\n'
+                for name, label in (("python", "venv-python"), ("gpu-tenancy", "gpu-tenancy"))
+            )
         )
     environment = {
         "PATH": str(bin_dir),
@@ -183,7 +186,7 @@ def test_every_prerequisite_problem_is_named_in_one_pass(tmp_path: Path) -> None
     run = run_make(tmp_path, "preview", "STACK=lab", tools=(), FAKE_TOOLS_EXIT="1", PULUMI_CONFIG_PASSPHRASE="",
                    stack_files={"Pulumi.lab.yaml": "config:\n  gpu-tenancy:mode: sim\n"})
     assert run.returncode != 0
-    assert any(c.startswith("python -m gpu_tenancy.cli.tools install") for c in run.calls), run.calls
+    assert any(c.startswith("python -m gpu_tenancy tools install") for c in run.calls), run.calls
     assert run.own_lines()[1:] == [DOCKER_MISSING], run.output
     assert run.own_lines()[0].startswith("preflight: generated "), "a sim stack's passphrase is made, not asked for"
     (tmp_path / "real").mkdir()
@@ -191,7 +194,7 @@ def test_every_prerequisite_problem_is_named_in_one_pass(tmp_path: Path) -> None
     assert real.own_lines() == [
         "problem: passphrase: not set. Fix: export PULUMI_CONFIG_PASSPHRASE=<yours> (secrets in the local state are "
         "encrypted with it)"], real.output
-    assert any(c.startswith("python -m gpu_tenancy.cli.tools install") for c in real.calls), real.calls
+    assert any(c.startswith("python -m gpu_tenancy tools install") for c in real.calls), real.calls
 
 
 def test_up_names_the_tools_and_the_hosts_problems_in_one_pass(tmp_path: Path) -> None:
@@ -199,12 +202,14 @@ def test_up_names_the_tools_and_the_hosts_problems_in_one_pass(tmp_path: Path) -
     alone) in the same run; nothing reaches Pulumi."""
     run = run_make(tmp_path, "up", tools=(), FAKE_TOOLS_EXIT="1", FAKE_DOCTOR="1")
     assert run.returncode != 0
-    assert any(c.startswith("python -m gpu_tenancy.cli.tools install") for c in run.calls), run.calls
-    assert any("gpu_tenancy.cli.doctor" in c and "--before-up" in c for c in run.calls), run.calls
+    assert any(c.startswith("python -m gpu_tenancy tools install") for c in run.calls), run.calls
+    assert any(c.startswith("gpu-tenancy doctor") and "--before-up" in c for c in run.calls), run.calls
     assert not run.of("pulumi")
     assert [c for c in run.of("pip")] == [
-        "pip install --quiet --disable-pip-version-check -c gpu_tenancy/hami/agent/requirements.txt -r requirements.txt"
-    ], "the runtime only, not the tests' tools"
+        "pip install --quiet --disable-pip-version-check -c gpu_tenancy/hami/agent/requirements.txt -r requirements.txt",
+        "pip install --quiet --disable-pip-version-check wheel==0.45.1",
+        "pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .",
+    ], "the runtime and the gpu-tenancy command only, not the tests' tools"
 
 
 @pytest.mark.parametrize("goal", ["up", "preview", "destroy"])
@@ -294,7 +299,7 @@ def test_e2e_targets_choose_the_example_stack(tmp_path: Path, goal: str, stack: 
     assert run.of("pytest") == [f"pytest {tests} -m e2e -v -rs [E2E=1 STRICT=1 STACK={stack}]"], run.calls
     assert not run.of("pulumi") and not run.of("docker"), "the suite checks its own prerequisites"
     # The pinned tools first, the same way `make up` gets them.
-    assert run.calls.index(f"python -m gpu_tenancy.cli.tools install --dir {run.repo}/.tools/bin") < run.calls.index(
+    assert run.calls.index(f"python -m gpu_tenancy tools install --dir {run.repo}/.tools/bin") < run.calls.index(
         run.of("pytest")[0]
     ), run.calls
 
@@ -315,7 +320,7 @@ def test_deploys_get_the_pinned_tools_first(tmp_path: Path, goal: str, stack: st
     tests/test_tools.py), and every pulumi/kind/kubectl call then finds the project's copy first on PATH."""
     run = run_make(tmp_path, goal, f"STACK={stack}", tools=("docker",), installs=("pulumi", "kind", "kubectl"))
     assert run.returncode == 0, run.output
-    install = f"python -m gpu_tenancy.cli.tools install --dir {run.repo}/.tools/bin --only {needed}"
+    install = f"python -m gpu_tenancy tools install --dir {run.repo}/.tools/bin --only {needed}"
     assert install in run.calls, run.calls
     if goal != "up":  # up builds the runtime venv first: its preflight runs doctor's host checks too
         assert run.calls.index(install) < run.calls.index(next(c for c in run.calls if c.startswith("python -m venv"))), (
@@ -338,15 +343,15 @@ def test_plan_prints_the_planners_report_for_the_stack_file(tmp_path: Path) -> N
     """The planner CLI itself is tested in tests/test_plan_cli.py; here: which file, which options."""
     run = run_make(tmp_path, "plan", "STACK=gpu", "PNG=plan.png", "WIDTH=120", tools=())
     assert run.returncode == 0, run.output
-    assert [c for c in run.calls if "gpu_tenancy.cli.plan" in c] == [
-        "venv-python -m gpu_tenancy.cli.plan report Pulumi.gpu.yaml --png plan.png --width 120"]
+    assert [c for c in run.calls if c.startswith("gpu-tenancy plan")] == [
+        "gpu-tenancy plan report Pulumi.gpu.yaml --png plan.png --width 120"]
 
 
 def test_up_runs_the_host_checks_first_and_refreshes(tmp_path: Path) -> None:
     run = run_make(tmp_path, "up")
     assert run.returncode == 0, run.output
-    doctor = [c for c in run.calls if c.startswith("venv-python -m gpu_tenancy.cli.doctor") and "--before-up" in c]
-    assert doctor == [f"venv-python -m gpu_tenancy.cli.doctor --stack dev --state-dir {run.repo}/state --before-up"]
+    doctor = [c for c in run.calls if c.startswith("gpu-tenancy doctor") and "--before-up" in c]
+    assert doctor == [f"gpu-tenancy doctor --stack dev --state-dir {run.repo}/state --before-up"]
     (up,) = [c for c in run.of("pulumi") if c.startswith("pulumi up ")]
     assert "--refresh" in up.split() and "--policy-pack" in up.split()
     assert run.calls.index(doctor[0]) < run.calls.index(up)
@@ -356,8 +361,8 @@ def test_up_runs_the_host_checks_first_and_refreshes(tmp_path: Path) -> None:
 def test_deploys_pull_the_stacks_charts_after_the_host_checks(tmp_path: Path, goal: str) -> None:
     run = run_make(tmp_path, goal)
     assert run.returncode == 0, run.output
-    (charts,) = [c for c in run.calls if "gpu_tenancy.cli.charts" in c]
-    assert charts == "venv-python -m gpu_tenancy.cli.charts --stack dev"
+    (charts,) = [c for c in run.calls if c.startswith("gpu-tenancy charts")]
+    assert charts == "gpu-tenancy charts --stack dev"
     (deploy,) = [c for c in run.of("pulumi") if c.startswith(f"pulumi {goal} ")]
     assert run.calls.index(charts) < run.calls.index(deploy)
     if goal == "up":
@@ -374,8 +379,8 @@ def test_a_chart_that_cannot_be_pulled_stops_the_deploy(tmp_path: Path) -> None:
 def test_relock_names_each_chart_to_take_anew(tmp_path: Path) -> None:
     run = run_make(tmp_path, "charts", "STACK=gpu", "RELOCK=kamaji,hami")
     assert run.returncode == 0, run.output
-    assert [c for c in run.calls if "gpu_tenancy.cli.charts" in c] == [
-        "venv-python -m gpu_tenancy.cli.charts --stack gpu --relock kamaji --relock hami"]
+    assert [c for c in run.calls if c.startswith("gpu-tenancy charts")] == [
+        "gpu-tenancy charts --stack gpu --relock kamaji --relock hami"]
 
 
 def test_a_host_problem_stops_up_before_anything_is_created(tmp_path: Path) -> None:
@@ -390,8 +395,8 @@ def test_doctor_needs_no_deploy_tools(tmp_path: Path) -> None:
     run = run_make(tmp_path, "doctor", tools=())
     assert run.returncode == 0, run.output
     assert not [c for c in run.of("pip") if "requirements-dev.txt" in c], run.calls
-    assert [c for c in run.calls if "gpu_tenancy.cli.doctor" in c] == [
-        f"venv-python -m gpu_tenancy.cli.doctor --stack dev --state-dir {run.repo}/state"]
+    assert [c for c in run.calls if c.startswith("gpu-tenancy doctor")] == [
+        f"gpu-tenancy doctor --stack dev --state-dir {run.repo}/state"]
 
 
 def test_destroy_of_a_lab_that_is_there_deletes_everything(tmp_path: Path) -> None:
@@ -442,7 +447,7 @@ def test_up_builds_again_the_images_docker_no_longer_has(tmp_path: Path) -> None
     assert run.returncode == 0, run.output
     (up,) = [c for c in run.of("pulumi") if c.startswith("pulumi up ")]
     assert up.split()[-2:] == ["--replace", urn], up
-    assert any(c.startswith("venv-python -m gpu_tenancy.cli.doctor --stack dev --missing-images") for c in run.calls)
+    assert any(c.startswith("gpu-tenancy doctor --stack dev --missing-images") for c in run.calls)
     (tmp_path / "again").mkdir()
     plain = run_make(tmp_path / "again", "up")
     assert "--replace" not in next(c for c in plain.of("pulumi") if c.startswith("pulumi up "))

@@ -73,7 +73,7 @@ def test_program_planner_and_doctor_refuse_alike(
     with pytest.raises(InputError) as planner:
         load_document(str(path))
     assert str(planner.value) == f"{path}: {program_line}"
-    doctor = subprocess.run([sys.executable, "-m", "gpu_tenancy.cli.doctor", "--stack", "lab", "--stack-file", str(path)],
+    doctor = subprocess.run([sys.executable, "-m", "gpu_tenancy", "doctor", "--stack", "lab", "--stack-file", str(path)],
                             cwd=REPO, capture_output=True, text=True, timeout=60)
     assert doctor.returncode == 2 and doctor.stderr.strip() == f"doctor: {path}: {program_line}", doctor.stderr
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gpu_tenancy.cli import status_codes
 from gpu_tenancy.cli.plan import command as plan_cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,7 +23,7 @@ OVERCOMMIT_JSON = ROOT / "examples" / "plan-overcommit.json"
 def run(*args: str, columns: int = 100) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "COLUMNS": str(columns)}
     return subprocess.run(
-        [sys.executable, "-m", "gpu_tenancy.cli.plan", *args], cwd=ROOT, capture_output=True, text=True, env=env
+        [sys.executable, "-m", "gpu_tenancy", "plan", *args], cwd=ROOT, capture_output=True, text=True, env=env
     )
 
 
@@ -242,7 +243,7 @@ def test_unwritable_png(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> N
 def test_usage_errors_one_line_exit_2(args: list[str]) -> None:
     r = run(*args)
     assert r.returncode == 2 and r.stdout == ""
-    assert one_line(r.stderr).startswith("python -m gpu_tenancy.cli.plan")
+    assert one_line(r.stderr).startswith("gpu-tenancy plan")
 
 
 @pytest.mark.parametrize("command", [[], ["plan"], ["report"]])
@@ -286,7 +287,7 @@ def test_a_plan_that_depends_on_the_order_exits_3_and_says_on_what(
 ) -> None:
     path = _order_case(tmp_path)
     code, out, _ = main(capsys, "plan", path, "--width", "100")
-    assert code == plan_cli.EXIT_DEPENDS == 3
+    assert code == status_codes.DEPENDS == 3
     assert "In declaration order: 3 GPU slice(s) placed; everything placed" in out
     assert "fits in some orders only: w0 replica 0: depends on the order pods are created and scheduled in" in out
     assert "Verdict: 1 replica(s) fit in some orders only" in out

@@ -16,6 +16,7 @@ from fake_apiserver import FakeTenant, closed_port_url, kubeconfig_for, recorded
 from harness import REPO
 from test_status import install_stack
 
+from gpu_tenancy.cli import status_codes
 from gpu_tenancy.cli.status import command as status_cli
 from gpu_tenancy.cli.tenants import command as tenants_cli
 from gpu_tenancy.cli.tenants import health as tenants
@@ -197,7 +198,7 @@ def test_a_bad_request_is_one_line_and_exit_2(error: Exception, monkeypatch: pyt
         raise error
 
     monkeypatch.setattr(tenants_health, "gather", fail)
-    assert tenants_cli.main(["--stack", "dev"]) == tenants_cli.EXIT_USAGE == 2
+    assert tenants_cli.main(["--stack", "dev"]) == status_codes.USAGE == 2
     assert capsys.readouterr().err == f"tenants: {error}\n"
 
 

@@ -367,7 +367,10 @@ def test_the_pins_are_the_project_versions_with_their_checksums() -> None:
 def run_make_tools(tmp_path: Path, releases: FakeReleases, path_tools: dict[str, bytes], *args: str) -> subprocess.CompletedProcess[str]:
     """`make tools` for real (GNU make, this Python, the module as committed) against the fake releases."""
     repo = tmp_path / "repo"
-    for name in ("Makefile", "gpu_tenancy/__init__.py", "gpu_tenancy/cli/__init__.py", "gpu_tenancy/cli/tools.py",
+    # The command line's base as committed: `python3 -m gpu_tenancy tools` imports nothing else.
+    for name in ("Makefile", "gpu_tenancy/__init__.py", "gpu_tenancy/__main__.py", "gpu_tenancy/cli/__init__.py",
+                 "gpu_tenancy/cli/main.py", "gpu_tenancy/cli/base_command.py", "gpu_tenancy/cli/commands.py",
+                 "gpu_tenancy/cli/status_codes.py", "gpu_tenancy/cli/tools.py",
                  "gpu_tenancy/contract/__init__.py", "gpu_tenancy/contract/versions.py"):
         (repo / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO_ROOT / name, repo / name)

@@ -199,7 +199,7 @@ def test_dev_stack_planner_cli_round_trip(tmp_path: Path) -> None:
     made = subprocess.run([sys.executable, "-m", "gpu_tenancy.builders.workloads.workloads", str(DEV_STACK_FILE)],
                           cwd=REPO, capture_output=True, text=True, check=True)
     plan_input.write_text(made.stdout)
-    run = subprocess.run([sys.executable, "-m", "gpu_tenancy.cli.plan", "plan", "--json", str(plan_input)],
+    run = subprocess.run([sys.executable, "-m", "gpu_tenancy", "plan", "plan", "--json", str(plan_input)],
                          cwd=REPO, capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
     assert json.loads(run.stdout)["fits"] is True

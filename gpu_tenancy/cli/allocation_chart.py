@@ -1,7 +1,7 @@
 """The one rendering of an `AllocationView`: a terminal table (`render_table`), JSON (`render_json`) and a
 picture (`render_png`, drawn by gpu_tenancy.cli.allocation_picture).
 
-`cli.plan report` (planned) and `status` (live) both call these, so a plan and the cluster look alike:
+`gpu-tenancy plan report` (planned) and `status` (live) both call these, so a plan and the cluster look alike:
 one row per GPU labelled ``node / model #index``, its memory, cores and slots allocated vs total, its
 holders summed per workload (``a-infer ×4: 40960 MiB, 80%``; per pod on request), the quota in one order
 (GPUs, memory, cores), and what holds no GPU with the reason.

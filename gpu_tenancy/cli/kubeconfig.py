@@ -1,13 +1,13 @@
 """Write a tenant's (or the management cluster's) admin kubeconfig to a private file and print its path.
 
-    python -m gpu_tenancy.cli.kubeconfig --stack dev --tenant tenant-a
+    gpu-tenancy kubeconfig --stack dev --tenant tenant-a
     export KUBECONFIG=$(make -s kubeconfig TENANT=tenant-a)
 
 The kubeconfig comes from the stack outputs (`tenantKubeconfigs`, `managementKubeconfig`, both secret)
 and never reaches the terminal: only the path is printed. The file is created with mode 0600 (a new
 temporary file in the same directory, then renamed over the target), so it is never readable by others,
 not even for a moment, and an existing file with looser permissions is replaced, not rewritten.
-Exit codes: 0 written, 1 pulumi failed, 2 usage or unknown tenant.
+Exit codes (gpu_tenancy.cli.status_codes): 0 written, 1 pulumi failed, 2 usage or unknown tenant.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gpu_tenancy.cli import stack_outputs
+from gpu_tenancy.cli.base_command import command_parser
+from gpu_tenancy.cli.status_codes import FAILURE, SUCCESS, USAGE
 
 DEFAULT_DIR = Path("state") / "kubeconfigs"
 
@@ -42,8 +44,8 @@ def kubeconfig_path(directory: Path, stack: str, name: str) -> Path:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m gpu_tenancy.cli.kubeconfig",
+    p = command_parser(
+        "kubeconfig",
         description="Write an admin kubeconfig from the stack outputs to a file with mode 0600; print its path.",
     )
     p.add_argument("--stack", default="dev", help="Pulumi stack (default: dev)")
@@ -60,12 +62,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.tenant is not None and not args.tenant.strip():
         print("kubeconfig: --tenant is empty (make kubeconfig TENANT=<name>)", file=sys.stderr)
-        return 2
+        return USAGE
     try:
         outputs = stack_outputs.read_outputs(args.stack)
     except stack_outputs.OutputsError as error:
         print(f"kubeconfig: {error}", file=sys.stderr)
-        return 1
+        return FAILURE
     try:
         if args.management:
             name, text = "management", stack_outputs.management_kubeconfig(outputs, args.stack)
@@ -73,16 +75,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             name, text = args.tenant, stack_outputs.tenant_kubeconfig(outputs, args.stack, args.tenant)
     except stack_outputs.OutputsError as error:
         print(f"kubeconfig: {error}", file=sys.stderr)
-        return 2
+        return USAGE
     path = kubeconfig_path(args.dir, args.stack, name)
     try:
         write_private(path, text)
     except OSError as error:
         print(f"kubeconfig: cannot write {path}: {error.strerror}", file=sys.stderr)
-        return 1
+        return FAILURE
     print(path.resolve())
-    return 0
+    return SUCCESS
 
-
-if __name__ == "__main__":
-    sys.exit(main())

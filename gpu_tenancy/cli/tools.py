@@ -1,7 +1,7 @@
 """The pinned command-line tools a deploy needs (kind, kubectl, the Pulumi CLI), installed per project.
 
-    python -m gpu_tenancy.cli.tools install --dir .tools/bin [--only kind,kubectl]   # what `make tools` runs
-    python -m gpu_tenancy.cli.tools published                                       # maintainers: upstream sums
+    python3 -m gpu_tenancy tools install --dir .tools/bin [--only kind,kubectl]   # what `make tools` runs
+    gpu-tenancy tools published                                                 # maintainers: upstream sums
 
 Each tool is downloaded from its upstream release URL into a temporary file next to the target, its
 sha256 compared with the one recorded below for exactly that version and platform, and only then made
@@ -27,7 +27,6 @@ Upstream release layouts (read at the pinned tags):
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -43,6 +42,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpu_tenancy.cli.base_command import CommandParser, command_parser
+from gpu_tenancy.cli.status_codes import FAILURE, SUCCESS
 from gpu_tenancy.contract import versions
 
 # A download mirror (e.g. a corporate proxy cache): https://<host>/<path> is fetched from <mirror>/<host>/<path>.
@@ -371,8 +372,8 @@ def published(fetcher: Fetch = fetch, mirror: str | None = None, say: Callable[[
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gpu_tenancy.cli.tools", description=__doc__.split("\n\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = command_parser("tools", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=CommandParser)
     install = commands.add_parser("install", help="install the pinned tools that are missing or of another version")
     install.add_argument("--dir", required=True, type=Path, help="the project's tool directory (first on PATH)")
     install.add_argument("--only", help="comma-separated subset, e.g. kubectl,pulumi")
@@ -387,15 +388,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         chosen = selected(args.only)
     except ToolError as error:
         print(f"make tools: {error}", file=sys.stderr)
-        return 1
+        return FAILURE
     for tool in chosen:  # every tool, so one run names every one that cannot be installed
         try:
             installer.ensure(tool)
         except ToolError as error:
             print(f"make tools: {error}", file=sys.stderr)
             failed += 1
-    return 1 if failed else 0
+    return FAILURE if failed else SUCCESS
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,4 @@
-"""`python -m gpu_tenancy.cli.charts --stack dev [--relock kamaji]`: what `make charts` runs.
+"""`gpu-tenancy charts --stack dev [--relock kamaji]`: what `make charts` runs.
 
 `--keep-with-backend` (CI, whose checkout is cleaned on every run): `.charts` becomes a link to `charts/` in the
 directory of a file:// `PULUMI_BACKEND_URL`, so the lock lives as long as the state it deployed; with any other
@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 
+from gpu_tenancy.cli.base_command import command_parser
 from gpu_tenancy.cli.charts.pull import pull
 from gpu_tenancy.cli.pull_requests.report import file_backend_dir
+from gpu_tenancy.cli.status_codes import FAILURE, SUCCESS
 from gpu_tenancy.contract.chart_lock import CACHE_DIR, PROJECT_DIR, ChartCacheError, stack_charts
 from gpu_tenancy.contract.config import ConfigError
 from gpu_tenancy.contract.stack_file import load_stack_file
@@ -34,7 +35,7 @@ def keep_with_backend(root: Path, backend_url: str, home: Path | None = None) ->
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gpu_tenancy.cli.charts", description=__doc__)
+    parser = command_parser("charts", description=__doc__)
     parser.add_argument("--stack", required=True, help="the stack whose charts to pull (Pulumi.<stack>.yaml)")
     parser.add_argument("--relock", action="append", default=[], metavar="CHART",
                         help="take what the repository publishes now for this chart, even if the lock differs")
@@ -46,26 +47,23 @@ def main(argv: list[str] | None = None) -> int:
         problem = keep_with_backend(args.root, os.environ.get("PULUMI_BACKEND_URL", ""))
         if problem:
             print(f"problem: charts: {problem}")
-            return 1
+            return FAILURE
     try:
         wanted = stack_charts(load_stack_file(args.root / f"Pulumi.{args.stack}.yaml"))
     except ConfigError as error:
         print(f"problem: charts: {error}")
-        return 1
+        return FAILURE
     unknown = sorted(set(args.relock) - {ref.name for ref in wanted})
     if unknown:
         print(f"problem: charts: RELOCK={','.join(unknown)} names no chart of stack {args.stack} "
               f"(its charts: {', '.join(ref.name for ref in wanted)})")
-        return 1
+        return FAILURE
     try:
         done, problems = pull(args.root, wanted, stack=args.stack, relock=frozenset(args.relock))
     except ChartCacheError as error:
         print(f"problem: charts: {error}")
-        return 1
+        return FAILURE
     for line in done + problems:
         print(line)
-    return 1 if problems else 0
+    return FAILURE if problems else SUCCESS
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -8,6 +8,6 @@ accept must have an entry, and every entry must name a key; `page` lays them out
 The resources a change replaces (`Key.replaces`) are checked against the engine's replacement rules by the
 tests (tests/test_config_reference.py), not inferred here.
 
-    python -m gpu_tenancy.cli.config_reference           # print the page
-    python -m gpu_tenancy.cli.config_reference --write   # rewrite docs/configuration.md
+    gpu-tenancy config-reference           # print the page
+    gpu-tenancy config-reference --write   # rewrite docs/configuration.md
 """

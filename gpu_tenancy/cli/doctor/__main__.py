@@ -1,7 +1,7 @@
-"""`python -m gpu_tenancy.cli.doctor`."""
+"""`python -m gpu_tenancy.cli.doctor`: `gpu-tenancy doctor`, for the live suite's fault checks, which run it so."""
 
 import sys
 
-from gpu_tenancy.cli.doctor.command import main
+from gpu_tenancy.cli.base_command import run
 
-sys.exit(main())
+sys.exit(run("doctor", sys.argv[1:]))

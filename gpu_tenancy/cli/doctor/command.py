@@ -1,7 +1,7 @@
 """`make doctor`: one pass over this host and, when deployed, the lab; every problem on its own line with its fix.
 
-    python -m gpu_tenancy.cli.doctor --stack dev               # host, Pulumi state and the deployed lab
-    python -m gpu_tenancy.cli.doctor --stack dev --before-up   # what `make up` runs first: host, state, lost cluster
+    gpu-tenancy doctor --stack dev               # host, Pulumi state and the deployed lab
+    gpu-tenancy doctor --stack dev --before-up   # what `make up` runs first: host, state, lost cluster
 
 Exit 0 when nothing is wrong, 1 when anything is (each problem printed as `problem: <what>. Fix: <fix>`), 2 on
 bad usage. The checks are pure functions in gpu_tenancy/cli/doctor/host.py and gpu_tenancy/cli/doctor/lab.py; this
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from gpu_tenancy.cli import stack_outputs
+from gpu_tenancy.cli.base_command import UsageError, command_parser
 from gpu_tenancy.cli.doctor.host import (
     HostFacts,
     LabShape,
@@ -44,6 +45,7 @@ from gpu_tenancy.cli.doctor.known_issues import (
     parse_proc_net_route,
 )
 from gpu_tenancy.cli.doctor.lab import ClusterFacts, LabFacts, lab_problems
+from gpu_tenancy.cli.status_codes import FAILURE, SUCCESS, USAGE
 from gpu_tenancy.contract.config import ConfigError
 from gpu_tenancy.contract.stack_file import load_stack_file
 
@@ -51,10 +53,6 @@ NAMESPACE = "gpu-tenancy"
 HOST_ROOT_ENV = "GPU_TENANCY_DOCTOR_HOST_ROOT"
 TIMEOUT_SECONDS = 30
 WORKER_LABEL = "gpu-tenancy.io/component=worker"
-
-
-class UsageError(Exception):
-    pass
 
 
 def run(argv: Sequence[str], timeout: float = TIMEOUT_SECONDS, stdin: str | None = None) -> tuple[int, str, str] | None:
@@ -372,7 +370,7 @@ def gather_lab(shape: LabShape, outputs: Mapping[str, Any], state_dir: Path, clu
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m gpu_tenancy.cli.doctor", description=__doc__.splitlines()[0])
+    p = command_parser("doctor", description=__doc__.splitlines()[0])
     p.add_argument("--stack", default="dev", help="Pulumi stack (default: dev): Pulumi.<stack>.yaml")
     p.add_argument("--stack-file", type=Path, help="the stack file (default: Pulumi.<stack>.yaml)")
     p.add_argument("--state-dir", type=Path, default=Path("state"),
@@ -452,27 +450,27 @@ def diagnose(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[list
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.lab_gone:
-        return 0 if lab_gone(args) else 1
+        return SUCCESS if lab_gone(args) else FAILURE
     if args.hosts_off is not None:  # what `make destroy HOSTS_OFF=...` drops from the state
         try:
             stack_file = args.stack_file or Path(f"Pulumi.{args.stack}.yaml")
             urns = host_deletes(args.stack, stack_file, args.hosts_off.split())
         except (UsageError, ConfigError) as error:
             print(f"doctor: {error}", file=sys.stderr)
-            return 2
+            return USAGE
         for urn in urns:
             print(urn)
-        return 0
+        return SUCCESS
     if args.missing_images:  # what `make up` adds to `pulumi up`
         for urn, image in missing_images(args.stack):
             print(f"make up: image {image} is gone from Docker (pruned?): building it again", file=sys.stderr)
             print(f"--replace {urn}")
-        return 0
+        return SUCCESS
     try:
         problems, notes = diagnose(args, os.environ if environ is None else environ)
     except UsageError as error:
         print(f"doctor: {error}", file=sys.stderr)
-        return 2
+        return USAGE
     for note in notes:
         print(f"note: {note}")
     for problem in problems:
@@ -480,8 +478,5 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     scope = "host and Pulumi state" if args.before_up else "host, Pulumi state and lab"
     print(f"doctor: {len(problems)} problem(s) ({scope}, stack {args.stack})" if problems
           else f"doctor: no problems ({scope}, stack {args.stack})")
-    return 1 if problems else 0
+    return FAILURE if problems else SUCCESS
 
-
-if __name__ == "__main__":
-    sys.exit(main())

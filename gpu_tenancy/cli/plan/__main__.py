@@ -1,7 +1,7 @@
-"""`python -m gpu_tenancy.cli.plan`."""
+"""`python -m gpu_tenancy.cli.plan`: `gpu-tenancy plan`, as the stack files' comments name it."""
 
 import sys
 
-from gpu_tenancy.cli.plan.command import main
+from gpu_tenancy.cli.base_command import run
 
-sys.exit(main())
+sys.exit(run("plan", sys.argv[1:]))

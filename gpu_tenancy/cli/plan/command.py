@@ -1,14 +1,15 @@
 """Planner CLI: will the declared workloads fit the declared GPUs, as HAMi would place them?
 
-    python -m gpu_tenancy.cli.plan plan Pulumi.dev.yaml            # table; --json for machines
-    python -m gpu_tenancy.cli.plan report examples/plan-dev.json --png plan.png
+    gpu-tenancy plan plan Pulumi.dev.yaml            # table; --json for machines
+    gpu-tenancy plan report examples/plan-dev.json --png plan.png
 
 Input is a stack file (``Pulumi.<stack>.yaml``: validated whole as the program validates it, secure values never
 decrypted, gpu_tenancy/contract/stack_file.py) or the planner's JSON form (``nodes`` as HAMi registers them,
 ``workloads``, ``quota``; what ``python -m gpu_tenancy.builders.workloads.workloads`` writes), validated with the
-stack config's own models (gpu_tenancy.contract.tenant_config), unknown keys included. Exit codes: 0 everything
-fits whatever the order, 1 some replica fits in no order, 2 the command line or the input is wrong (one line on
-stderr naming the file and the key), 3 some replica fits in some orders only (gpu_tenancy.hami.planner.orders).
+stack config's own models (gpu_tenancy.contract.tenant_config), unknown keys included. Exit codes
+(gpu_tenancy.cli.status_codes): 0 everything fits whatever the order, 1 some replica fits in no order, 2 the command
+line or the input is wrong (one line on stderr naming the file and the key), 3 some replica fits in some orders only
+(gpu_tenancy.hami.planner.orders).
 """
 
 from __future__ import annotations
@@ -16,21 +17,21 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import os
 import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
-from typing import Any, NoReturn
+from typing import Any
 
+from gpu_tenancy.cli.base_command import CommandParser, command_parser
 from gpu_tenancy.cli.plan import order_verdicts, plan_input
 from gpu_tenancy.cli.plan.plan_input import UNASSIGNED, InputError, load
+from gpu_tenancy.cli.status_codes import USAGE
 from gpu_tenancy.hami.allocation import AllocationView, GpuView, QuotaUse, Slice, TenantView, Unplaced
 from gpu_tenancy.hami.planner.model import QUOTA_GPU, QUOTA_GPUCORES, QUOTA_GPUMEM, Node, Quota, Workload
 from gpu_tenancy.hami.planner.report import PlanResult
 from gpu_tenancy.hami.planner.schedule import plan
 
-EXIT_FITS, EXIT_DOES_NOT_FIT, EXIT_USAGE, EXIT_DEPENDS = 0, 1, 2, 3
 # HAMi's device plugin registers a node's cards in Go map order (register.go getAPIDevices): the order changes
 # between registrations on sim-nvml and real hosts, while the mock-GPU agent keeps index order (sim).
 CARD_CHOICE_NOTE = (
@@ -152,13 +153,8 @@ def _plan_table(view: AllocationView, res: PlanResult, width: int) -> str:
 # --------------------------------------------------------------------------- command line
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see --help)\n")
-
-
 def _parser() -> argparse.ArgumentParser:
-    common = _Parser(add_help=False)
+    common = CommandParser(add_help=False)
     common.add_argument(
         "file",
         help="a stack file (Pulumi.<stack>.yaml; validated as the program does, no secrets needed) "
@@ -166,12 +162,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     common.add_argument("--json", action="store_true", help="print machine-readable JSON instead of a table")
     common.add_argument("--width", type=int, default=None, help="table width in columns (default: the terminal's)")
-    ap = _Parser(
-        prog="python -m gpu_tenancy.cli.plan",
+    ap = command_parser(
+        "plan",
         description="Plan GPU workloads the way HAMi v2.10 places them. Exit 0: everything fits whatever the "
         "order; 1: a replica fits in no order; 2: bad command line or input; 3: a replica fits in some orders only.",
     )
-    sub = ap.add_subparsers(dest="cmd", required=True, metavar="{plan,report}", parser_class=_Parser)
+    sub = ap.add_subparsers(dest="cmd", required=True, metavar="{plan,report}", parser_class=CommandParser)
     sub.add_parser(
         "plan", parents=[common], help="place every replica; list placements and what does not fit",
         description="Place every replica as HAMi would and list placements and, with HAMi's reason, what does "
@@ -190,17 +186,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.width is not None and args.width < 40:
         print(f"{_parser().prog}: --width must be at least 40", file=sys.stderr)
-        return EXIT_USAGE
+        return USAGE
     try:
         nodes, workloads, quota = load(args.file)
         res = plan(nodes, workloads, quota)
         found = order_verdicts.order_verdicts(args.file, nodes, workloads, quota, res)
     except InputError as error:
         print(error, file=sys.stderr)
-        return EXIT_USAGE
+        return USAGE
     except ValueError as error:  # the planner refusing what it does not model
         print(f"{args.file}: {error}", file=sys.stderr)
-        return EXIT_USAGE
+        return USAGE
     code = order_verdicts.exit_code(found)
     width = args.width or shutil.get_terminal_size().columns
     note = card_order_note(nodes, plan_input.stack_mode(args.file))
@@ -218,7 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             render_png(view, args.png, f"Verdict: {order_verdicts.summary(found)}")
         except OSError as error:
             print(f"{args.png}: cannot write it ({error.strerror or error})", file=sys.stderr)
-            return EXIT_USAGE
+            return USAGE
     if args.json:
         print(json.dumps({**render_json(view), "order": order_verdicts.verdicts_json(found)}, indent=2))
     else:
@@ -228,10 +224,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"picture: {args.png}", file=sys.stderr)
     return code
 
-
-if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except BrokenPipeError:  # `... | head`: stop quietly, as the Python docs' signal notes advise
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(128 + 13)  # what a shell reports for SIGPIPE

@@ -10,14 +10,11 @@ from typing import Any
 
 import yaml
 
+from gpu_tenancy.cli.status_codes import DEPENDS, FAILURE, SUCCESS
 from gpu_tenancy.contract.config import NAMESPACE
 from gpu_tenancy.hami.planner.model import Node, Quota, Workload
 from gpu_tenancy.hami.planner.orders import OrderVerdicts, verdicts
 from gpu_tenancy.hami.planner.report import PlanResult
-
-# Exit codes of `plan` and `report`: 0 fits in every order, 1 some replica fits in none, 2 bad input,
-# 3 everything fits in some order but some replica only in some.
-EXIT_FITS, EXIT_NEVER, EXIT_DEPENDS = 0, 1, 3
 
 
 def ordered_tenants(path: str, workloads: Sequence[Workload]) -> frozenset[str | None]:
@@ -41,7 +38,7 @@ def order_verdicts(
 
 
 def exit_code(found: OrderVerdicts) -> int:
-    return {"fits": EXIT_FITS, "never": EXIT_NEVER, "depends": EXIT_DEPENDS}[found.verdict]
+    return {"fits": SUCCESS, "never": FAILURE, "depends": DEPENDS}[found.verdict]
 
 
 def verdicts_json(found: OrderVerdicts) -> dict[str, Any]:

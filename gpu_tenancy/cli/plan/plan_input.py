@@ -33,6 +33,7 @@ from gpu_tenancy.builders.workloads.workloads import (
     plan_document,
     stack_name,
 )
+from gpu_tenancy.cli.base_command import UsageError
 from gpu_tenancy.contract.config import NAMESPACE, ConfigError, stack_key_location
 from gpu_tenancy.contract.stack_file import load_stack_file
 from gpu_tenancy.contract.tenant_config import TenantConfig, WorkloadConfig
@@ -52,7 +53,7 @@ UNASSIGNED = "(no tenant)"
 Inputs = tuple[list[Node], list[Workload], Quota | dict[str, Quota] | None]
 
 
-class InputError(Exception):
+class InputError(UsageError):
     """Unusable input; the message is one line naming the file and the key."""
 
 

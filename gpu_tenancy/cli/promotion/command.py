@@ -1,6 +1,6 @@
 """Does the plan hold on promotion? The same tenants planned on the nodes of two stacks, compared.
 
-`python -m gpu_tenancy.cli.promotion Pulumi.dev.yaml Pulumi.gpu.yaml` plans both stack files as the
+`gpu-tenancy promotion Pulumi.dev.yaml Pulumi.gpu.yaml` plans both stack files as the
 cluster of each will register its cards (gpu_tenancy.builders.gpu_nodes: one kind worker per tenant in sim and
 sim-nvml, one node per GPU host in real) and prints every replica whose verdict changes, every tenant
 whose GPU usage changes and every tenant whose cards differ. Exit 0 when the plan holds, 1 when something
@@ -14,11 +14,12 @@ map order, which changes from one registration to the next (register.go `getAPID
 
 from __future__ import annotations
 
-import sys
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
+from gpu_tenancy.cli.base_command import command_parser
 from gpu_tenancy.cli.plan import plan_input
+from gpu_tenancy.cli.status_codes import FAILURE, SUCCESS
 from gpu_tenancy.hami.planner.model import Node, Workload
 from gpu_tenancy.hami.planner.report import PlanResult
 from gpu_tenancy.hami.planner.schedule import plan
@@ -99,20 +100,12 @@ def plan_changes(source: str, target: str) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 2:
-        print("usage: python -m gpu_tenancy.cli.promotion Pulumi.<from>.yaml Pulumi.<to>.yaml", file=sys.stderr)
-        return 2
-    try:
-        lines = plan_changes(args[0], args[1])
-    except plan_input.InputError as error:
-        print(error, file=sys.stderr)
-        return 2
-    print(f"plan {args[0]} -> {args[1]}: " + ("holds" if not lines else f"{len(lines)} change(s)"))
+    parser = command_parser("promotion", description=__doc__.split("\n\n")[0])
+    parser.add_argument("source", help="the stack file promoted from, e.g. Pulumi.dev.yaml")
+    parser.add_argument("target", help="the stack file promoted to, e.g. Pulumi.gpu.yaml")
+    args = parser.parse_args(argv)
+    lines = plan_changes(args.source, args.target)  # plan_input.InputError: a usage error, exit 2
+    print(f"plan {args.source} -> {args.target}: " + ("holds" if not lines else f"{len(lines)} change(s)"))
     for line in lines:
         print(f"  - {line}")
-    return 1 if lines else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return FAILURE if lines else SUCCESS

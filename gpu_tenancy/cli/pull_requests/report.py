@@ -1,8 +1,8 @@
 """What a pull request's reviewers see: the capacity plan and each stack's policy preview, as comments.
 
-    python -m gpu_tenancy.cli.pull_requests backend-dir                       # create a file:// backend's directory
-    python -m gpu_tenancy.cli.pull_requests preview --stack dev --policy-pack base/policies
-    python -m gpu_tenancy.cli.pull_requests plan reports/plan --pictures-url <artifact url>
+    gpu-tenancy pull-requests backend-dir                       # create a file:// backend's directory
+    gpu-tenancy pull-requests preview --stack dev --policy-pack base/policies
+    gpu-tenancy pull-requests plan reports/plan --pictures-url <artifact url>
 
 `preview` runs ``pulumi preview --diff`` through the Automation API (the pinned CLI on PATH) and publishes the verdict,
 every policy violation from the engine's own events and the diff, whether the preview passed or failed: a failing
@@ -14,7 +14,6 @@ the preview failed or a plan does not fit, after publishing.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Iterable, Sequence
@@ -22,8 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpu_tenancy.cli.base_command import CommandParser, command_parser
 from gpu_tenancy.cli.pull_requests.github_comments import MAX_COMMENT, publish
 from gpu_tenancy.cli.pull_requests.stack_file import StackFileRefused, take_config_file
+from gpu_tenancy.cli.status_codes import DEPENDS, FAILURE, SUCCESS, USAGE
 
 MANDATORY = "mandatory"  # apitype.Mandatory (pulumi sdk/go/common/apitype/policy.go); advisory, remediate, disabled
 OUTPUT_BUDGET = MAX_COMMENT - 8_000  # room for the heading and the violations
@@ -150,10 +151,10 @@ def run_preview(stack_name: str, policy_packs: list[str], work_dir: str = ".") -
 
 # ------------------------------------------------------------------------------------------------- plan
 
-# The planner CLI's exit codes (gpu_tenancy.cli.plan.order_verdicts): 3 is advisory, as policy gpu-plan-order.
-EXIT_MEANING = {0: "✅ fits whatever the order", 1: "❌ a replica fits in no order",
-                2: "❌ the stack file or the command is wrong", 3: "⚠️ a replica fits in some orders only"}
-ADVISORY_EXIT = 3
+# The planner's exit codes (gpu_tenancy.cli.status_codes): DEPENDS is advisory, as policy gpu-plan-order.
+EXIT_MEANING = {SUCCESS: "✅ fits whatever the order", FAILURE: "❌ a replica fits in no order",
+                USAGE: "❌ the stack file or the command is wrong", DEPENDS: "⚠️ a replica fits in some orders only"}
+ADVISORY_EXIT = DEPENDS
 
 
 @dataclass(frozen=True)
@@ -198,10 +199,8 @@ def plan_comment(results: Sequence[PlanResult], pictures_url: str | None) -> str
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m gpu_tenancy.cli.pull_requests", description=__doc__.split("\n\n")[0]
-    )
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = command_parser("pull-requests", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=CommandParser)
     commands.add_parser("backend-dir", help="create the directory of a file:// PULUMI_BACKEND_URL (others: nothing)")
     preview = commands.add_parser("preview", help="preview a stack with policy packs and publish the result")
     preview.add_argument("--stack", required=True)
@@ -221,30 +220,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         if directory:
             directory.mkdir(parents=True, exist_ok=True)
             print(f"file backend directory: {directory}")
-        return 0
+        return SUCCESS
     if args.command == "stack-config":
         try:
             take_config_file(args.pull_request_file, args.base_file)
         except StackFileRefused as error:
             print(f"::error::{error}", file=sys.stderr)
-            return 1
+            return FAILURE
         print(f"{args.base_file}: config taken from {args.pull_request_file}")
-        return 0
+        return SUCCESS
     if args.command == "preview":
         run = run_preview(args.stack, args.policy_pack)
         print(run.output)
         if run.error:
             print(run.error, file=sys.stderr)
         print(publish(args.subject or f"preview:{args.stack}", preview_comment(run)))
-        return 0 if run.succeeded else 1
+        return SUCCESS if run.succeeded else FAILURE
     results = read_plans(args.directory)
     if not results:
         print(f"{args.directory}: no <stack>.exit files (run `make plan` for each stack first)", file=sys.stderr)
-        return 2
+        return USAGE
     print(publish("plan", plan_comment(results, args.pictures_url)))
     # A plan that depends on the order is reported, not failed (orderDependentPlan: refuse fails the preview).
-    return max(0 if result.exit_code == ADVISORY_EXIT else result.exit_code for result in results)
+    return max(SUCCESS if result.exit_code == ADVISORY_EXIT else result.exit_code for result in results)
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,7 +1,7 @@
-"""`python -m gpu_tenancy.cli.status`."""
+"""`python -m gpu_tenancy.cli.status`: `gpu-tenancy status`, for benchmarks/status_bench.py, which runs it so."""
 
 import sys
 
-from gpu_tenancy.cli.status.command import main
+from gpu_tenancy.cli.base_command import run
 
-sys.exit(main())
+sys.exit(run("status", sys.argv[1:]))

@@ -1,17 +1,17 @@
 """`make status`: who holds which GPU slice in every tenant, read live through each tenant's kubeconfig.
 
-    python -m gpu_tenancy.cli.status --stack dev                  # one row per GPU, holders per workload
-    python -m gpu_tenancy.cli.status --stack dev --pods           # ... and per pod
-    python -m gpu_tenancy.cli.status --tenant tenant-a --tenant tenant-b --watch 5   # redrawn every 5 s
-    python -m gpu_tenancy.cli.status --stack dev --json           # for machines
-    python -m gpu_tenancy.cli.status --stack dev --png status.png # the picture, as `cli.plan report`
-    python -m gpu_tenancy.cli.status --stack dev --save dump.json # the objects read, for --objects
-    python -m gpu_tenancy.cli.status --objects dump.json          # saved objects instead of the clusters
+    gpu-tenancy status --stack dev                  # one row per GPU, holders per workload
+    gpu-tenancy status --stack dev --pods           # ... and per pod
+    gpu-tenancy status --tenant tenant-a --tenant tenant-b --watch 5   # redrawn every 5 s
+    gpu-tenancy status --stack dev --json           # for machines
+    gpu-tenancy status --stack dev --png status.png # the picture, as `gpu-tenancy plan report`
+    gpu-tenancy status --stack dev --save dump.json # the objects read, for --objects
+    gpu-tenancy status --objects dump.json          # saved objects instead of the clusters
 
 Tenants and their kubeconfigs come from the stack outputs (`tenants`, `tenantKubeconfigs`); each tenant
 is read on its own (in parallel), so one unreachable tenant is reported in one line while the others are
-still shown. Table, JSON and picture are gpu_tenancy.cli.allocation_chart's, shared with `cli.plan report`.
-Exit codes: 0 every tenant read, 1 some tenant (or the stack outputs) could not be read,
+still shown. Table, JSON and picture are gpu_tenancy.cli.allocation_chart's, shared with `plan report`.
+Exit codes (gpu_tenancy.cli.status_codes): 0 every tenant read, 1 some tenant (or the stack outputs) could not be read,
 2 usage or unreadable --objects file. Pending pods are explained (gpu_tenancy.cli.status.pending) and shown with the
 scheduler's own message; they are state, not an error, and do not change the exit code.
 """
@@ -32,11 +32,12 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from gpu_tenancy.cli import stack_outputs
+from gpu_tenancy.cli.base_command import UsageError, command_parser
 from gpu_tenancy.cli.status import report as status
+from gpu_tenancy.cli.status_codes import FAILURE, SUCCESS, USAGE
 from gpu_tenancy.hami.allocation import AllocationView, TenantView
 
 MAX_PARALLEL_READS = 8
-EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE = 0, 1, 2
 # Redraw in place: cursor home, then clear to the end of the screen (ECMA-48 CUP and ED).
 REDRAW = "\x1b[H\x1b[J"
 pause = time.sleep  # between --watch frames (a test replaces it)
@@ -45,13 +46,8 @@ pause = time.sleep  # between --watch frames (a test replaces it)
 @contextmanager
 def collector_paused() -> Iterator[None]:
     """No garbage collection while API objects are decoded and views built, and what exists at the end is
-    moved out of the collector's sight (gc.freeze).
-
-    Decoded API objects are plain dicts and lists without reference cycles, kept until the view is printed,
-    and there are many (100,000 pods are millions of dicts): every collection while they are decoded or
-    read walks all of them again, which costs more than decoding them (2.5 of 4 CPU seconds for 100 tenants
-    × 1,000 pods). Nothing built here forms cycles either; the objects still go when they are no longer
-    referenced, as always."""
+    moved out of the collector's sight (gc.freeze): decoded API objects are many acyclic dicts and lists, which
+    every collection would walk again (measured in docs/benchmarks.md); they still go when unreferenced."""
     collecting = gc.isenabled()
     gc.disable()
     try:
@@ -60,10 +56,6 @@ def collector_paused() -> Iterator[None]:
         gc.freeze()
         if collecting:
             gc.enable()
-
-
-class UsageError(Exception):
-    """A command-line or input problem: one line, exit 2."""
 
 
 def view_of(tenant: str, objects: status.TenantObjects) -> TenantView:
@@ -163,8 +155,8 @@ def load_dump(path: Path, only: Sequence[str] = ()) -> dict[str, status.TenantOb
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m gpu_tenancy.cli.status",
+    p = command_parser(
+        "status",
         description="Live GPU allocation per tenant: one row per GPU with memory, cores and slots allocated "
         "vs total and its holders per workload, why each pending pod waits (in the tenant's terms, then "
         "the scheduler's own message), and quota used vs limit.",
@@ -227,7 +219,7 @@ def _frame(args: argparse.Namespace, out: TextIO) -> int:
         text = render_table(view, width, color=out.isatty(), per_pod=args.pods, title=title)
         out.write((REDRAW if args.watch is not None else "") + text)
     out.flush()
-    return EXIT_UNREACHABLE if any(t.error for t in view.tenants) else EXIT_OK
+    return FAILURE if any(t.error for t in view.tenants) else SUCCESS
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
@@ -235,7 +227,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     stream = out or sys.stdout
     if args.watch is not None and (args.watch <= 0 or args.json):
         print("status: --watch takes a positive number of seconds and a table (not --json)", file=sys.stderr)
-        return EXIT_USAGE
+        return USAGE
     try:
         code = _frame(args, stream)
         while args.watch is not None:
@@ -246,15 +238,12 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
             gc.collect()
             code = _frame(args, stream)
     except KeyboardInterrupt:
-        return EXIT_OK  # leaving --watch is how it ends
+        return SUCCESS  # leaving --watch is how it ends
     except UsageError as error:
         print(f"status: {error}", file=sys.stderr)
-        return EXIT_USAGE
+        return USAGE
     except stack_outputs.OutputsError as error:
         print(f"status: {error}", file=sys.stderr)
-        return EXIT_UNREACHABLE
+        return FAILURE
     return code
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,14 +1,14 @@
 """`make tenants`: one row per tenant with its health, read live through each tenant's kubeconfig.
 
-    python -m gpu_tenancy.cli.tenants --stack dev           # table
-    python -m gpu_tenancy.cli.tenants --stack dev --json    # for machines
-    python -m gpu_tenancy.cli.tenants --objects dump.json   # what `status --save` wrote, offline
+    gpu-tenancy tenants --stack dev           # table
+    gpu-tenancy tenants --stack dev --json    # for machines
+    gpu-tenancy tenants --objects dump.json   # what `status --save` wrote, offline
 
 Per tenant: the API server's Kubernetes version, whether its control plane is ready (`/readyz`), its
 endpoint, nodes Ready of total, GPUs registered (HAMi's node annotation) vs declared (the stack file),
 pods holding GPUs and GPU pods pending. A tenant that cannot be read is a row that says why.
-Exit codes: 0 every tenant healthy, 1 some tenant is not (or the stack outputs could not be read),
-2 usage or unreadable input.
+Exit codes (gpu_tenancy.cli.status_codes): 0 every tenant healthy, 1 some tenant is not (or the stack outputs
+could not be read), 2 usage or unreadable input.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gpu_tenancy.cli import stack_outputs
+from gpu_tenancy.cli.base_command import UsageError, command_parser
 from gpu_tenancy.cli.status import command as status_cli
+from gpu_tenancy.cli.status_codes import FAILURE, SUCCESS, USAGE
 from gpu_tenancy.cli.tenants import health as tenants
 from gpu_tenancy.cli.tenants.health import TenantHealth
-
-EXIT_HEALTHY, EXIT_UNHEALTHY, EXIT_USAGE = 0, 1, 2
 
 
 def render_table(rows: Sequence[TenantHealth], width: int, color: bool = False) -> str:
@@ -58,8 +58,8 @@ def render_table(rows: Sequence[TenantHealth], width: int, color: bool = False) 
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m gpu_tenancy.cli.tenants",
+    p = command_parser(
+        "tenants",
         description="List tenants and their health: version, control plane, endpoint, nodes, GPUs registered "
         "vs declared, pods holding GPUs, pending GPU pods. Exit 1 when any tenant is not healthy.",
     )
@@ -82,19 +82,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                     for name, objects in read.items()]
         else:
             rows = tenants.gather(args.stack, args.tenant, args.stack_file)
-    except (status_cli.UsageError, ValueError) as error:
+    except (UsageError, ValueError) as error:
         print(f"tenants: {error}", file=sys.stderr)
-        return EXIT_USAGE
+        return USAGE
     except stack_outputs.OutputsError as error:
         print(f"tenants: {error}", file=sys.stderr)
-        return EXIT_UNHEALTHY
+        return FAILURE
     if args.json:
         print(json.dumps([row.as_json() for row in rows], indent=2))
     else:
         width = args.width or shutil.get_terminal_size((120, 24)).columns
         print(render_table(rows, width, color=sys.stdout.isatty()), end="")
-    return EXIT_HEALTHY if all(row.healthy for row in rows) else EXIT_UNHEALTHY
+    return SUCCESS if all(row.healthy for row in rows) else FAILURE
 
-
-if __name__ == "__main__":
-    sys.exit(main())
