@@ -17,6 +17,8 @@ from gpu_tenancy.contract import tenant_config
 from gpu_tenancy.hami import protocol as hami
 from gpu_tenancy.hami.planner import fit
 from gpu_tenancy.hami.planner import model as planner_model
+from gpu_tenancy.hami.planner.model import ContainerRequest, Device, Node, Workload
+from gpu_tenancy.hami.planner.orders import verdicts
 
 REPO = Path(__file__).resolve().parent.parent
 VENDOR_MODULE = "gpu_tenancy/hami/protocol.py"
@@ -155,3 +157,20 @@ def test_the_planner_matches_types_as_hamis_scheduler() -> None:
     # gpu_policy.go ComputeScore: the request counts on a device whose type is exactly "NVIDIA".
     assert fit._NVIDIA == "nvidia"
     assert fit._REQUEST_TYPE == "NVIDIA"
+
+
+@pytest.mark.parametrize(("card_type", "verdict"), [
+    ("NVIDIA-NVIDIA L4", "fits"),
+    ("nvidia-written-by-hand", "fits"),  # getNodeResources compares lower-cased: any case of the marker counts
+    ("Tesla T4", "never"),  # no marker: the scheduler never fits an NVIDIA request on it
+])
+def test_the_planners_verdicts_take_the_cards_the_scheduler_takes(card_type: str, verdict: str) -> None:
+    """Two cards and two pod shapes (no symmetric shortcut): every tie-break ``orders`` walks sees the cards."""
+    nodes = [Node("h", (Device("g0", card_type, 23034), Device("g1", card_type, 16000, index=1)))]
+    workloads = [Workload("a", (ContainerRequest(1, 8000),)), Workload("b", (ContainerRequest(1, 12000, None, 30),))]
+    assert [r.verdict for r in verdicts(nodes, workloads).replicas] == [verdict, verdict]
+    # One card, one shape: the symmetric shortcut decides, with the same rule.
+    one = [Node("h", (Device("g0", card_type, 23034),))]
+    assert [r.verdict for r in verdicts(one, [Workload("w", (ContainerRequest(1, 8000),), replicas=2)]).replicas] == [
+        verdict, verdict
+    ]
