@@ -208,15 +208,17 @@ def run(argv: list[str]) -> tuple[list[str], int]:
     return result.stdout.splitlines(), result.returncode
 
 
-PLAN_CLI = [sys.executable, "-m", "gpu_tenancy.cli.plan"]
+# `.venv/bin/gpu-tenancy` as the pages show it, run from the checkout (tests/test_cli_main.py: the same command).
+CLI = [sys.executable, "-m", "gpu_tenancy"]
 
 
 @pytest.mark.parametrize(("page", "command", "argv"), [
     ("docs/commands.md", "make help", ["make", "--no-print-directory", "help"]),
-    ("docs/planner.md", ".venv/bin/python -m gpu_tenancy.cli.plan report Pulumi.dev.yaml",
-     [*PLAN_CLI, "report", "Pulumi.dev.yaml"]),
-    ("docs/planner.md", ".venv/bin/python -m gpu_tenancy.cli.plan plan examples/plan-overcommit.json",
-     [*PLAN_CLI, "plan", "examples/plan-overcommit.json"]),
+    ("docs/commands.md", ".venv/bin/gpu-tenancy --help", [*CLI, "--help"]),
+    ("docs/planner.md", ".venv/bin/gpu-tenancy plan report Pulumi.dev.yaml",
+     [*CLI, "plan", "report", "Pulumi.dev.yaml"]),
+    ("docs/planner.md", ".venv/bin/gpu-tenancy plan plan examples/plan-overcommit.json",
+     [*CLI, "plan", "plan", "examples/plan-overcommit.json"]),
 ])
 def test_shown_output_is_what_the_command_prints(page: str, command: str, argv: list[str]) -> None:
     expected, code = shown(REPO / page, command)
@@ -231,7 +233,7 @@ def test_the_status_shown_is_what_status_prints_for_the_recorded_objects() -> No
     writes); read from the file, only the first line (where the view comes from, and when) differs."""
     expected, code = shown(DOCS / "day-two.md", "make status STACK=gpu")
     fixture = "tests/fixtures/status/real.json"
-    output, returncode = run([sys.executable, "-m", "gpu_tenancy.cli.status", "--stack", "gpu", "--objects", fixture])
+    output, returncode = run([*CLI, "status", "--stack", "gpu", "--objects", fixture])
     assert expected[0].startswith("stack gpu at ") and output[0].startswith(f"{fixture} at ")
     assert [line.rstrip() for line in expected[1:]] == [line.rstrip() for line in output[1:]]
     assert returncode == code
@@ -240,7 +242,7 @@ def test_the_status_shown_is_what_status_prints_for_the_recorded_objects() -> No
 def test_the_doctor_output_shown_is_what_doctor_prints_on_that_host(tmp_path: Path) -> None:
     """docs/troubleshooting.md: `make doctor` on a host with the Docker engine stopped, no kind or Pulumi CLI, an
     older kubectl and Ubuntu's inotify defaults, each tool answering as tests/doctor_stubs.py models it."""
-    command = ".venv/bin/python -m gpu_tenancy.cli.doctor --stack dev"
+    command = ".venv/bin/gpu-tenancy doctor --stack dev"
     expected, _ = shown(DOCS / "troubleshooting.md", command)
     client = {"clientVersion": {"major": "1", "minor": "32", "gitVersion": "v1.32.4-dispatcher"}}
     case = (HostCase()
@@ -249,7 +251,7 @@ def test_the_doctor_output_shown_is_what_doctor_prints_on_that_host(tmp_path: Pa
             .answer("kubectl", ["version", "--client"], json.dumps(client))
             .answer("sysctl", ["max_user_instances"], "128\n").answer("sysctl", ["max_user_watches"], "192540\n")
             .without("kind").without("pulumi"))
-    result, _ = case.run(tmp_path, *command.split()[3:])
+    result, _ = case.run(tmp_path, *command.split()[2:])
     assert result.stdout.splitlines() == expected
     assert result.returncode == 1
 

@@ -82,7 +82,7 @@ def runs_pulumi(step: dict[str, Any]) -> bool:
     """A pulumi/actions step, the pulumi CLI, or the previews of gpu_tenancy/cli/pull_requests/report.py (Automation API)."""
     script = step.get("run", "")
     return pulumi_action(step) or bool(
-        re.search(r"(^|[|;&]\s*|\n\s*|!\s*)pulumi\s", script) or "gpu_tenancy.cli.pull_requests preview" in script
+        re.search(r"(^|[|;&]\s*|\n\s*|!\s*)pulumi\s", script) or "gpu_tenancy pull-requests preview" in script
     )
 
 
@@ -356,9 +356,9 @@ def test_the_deployed_previews_run_the_default_branchs_code_and_take_only_a_stac
         scripts = [step.get("run", "") for step in job["steps"]]
         assert not any("pull-request/" in s for s in scripts if "stack-config" not in s), "nothing else reads it"
         (take,) = [i for i, s in enumerate(scripts) if "stack-config" in s]
-        assert scripts[take] == (f".venv/bin/python -m gpu_tenancy.cli.pull_requests stack-config "
+        assert scripts[take] == (f".venv/bin/python -m gpu_tenancy pull-requests stack-config "
                                  f"pull-request/Pulumi.{stack}.yaml Pulumi.{stack}.yaml")
-        (preview,) = [i for i, s in enumerate(scripts) if "gpu_tenancy.cli.pull_requests preview" in s]
+        (preview,) = [i for i, s in enumerate(scripts) if "gpu_tenancy pull-requests preview" in s]
         assert take < preview and scripts[preview].rstrip().endswith(f"preview --stack {stack} --policy-pack policies")
         assert "GITHUB_PATH" not in "".join(scripts) and "GITHUB_ENV" not in "".join(scripts)
 
@@ -459,9 +459,9 @@ def test_every_pull_request_gets_a_fresh_preview_on_a_github_hosted_runner_witho
     assert "if" not in job and job["runs-on"] == "ubuntu-latest"
     assert job["permissions"] == {"contents": "read", "pull-requests": "write"}
     assert "secrets." not in json.dumps(job) and "environment" not in job
-    (run,) = [step["run"] for step in job["steps"] if "gpu_tenancy.cli.pull_requests preview" in step.get("run", "")]
+    (run,) = [step["run"] for step in job["steps"] if "gpu_tenancy pull-requests preview" in step.get("run", "")]
     assert 'PULUMI_BACKEND_URL="file://$RUNNER_TEMP/pulumi-state"' in run and "os.urandom(16)" in run
-    assert run.index("gpu_tenancy.cli.pull_requests backend-dir") < run.index("gpu_tenancy.cli.pull_requests preview")
+    assert run.index("gpu_tenancy pull-requests backend-dir") < run.index("gpu_tenancy pull-requests preview")
     assert "--subject preview:dev-fresh" in run, "its own comment, not the deployed preview's"
 
 
@@ -472,7 +472,7 @@ def test_the_fresh_preview_uses_the_base_branchs_policy_pack() -> None:
                             "persist-credentials": False}
     scripts = "\n".join(step.get("run", "") for step in job["steps"])
     assert "python -m venv base/.venv && base/.venv/bin/pip install -r base/requirements.txt" in scripts
-    (preview,) = re.findall(r"gpu_tenancy\.cli\.pull_requests preview (.*)", re.sub(r"\\\n\s*", "", scripts))
+    (preview,) = re.findall(r"gpu_tenancy pull-requests preview (.*)", re.sub(r"\\\n\s*", "", scripts))
     assert preview.endswith("--policy-pack base/policies"), preview
     pack = yaml.safe_load((REPO_ROOT / "policies" / "PulumiPolicy.yaml").read_text())
     assert pack["runtime"]["options"]["virtualenv"] == "../.venv", "base/policies runs in base/.venv"
@@ -489,7 +489,7 @@ def test_the_gpu_preview_gets_its_credentials_from_stdin_and_needs_a_deployed_st
     from gpu_tenancy.contract.config import SECRET_KEYS
 
     job_steps = jobs("preview-deployed.yml")["preview-gpu"]["steps"]
-    (preview_index,) = [i for i, s in enumerate(job_steps) if "gpu_tenancy.cli.pull_requests preview" in s.get("run", "")]
+    (preview_index,) = [i for i, s in enumerate(job_steps) if "gpu_tenancy pull-requests preview" in s.get("run", "")]
     given = "\n".join(step.get("run", "") for step in job_steps[:preview_index])
     stack_config = yaml.safe_load((REPO_ROOT / "Pulumi.gpu.yaml").read_text())["config"]
     for key in SECRET_KEYS:
@@ -511,11 +511,11 @@ def test_every_preview_and_deploy_first_creates_a_file_backends_directory() -> N
             pulumi_steps = [i for i, step in enumerate(job["steps"]) if runs_pulumi(step)]
             if not pulumi_steps:
                 continue
-            made = [i for i, step in enumerate(job["steps"]) if "gpu_tenancy.cli.pull_requests backend-dir" in step.get("run", "")]
+            made = [i for i, step in enumerate(job["steps"]) if "gpu_tenancy pull-requests backend-dir" in step.get("run", "")]
             assert made and made[0] <= pulumi_steps[0], job_id
             if made[0] == pulumi_steps[0]:  # one script: the directory first
                 script = job["steps"][made[0]]["run"]
-                assert script.index("gpu_tenancy.cli.pull_requests backend-dir") < script.index("gpu_tenancy.cli.pull_requests preview"), job_id
+                assert script.index("gpu_tenancy pull-requests backend-dir") < script.index("gpu_tenancy pull-requests preview"), job_id
 
 
 def test_every_job_that_runs_pulumi_installs_the_pinned_cli_first() -> None:
@@ -588,12 +588,12 @@ def test_the_plan_of_every_stack_file_is_posted_with_its_pictures() -> None:
     job = jobs("preview.yml")["plan"]
     assert job["runs-on"] == "ubuntu-latest" and job["permissions"]["pull-requests"] == "write"
     scripts = [step.get("run", "") for step in job["steps"]]
-    (plan,) = [s for s in scripts if "gpu_tenancy.cli.plan report" in s]
+    (plan,) = [s for s in scripts if "gpu_tenancy plan report" in s]
     assert "for file in Pulumi.*.yaml" in plan and 'echo "$status" > "reports/plan/$stack.exit"' in plan
     # The planner's own exit code reaches the comment: make would turn 1 and 3 into 2.
     assert "make -s plan" not in plan and "|| status=$?" in plan
     (upload,) = [s for s in job["steps"] if "upload-artifact" in s.get("uses", "")]
-    (post,) = [s for s in job["steps"] if "gpu_tenancy.cli.pull_requests plan" in s.get("run", "")]
+    (post,) = [s for s in job["steps"] if "gpu_tenancy pull-requests plan" in s.get("run", "")]
     assert post["env"]["PICTURES_URL"] == f"${{{{ steps.{upload['id']}.outputs.artifact-url }}}}"
     assert job["steps"].index(upload) < job["steps"].index(post)
 
@@ -618,13 +618,13 @@ def test_every_job_that_runs_pulumi_pulls_its_stacks_charts_first() -> None:
                 continue
             stacks = {(step.get("with") or {}).get("stack-name") or re.findall(r"--stack (\S+)", step["run"])[0]
                       for step in (job["steps"][i] for i in pulumi_steps)}
-            pulls = [(i, re.search(r"gpu_tenancy\.cli\.charts --stack (\S+)(.*)", step.get("run", "")))
+            pulls = [(i, re.search(r"gpu_tenancy charts --stack (\S+)(.*)", step.get("run", "")))
                      for i, step in enumerate(job["steps"])]
             (index, pulled), = [(i, m) for i, m in pulls if m]
             assert {pulled.group(1)} == stacks, job_id
             assert index < pulumi_steps[0] or (
-                index == pulumi_steps[0] and job["steps"][index]["run"].index("gpu_tenancy.cli.charts")
-                < job["steps"][index]["run"].index("gpu_tenancy.cli.pull_requests preview")), job_id
+                index == pulumi_steps[0] and job["steps"][index]["run"].index("gpu_tenancy charts")
+                < job["steps"][index]["run"].index("gpu_tenancy pull-requests preview")), job_id
             assert ("--keep-with-backend" in pulled.group(2)) == self_hosted(job), job_id
 
 
