@@ -36,10 +36,14 @@ class BootstrapTokenArgs:
 
 
 class BootstrapToken(pulumi.ComponentResource):
-    """`token` is `<id>.<secret>` (secret); `mint` is the Command that created it in the tenant."""
+    """`mint` is the Command that created the token (`<id>.<secret>`) in the tenant.
 
-    token: pulumi.Output[str]
+    The token itself is no attribute and no output: only `join_configuration` reads it, and the state keeps it
+    once, as the mint's secret stdout.
+    """
+
     mint: command.local.Command
+    tenant: str
 
     def __init__(self, name: str, args: BootstrapTokenArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-tenancy:bootstrap_token:BootstrapToken", name, None, opts)
@@ -57,9 +61,9 @@ class BootstrapToken(pulumi.ComponentResource):
                 parent=self, delete_before_replace=True, additional_secret_outputs=["stdout"]
             ),
         )
-        self.token = pulumi.Output.secret(self.mint.stdout.apply(str.strip))
+        self._token: pulumi.Output[str] = pulumi.Output.secret(self.mint.stdout.apply(str.strip))
         self.tenant = args.tenant
-        self.register_outputs({})
+        self.register_outputs({"tenant": self.tenant})
 
     def join_configuration(
         self,
@@ -70,7 +74,7 @@ class BootstrapToken(pulumi.ComponentResource):
     ) -> pulumi.Output[str]:
         """The kubeadm JoinConfiguration for one worker of this tenant; secret, it holds the token."""
         return pulumi.Output.secret(
-            pulumi.Output.all(endpoint, self.token, ca_cert_hash).apply(
+            pulumi.Output.all(endpoint, self._token, ca_cert_hash).apply(
                 lambda v: kubeadm_join.join_configuration(
                     v[0], v[1], v[2], node_name, kube_objects.gpu_node_labels(self.tenant), ignore_preflight_errors
                 )

@@ -58,4 +58,8 @@ class KindCluster(pulumi.ComponentResource):
         # `calculateDependentReplacements`, which substitutes unknowns for properties that depend on a
         # replaced resource; a command's id itself is known even in a create preview).
         self.cluster_identifier = create.id.apply(lambda _: kind.CLUSTER_IDENTIFIER)
-        self.register_outputs({"kubeconfig": self.kubeconfig, "clusterName": self.cluster_name})
+        self.register_outputs({
+            "kubeconfig": self.kubeconfig,
+            "clusterName": self.cluster_name,
+            "clusterIdentifier": self.cluster_identifier,
+        })

@@ -107,5 +107,6 @@ class MockNvml(pulumi.ComponentResource):
                 "daemonSetName": self.daemon_set.metadata.name,
                 "configDigest": self.config_digest,
                 "gpus": len(config["devices"]),
+                "hamiDevicePlugin": self.hami_device_plugin,
             }
         )

@@ -149,4 +149,6 @@ class TenantControlPlane(pulumi.ComponentResource):
             cluster_identifier=self.tcp.id.apply(lambda _: f"tenant/{tenant}"),
             opts=pulumi.ResourceOptions(parent=self),
         )
-        self.register_outputs({"endpoint": self.endpoint, "kubeconfig": self.kubeconfig})
+        self.register_outputs(
+            {"endpoint": self.endpoint, "kubeconfig": self.kubeconfig, "caCertHash": self.ca_cert_hash}
+        )

@@ -98,4 +98,4 @@ class TenantNetwork(pulumi.ComponentResource):
                 in_tenant, pulumi.ResourceOptions(depends_on=[proxy_sa, proxy_binding, proxy_config, *args.nodes])
             ),
         )
-        self.register_outputs({})
+        self.register_outputs({"kindnet": self.kindnet.metadata.name, "kubeProxy": self.kube_proxy.metadata.name})
