@@ -22,14 +22,15 @@ from rich.table import Table
 from rich.text import Text
 
 from gpu_tenancy.hami.allocation import AllocationView, GpuView, QuotaUse, TenantView, Unplaced, quota_sort_key
+from gpu_tenancy.hami.protocol import NVIDIA
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = ["build_figure", "render_json", "render_png", "render_table", "workload_totals"]
 
-_MEMORY_KEY = "limits.nvidia.com/gpumem"
-_CORES_KEY = "limits.nvidia.com/gpucores"
+_MEMORY_KEY = f"limits.{NVIDIA.resource_memory}"
+_CORES_KEY = f"limits.{NVIDIA.resource_cores}"
 
 
 def _title(view: AllocationView) -> str:

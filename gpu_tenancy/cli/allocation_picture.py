@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpu_tenancy.hami.allocation import AllocationView, GpuView, QuotaUse, Slice, TenantView
+from gpu_tenancy.hami.protocol import NVIDIA
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure, SubFigure
@@ -34,9 +35,9 @@ MAX_UNPLACED_LINES = 4
 MAX_LEGEND_ENTRIES = 8
 MAX_PAGE_HEIGHT_PX = 2400
 _DPI = 100
-_MEMORY_KEY = "limits.nvidia.com/gpumem"
-_CORES_KEY = "limits.nvidia.com/gpucores"
-_GPU_KEYS = ("limits.nvidia.com/gpu", "requests.nvidia.com/gpu")
+_MEMORY_KEY = f"limits.{NVIDIA.resource_memory}"
+_CORES_KEY = f"limits.{NVIDIA.resource_cores}"
+_GPU_KEYS = (f"limits.{NVIDIA.resource_count}", f"requests.{NVIDIA.resource_count}")
 # Panel geometry in inches: header, legend line, one row per bar, x axis and its label, one line per
 # waiting pod, gap below.
 _HEAD, _LEGEND, _ROW, _AXIS, _LINE, _GAP = 0.5, 0.24, 0.34, 0.55, 0.2, 0.15

@@ -26,9 +26,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpu_tenancy.cli.doctor.host import Problem
+from gpu_tenancy.hami import protocol as hami
 
-REGISTER_ANNOTATION = "hami.io/node-nvidia-register"
-NODE_LOCK_ANNOTATION = "hami.io/mutex.lock"
+REGISTER_ANNOTATION = hami.NODE_REGISTER_ANNOTATION
+NODE_LOCK_ANNOTATION = hami.NODE_LOCK_ANNOTATION
 BIND_PHASE_ANNOTATION = "hami.io/bind-phase"
 BIND_TIME_ANNOTATION = "hami.io/bind-time"
 NODE_LOCK_STALE = datetime.timedelta(minutes=5)  # HAMi's NodeLockTimeout; the scheduler's own is shorter
