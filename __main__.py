@@ -2,8 +2,9 @@
 
 management cluster (sim, sim-nvml: kind on this Docker host; real: an existing cluster) -> MetalLB (sim: pool
 from the kind network's IPv4 subnet; real: optional, pool from config) -> cert-manager and Kamaji ->
-per tenant: TenantControlPlane, CNI, GPU node(s) (sim: mock-GPU agent; sim-nvml: NVIDIA's mock NVML under HAMi's
-device plugin; real: GPU hosts), HAMi, workloads and quota.
+per tenant: TenantControlPlane, the GPU-access policy, the mode's device layer (components/device_layers: GPU
+node(s), CNI, HAMi and what registers the cards; sim: mock-GPU agent; sim-nvml: NVIDIA's mock NVML under HAMi's
+device plugin; real: GPU hosts), workloads and quota.
 """
 
 from __future__ import annotations
@@ -13,12 +14,10 @@ import json
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.host_fence import HostFences, HostFencesArgs
-from components.host_identity import HostIdentities, HostIdentitiesArgs
+from components.device_layers import wiring
 from components.kamaji import Kamaji, KamajiArgs
 from components.kind_cluster import KindCluster, KindClusterArgs
 from components.metallb import MetalLB, MetalLBArgs
-from components.nvml_mock_image import NvmlMockImage, NvmlMockImageArgs
 from components.tenant import Tenant, TenantArgs
 from gpu_tenancy.contract.config import NAMESPACE, SECRET_KEYS, ConfigError, load_config
 from gpu_tenancy.contract.config_checks import resolve_host
@@ -115,25 +114,9 @@ kamaji = Kamaji(
 )
 tenants_ready += [kamaji.datastore, *kamaji.issuers]
 
-# sim-nvml: NVIDIA's mock NVML image, built once on this Docker host for every tenant's worker.
-nvml_mock_image = (
-    NvmlMockImage("nvml-mock-image", NvmlMockImageArgs(commit=config.versions.nvml_mock_commit))
-    if config.mode == "sim-nvml"
-    else None
-)
-
-# real: no host is prepared before every host's machine id shows it is listed once.
-hosts_ready: list[pulumi.Resource] = []
-if not config.simulated:
-    assert config.ssh_private_key is not None  # load_config requires it in mode real
-    identities = HostIdentities(
-        "hosts",
-        HostIdentitiesArgs(
-            hosts=[(tenant.name, host) for tenant in config.tenants for host in tenant.workers],
-            ssh_private_key=pulumi.Output.secret(config.ssh_private_key.get_secret_value()),
-        ),
-    )
-    hosts_ready.append(identities.gate)
+# What the device layer builds once for every tenant (sim-nvml: the mock NVML image; real: the hosts' identity gate).
+device_layer = wiring(config.device_layer)
+device_stack = device_layer.stack_parts(config)
 
 # One tenant each: independent of one another, so the engine builds them in parallel.
 tenants = {
@@ -143,27 +126,15 @@ tenants = {
             config=tenant,
             stack=config,
             cluster_name=cluster_name,
-            nvml_mock_image=nvml_mock_image,
-            hosts_ready=hosts_ready,
+            device_stack=device_stack,
         ),
         # Its control plane goes on the management cluster, after MetalLB's pool and Kamaji.
         pulumi.ResourceOptions(provider=management, depends_on=tenants_ready),
     )
     for tenant in config.tenants
 }
-# real: each GPU host fenced off from the other tenants' control planes and hosts (a host firewall).
-if not config.simulated:
-    assert config.ssh_private_key is not None  # load_config requires it in mode real
-    HostFences(
-        "host-fences",
-        HostFencesArgs(
-            hosts=[(tenant.name, host) for tenant in config.tenants for host in tenant.workers],
-            endpoints={name: t.endpoint for name, t in tenants.items()},
-            ssh_private_key=pulumi.Output.secret(config.ssh_private_key.get_secret_value()),
-            node_ports=config.control_plane.service_type == "NodePort",
-        ),
-        pulumi.ResourceOptions(depends_on=list(tenants.values())),
-    )
+# What the device layer adds once every tenant is declared (real: each GPU host's firewall).
+device_layer.after_tenants(config, tenants)
 
 pulumi.export("mode", config.mode)
 pulumi.export("managementKubeconfig", management_kubeconfig)

@@ -115,3 +115,66 @@ def test_the_packs_plan_knows_no_pods_for_a_mode_no_layer_registers(monkeypatch:
     monkeypatch.setenv("PULUMI_CONFIG", json.dumps({"gpu-tenancy:mode": "cloud"}))
     [(_, _, numa, max_pods)] = plan_policies._stack_config_nodes({"name": "team", "gpus": [A100]})
     assert (numa, max_pods) == (None, None)
+
+
+# --------------------------------------------------------------------------- the seam, end to end
+
+
+def test_every_registered_layer_has_its_wiring() -> None:
+    from components.device_layers import DeviceLayerWiring, wiring
+
+    for registered in LAYERS.values():
+        found = wiring(registered)
+        assert isinstance(found, DeviceLayerWiring) and type(found).deploy is not DeviceLayerWiring.deploy
+        assert registered.wiring == f"components.device_layers.{registered.mode.replace('-', '_')}"
+
+
+def test_a_layer_whose_module_has_no_wiring_is_refused() -> None:
+    from components.device_layers import wiring
+
+    with pytest.raises(TypeError, match="has no WIRING"):
+        wiring(replace(layer("sim"), wiring="gpu_tenancy.contract.device_layers.sim"))
+
+
+def test_a_new_layer_is_its_modules_and_one_registry_entry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The dev stack run by the program with its layer replaced by tests/toy_device_layer.py: the tenant layer
+    (components/tenant.py) asks the registry, and the toy's hooks are all that change."""
+    from harness import dev_config
+    from policy_support import record_engine_view
+
+    toy = replace(layer("sim"), wiring="toy_device_layer", registrar="mock-agent",
+                  node_daemonsets=("kindnet", "kube-proxy", "konnectivity-agent", "toy-agent"))
+    monkeypatch.setitem(LAYERS, "sim", toy)
+    config = dev_config()
+    cards_declared = {t["name"]: str(sum(g.get("count", 1) for g in t["gpus"])) for t in config["tenants"]}
+    recorded = record_engine_view(config, stack="toy")
+    by_name = {r.name: r for r in recorded}
+    types = {r.type for r in recorded}
+    # sim's own parts are gone; the toy's are there, each where the hooks put it.
+    assert not types & {"gpu-tenancy:worker:Worker", "gpu-tenancy:mock_gpu_agent:MockGpuAgent"}
+    tenants = [r for r in recorded if r.type == "gpu-tenancy:tenant:Tenant"]
+    assert sorted(t.name for t in tenants) == ["tenant-a", "tenant-b"]
+    for tenant in tenants:
+        cards = by_name[f"{tenant.name}-toy-cards"]
+        assert cards.parent == tenant.urn and cards.inputs["data"] == {"cards": cards_declared[tenant.name], "shared": "True"}
+        assert cards.provider.startswith(by_name[f"{tenant.name}-kubernetes"].urn)
+        assert by_name[f"{tenant.name}-hami"].parent == tenant.urn
+        # The workloads wait for what the layer says is ready (a component stands for its resources: the SDK
+        # expands it into them, pulumi sdk/python/lib/pulumi/runtime/resource.py `_expand_dependencies`).
+        workloads = by_name[f"{tenant.name}-workloads"]
+        assert {cards.urn, by_name[f"{tenant.name}-hami-chart"].urn} <= set(workloads.dependencies)
+        assert tenant.registered_outputs is not None and tenant.registered_outputs["nodes"] == [f"{tenant.name}-toy-node"]
+        # The control plane's flags and the GPU-access marker are the layer's.
+        tcp = next(r for r in recorded if r.type.endswith(":TenantControlPlane") and r.custom
+                   and r.parent == by_name[f"{tenant.name}-control-plane"].urn)
+        assert "--toy-flag=" in json.dumps(tcp.inputs["spec"]["controlPlane"]["deployment"]["extraArgs"])
+        policy = next(r for r in recorded if r.type.endswith(":ValidatingAdmissionPolicy")
+                      and r.name.startswith(f"{tenant.name}-"))
+        assert policy.inputs["spec"]["variables"][0]["expression"] == "'Y'"
+        declared = tenant.inputs["gpuNodes"]
+        assert [n["maxPods"] for n in declared] == [110 - 4 - 3]
+    assert by_name["toy-stack"].inputs["data"] == {"tenants": "2"}
+    after = by_name["toy-after"]
+    assert after.inputs["data"] == {"tenants": "tenant-a,tenant-b"}
+    # After every tenant: the tenants stand for their resources, the toy cards among them.
+    assert {by_name[f"{t.name}-toy-cards"].urn for t in tenants} <= set(after.dependencies)

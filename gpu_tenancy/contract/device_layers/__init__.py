@@ -34,6 +34,8 @@ class DeviceLayer:
         cuda_control: whether the tenant's API server runs the CUDA-control mutation
             (gpu_tenancy/builders/mock_nvml/cuda_control.py): its flags and the GPU-access policy's marker.
         summary: what the layer is, in one line (docs, `gpu-tenancy config-reference`).
+        wiring: the module that deploys it into a tenant (components/device_layers/), named here so that the
+            pack and the planner, which read these facts, never import the program.
     """
 
     mode: str
@@ -43,11 +45,17 @@ class DeviceLayer:
     node_daemonsets: tuple[str, ...]
     cuda_control: bool
     summary: str
+    wiring: str
 
     @property
     def simulated(self) -> bool:
         """A kind management cluster and kind worker containers on this Docker host."""
         return self.placement == "kind-worker"
+
+    @property
+    def node_runtime(self) -> Literal["kind", "host"]:
+        """What the GPU nodes are, for the control plane's kubelet settings (TenantControlPlaneArgs.node_runtime)."""
+        return "kind" if self.simulated else "host"
 
 
 def _registry() -> dict[str, DeviceLayer]:

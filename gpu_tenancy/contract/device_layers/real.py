@@ -10,4 +10,5 @@ LAYER = DeviceLayer(
     node_daemonsets=("kindnet", "kube-proxy", "konnectivity-agent", "hami-device-plugin"),
     cuda_control=False,
     summary="real GPUs: the listed hosts joined over SSH, HAMi's device plugin on their driver",
+    wiring="components.device_layers.real",
 )

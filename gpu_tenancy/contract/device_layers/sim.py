@@ -12,4 +12,5 @@ LAYER = DeviceLayer(
     node_daemonsets=("kindnet", "kube-proxy", "konnectivity-agent", "mock-gpu-agent"),
     cuda_control=False,
     summary="simulated GPUs: a kind worker per tenant, the mock-GPU agent registers the cards with HAMi",
+    wiring="components.device_layers.sim",
 )

@@ -12,4 +12,5 @@ LAYER = DeviceLayer(
     node_daemonsets=("kindnet", "kube-proxy", "konnectivity-agent", "hami-device-plugin", "nvml-mock"),
     cuda_control=True,
     summary="simulated GPUs: a kind worker per tenant, HAMi's device plugin on NVIDIA's mock NVML",
+    wiring="components.device_layers.sim_nvml",
 )
