@@ -51,6 +51,8 @@ def _next_link(header: str | None) -> str | None:
     return None
 
 
+# urllib, not a client library: PyGithub adds 31.8 MB in 11 packages, ghapi 12.0 MB in 9, for the ~30 lines of
+# HTTP and paging below; the upsert's choice stays ours either way (docs/pull-request-previews.md).
 @dataclass
 class GitHub:
     api_url: str  # GITHUB_API_URL, e.g. https://api.github.com
