@@ -178,3 +178,45 @@ def test_a_new_layer_is_its_modules_and_one_registry_entry(monkeypatch: pytest.M
     assert after.inputs["data"] == {"tenants": "tenant-a,tenant-b"}
     # After every tenant: the tenants stand for their resources, the toy cards among them.
     assert {by_name[f"{t.name}-toy-cards"].urn for t in tenants} <= set(after.dependencies)
+
+
+# --------------------------------------------------------------------------- what a layer needs of the config
+
+
+def _first_error(config: dict[str, object]) -> str:
+    from harness import TEST_SECRETS
+
+    from gpu_tenancy.contract.config import ConfigError, load_config
+
+    with pytest.raises(ConfigError) as raised:
+        load_config(config, frozenset(TEST_SECRETS))
+    return str(raised.value)
+
+
+def test_a_layer_holding_few_cards_per_host_refuses_a_fuller_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness import gpu_config
+
+    config = gpu_config()
+    tenant = config["tenants"][0]  # type: ignore[index]
+    first = tenant["workers"][0]
+    cards = sum(g.get("count", 1) for g in first.get("gpus") or tenant["gpus"])
+    monkeypatch.setitem(LAYERS, "real", replace(layer("real"), max_cards_per_node=(cards - 1, "the toy holds fewer")))
+    assert _first_error(config) == (
+        f"gpu-tenancy:tenants[0].workers[0].gpus: {cards} GPUs on host {first['name']}; the toy holds fewer")
+
+
+def test_a_layer_with_cuda_control_needs_the_mutating_policy_api_in_any_placement(monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness import gpu_config
+
+    from harness import TEST_SECRETS
+
+    from gpu_tenancy.contract.config import load_config
+    from gpu_tenancy.contract.config_checks import mode_errors
+
+    raw = gpu_config()
+    config = load_config(raw, frozenset(TEST_SECRETS))
+    before_the_api = config.model_copy(update={"versions": config.versions.model_copy(update={"kubernetes": "v1.33.2"})})
+    assert [key for key, _ in mode_errors(before_the_api, raw)] == []
+    monkeypatch.setitem(LAYERS, "real", replace(layer("real"), cuda_control=True))
+    [(key, problem)] = mode_errors(before_the_api, raw)
+    assert key == "versions.kubernetes" and "(MutatingAdmissionPolicy), not v1.33.2" in problem

@@ -72,8 +72,7 @@ def mode_errors(
                 errors.append(
                     (key, f"is only for mode 'real' ({config.mode} builds its own kind cluster and workers)")
                 )
-        if config.mode == "sim-nvml":
-            errors += _nvml_mock_errors(config)
+        errors += _device_layer_errors(config)
         for index, tenant in enumerate(config.tenants):
             if tenant.workers:
                 errors.append(
@@ -134,25 +133,33 @@ def mode_errors(
                         "after checking the fingerprint on the host (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub)",
                     )
                 )
+    errors += _device_layer_errors(config)
     errors += _duplicate_hosts(config, resolve)
     return errors
 
 
-def _nvml_mock_errors(config: StackConfig) -> list[tuple[str, str]]:
-    """sim-nvml puts each tenant's GPUs on one worker, served by NVIDIA's mock NVML."""
+def _device_layer_errors(config: StackConfig) -> list[tuple[str, str]]:
+    """What the stack's device layer needs: the MutatingAdmissionPolicy API for CUDA control, and no more cards
+    on one node than it can hold."""
+    layer = config.device_layer
     errors: list[tuple[str, str]] = []
-    try:
-        limits.mutating_admission_policy_api(config.versions.kubernetes)
-    except ValueError as error:
-        errors.append(("versions.kubernetes", str(error)))
+    if layer.cuda_control:
+        try:
+            limits.mutating_admission_policy_api(config.versions.kubernetes)
+        except ValueError as error:
+            errors.append(("versions.kubernetes", str(error)))
+    if layer.max_cards_per_node is None:
+        return errors
+    most, why = layer.max_cards_per_node
     for index, tenant in enumerate(config.tenants):
-        total = sum(gpu.count for gpu in tenant.gpus)
-        if total > limits.MAX_GPUS_PER_NODE:
-            errors.append(
-                (
-                    f"tenants[{index}].gpus",
-                    f"{total} GPUs on tenant {tenant.name}'s one worker; the mock NVML serves at most "
-                    f"{limits.MAX_GPUS_PER_NODE} per node (k8s-test-infra engine/device.go MaxDevices)",
-                )
-            )
+        if layer.placement == "kind-worker":
+            total = sum(gpu.count for gpu in tenant.gpus)
+            if total > most:
+                errors.append((f"tenants[{index}].gpus", f"{total} GPUs on tenant {tenant.name}'s one worker; {why}"))
+            continue
+        for host_index, host in enumerate(tenant.workers):
+            total = sum(gpu.count for gpu in host.gpus)
+            if total > most:
+                where = f"tenants[{index}].workers[{host_index}].gpus"
+                errors.append((where, f"{total} GPUs on host {host.name}; {why}"))
     return errors

@@ -34,6 +34,13 @@ class DeviceLayer:
         cuda_control: whether the tenant's API server runs the CUDA-control mutation
             (gpu_tenancy/builders/mock_nvml/cuda_control.py): its flags and the GPU-access policy's marker.
         summary: what the layer is, in one line (docs, `gpu-tenancy config-reference`).
+        max_cards_per_node: the most cards one node of this layer holds and why (a clause), or None for no limit.
+        stable_card_order: whether the cards are registered in the same order every time (the mock-GPU agent
+            keeps index order; HAMi's device plugin walks a Go map, register.go `getAPIDevices`), so that a plan's
+            placements, not only its verdicts, hold.
+        lab_memory_gib_per_tenant: what a tenant's kind worker and control plane take on the lab host (GiB;
+            0 off a kind lab), measured by the live suite (docs/live-suite.md, "Footprint").
+        lab_disk_gib: what the layer adds to the lab host's disk once (GiB), e.g. an image built there.
         wiring: the module that deploys it into a tenant (components/device_layers/), named here so that the
             pack and the planner, which read these facts, never import the program.
     """
@@ -46,6 +53,10 @@ class DeviceLayer:
     cuda_control: bool
     summary: str
     wiring: str
+    max_cards_per_node: tuple[int, str] | None
+    stable_card_order: bool
+    lab_memory_gib_per_tenant: float
+    lab_disk_gib: float
 
     @property
     def simulated(self) -> bool:

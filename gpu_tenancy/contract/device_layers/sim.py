@@ -12,5 +12,9 @@ LAYER = DeviceLayer(
     node_daemonsets=("kindnet", "kube-proxy", "konnectivity-agent", "mock-gpu-agent"),
     cuda_control=False,
     summary="simulated GPUs: a kind worker per tenant, the mock-GPU agent registers the cards with HAMi",
+    max_cards_per_node=None,
+    stable_card_order=True,
+    lab_memory_gib_per_tenant=1.4,
+    lab_disk_gib=0.0,
     wiring="components.device_layers.sim",
 )
