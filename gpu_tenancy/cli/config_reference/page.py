@@ -7,10 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from pydantic import BaseModel
-from pydantic.fields import FieldInfo
 
 from gpu_tenancy.cli.config_reference.keys import ALL_MODES, KEYS, QUOTA, Key
-from gpu_tenancy.cli.config_reference.model_fields import default_text, documented_keys, type_text
+from gpu_tenancy.cli.config_reference.model_fields import Setting, default_text, documented_keys, type_text
 from gpu_tenancy.contract import platform_config, stack_config, tenant_config
 from gpu_tenancy.hami import gpu_catalogue
 
@@ -134,12 +133,12 @@ when the host leaves; a join retried more than a day later needs
 """
 
 
-def _table(rows: list[tuple[str, FieldInfo]]) -> str:
+def _table(rows: list[tuple[str, Setting]]) -> str:
     lines = ["| key | type | default | modes | what it sets | on change |", "|---|---|---|---|---|---|"]
-    for path, info in rows:
+    for path, setting in rows:
         key = KEYS[path]
         lines.append(
-            f"| `{path}` | {_cell(type_text(info))} | {_cell(default_text(info, key))} | {_modes(key.modes)} | "
+            f"| `{path}` | {_cell(type_text(setting))} | {_cell(default_text(setting, key))} | {_modes(key.modes)} | "
             f"{_cell(key.does)} | {_cell(_on_change(key))} |"
         )
     return "\n".join(lines)
@@ -164,9 +163,9 @@ def _catalogue_table() -> str:
 
 def render() -> str:
     """The whole page."""
-    by_section: dict[str, list[tuple[str, FieldInfo]]] = {prefix: [] for _, prefix, _ in SECTIONS}
-    for path, info in documented_keys():
-        by_section[_section_of(path)].append((path, info))
+    by_section: dict[str, list[tuple[str, Setting]]] = {prefix: [] for _, prefix, _ in SECTIONS}
+    for path, setting in documented_keys():
+        by_section[_section_of(path)].append((path, setting))
     contents = " · ".join(f"[{heading}](#{anchor(heading)})" for heading, _, _ in SECTIONS)
     parts = [INTRO, f"Sections: {contents} · [Quota](#quota) · [The GPU catalogue](#the-gpu-catalogue) · "
              "[Secrets](#secrets)\n"]
