@@ -23,6 +23,7 @@ MAY_IMPORT = {
     "gpu_tenancy.builders": {"gpu_tenancy.contract", "gpu_tenancy.hami"},
     "gpu_tenancy.cli": {"gpu_tenancy.builders", "gpu_tenancy.contract", "gpu_tenancy.hami"},
     "gpu_tenancy.gc_settings": set(),
+    "gpu_tenancy.__main__": {"gpu_tenancy.cli"},  # `python -m gpu_tenancy`: the command line
     "components": {"gpu_tenancy.builders", "gpu_tenancy.contract", "gpu_tenancy.hami"},
     "policies": {"gpu_tenancy.builders", "gpu_tenancy.contract", "gpu_tenancy.hami"},
     "__main__": {"components", "gpu_tenancy.contract", "gpu_tenancy.gc_settings"},
