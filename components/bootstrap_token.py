@@ -29,9 +29,18 @@ from gpu_tenancy.builders.worker import kubeadm_join
 
 @dataclass
 class BootstrapTokenArgs:
+    """A join token for one host of one tenant.
+
+    Attributes:
+        tenant (str): the tenant the host joins; the token's Secret is labelled with it.
+        kubeconfig (pulumi.Input[str]): the tenant's admin kubeconfig (secret), read on stdin by the mint and
+            the revoke.
+        triggers (list[Any]): what replaces the join this token is for: a replaced join gets a new token.
+            Default: [].
+    """
+
     tenant: str
-    kubeconfig: pulumi.Input[str]  # the tenant's admin kubeconfig
-    # What replaces the join this token is for: a replaced join gets a new token.
+    kubeconfig: pulumi.Input[str]
     triggers: list[Any] = field(default_factory=list)
 
 

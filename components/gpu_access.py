@@ -18,9 +18,16 @@ from gpu_tenancy.builders.gpu_access import gpu_access
 
 @dataclass
 class GpuAccessPolicyArgs:
+    """The tenant's GPU-access admission policy. Its provider (the tenant's) and what it waits for (the control
+    plane) come in `opts`.
+
+    Attributes:
+        tenant (str): the tenant, for the objects' labels.
+        cuda_control_marker (str): sim-nvml: the CUDA_DISABLE_CONTROL value its admission mutation writes
+            (gpu_tenancy.builders.mock_nvml.cuda_control.MARKER); empty in the other modes. Default: "".
+    """
+
     tenant: str
-    # sim-nvml: the CUDA_DISABLE_CONTROL value its admission mutation writes
-    # (gpu_tenancy.builders.mock_nvml.cuda_control.MARKER).
     cuda_control_marker: str = ""
 
 

@@ -16,15 +16,30 @@ from gpu_tenancy.builders.hami import hami_chart
 
 @dataclass
 class HamiArgs:
+    """HAMi's chart in one tenant. Its provider (the tenant's) and what it waits for (the network, the nodes,
+    sim-nvml's mock) come in `opts`.
+
+    Attributes:
+        tenant (str): the tenant, for the ServiceMonitors' labels.
+        chart_version (str): the HAMi chart's version (versions.hami), taken from the chart cache.
+        image_tag (str): HAMi's image tag.
+        kubernetes_version (str): the tenant's Kubernetes version, for the scheduler's kube-scheduler image.
+        device_layer (hami_chart.Registrar): who registers the cards: "mock-agent" (no device plugin),
+            "nvml-mock" or "nvidia" (HAMi's device plugin). Default: "mock-agent".
+        device_plugin (dict[str, Any] | None): sim-nvml: what the device plugin needs to reach the mock
+            (MockNvml.hami_device_plugin). Default: None.
+        service_monitors (bool): gpu-tenancy:metrics.serviceMonitors: ServiceMonitors for HAMi's metrics (needs
+            the Prometheus Operator's CRDs in the tenant). Default: False.
+        service_monitor_labels (dict[str, str] | None): labels for the Prometheus that selects the
+            ServiceMonitors. Default: None.
+    """
+
     tenant: str
     chart_version: str
     image_tag: str
     kubernetes_version: str
     device_layer: hami_chart.Registrar = "mock-agent"
-    # sim-nvml: what the device plugin needs to reach the mock (MockNvml.hami_device_plugin).
     device_plugin: dict[str, Any] | None = None
-    # gpu-tenancy:metrics.serviceMonitors: ServiceMonitors (needs the Prometheus Operator's CRDs in the
-    # tenant), with these labels for the Prometheus that selects them.
     service_monitors: bool = False
     service_monitor_labels: dict[str, str] | None = None
 

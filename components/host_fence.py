@@ -26,10 +26,21 @@ def _rules(tenant: str, other_hosts: list[str], node_ports: bool, endpoints: dic
 
 @dataclass
 class HostFencesArgs:
-    hosts: list[tuple[str, WorkerHostConfig]]  # (tenant, worker), every GPU host of the stack
-    endpoints: dict[str, pulumi.Input[str]]  # tenant -> its control plane's `address:port`
+    """Every GPU host's firewall. What the fences wait for (the tenants, their hosts' preparation among it) comes in
+    `opts.depends_on`.
+
+    Attributes:
+        hosts (list[tuple[str, WorkerHostConfig]]): (tenant, worker) for every GPU host of the stack.
+        endpoints (dict[str, pulumi.Input[str]]): tenant -> its control plane's `address:port`.
+        ssh_private_key (pulumi.Output[str]): the stack's SSH key for the hosts (secret).
+        node_ports (bool): controlPlane.serviceType NodePort: every control plane's ports are open on every
+            management node.
+    """
+
+    hosts: list[tuple[str, WorkerHostConfig]]
+    endpoints: dict[str, pulumi.Input[str]]
     ssh_private_key: pulumi.Output[str]
-    node_ports: bool  # controlPlane.serviceType NodePort: every control plane's ports open on every management node
+    node_ports: bool
 
 
 class HostFences(pulumi.ComponentResource):

@@ -19,7 +19,14 @@ from gpu_tenancy.contract.tenant_config import WorkerHostConfig
 
 @dataclass
 class HostIdentitiesArgs:
-    hosts: list[tuple[str, WorkerHostConfig]]  # (tenant, worker)
+    """The machine-id read of every GPU host, before any is prepared.
+
+    Attributes:
+        hosts (list[tuple[str, WorkerHostConfig]]): (tenant, worker) for every GPU host of the stack.
+        ssh_private_key (pulumi.Output[str]): the stack's SSH key for the hosts (secret).
+    """
+
+    hosts: list[tuple[str, WorkerHostConfig]]
     ssh_private_key: pulumi.Output[str]
 
 

@@ -15,13 +15,27 @@ from gpu_tenancy.contract.tenant_config import WorkerHostConfig
 
 @dataclass
 class HostWorkerArgs:
+    """One real GPU host joined to its tenant. What its preparation waits for (the control plane, its token's mint,
+    the hosts' identity check) comes in `opts.depends_on`.
+
+    Attributes:
+        tenant (str): the tenant the host joins.
+        host (WorkerHostConfig): the host as the stack declares it (tenants[].workers[]).
+        ssh_private_key (pulumi.Output[str]): the stack's SSH key for the hosts (secret).
+        kubernetes_version (str): the tenant's Kubernetes version; the host's packages are pinned to it.
+        endpoint (pulumi.Input[str]): the tenant's API server, `address:port`.
+        ca_cert_hash (pulumi.Input[str]): the tenant CA's `sha256:<hex>`, which the join pins.
+        kubeconfig (pulumi.Input[str]): the tenant's admin kubeconfig (secret), to remove the host's Node.
+        bootstrap (BootstrapToken): the host's join token.
+    """
+
     tenant: str
     host: WorkerHostConfig
     ssh_private_key: pulumi.Output[str]
     kubernetes_version: str
     endpoint: pulumi.Input[str]
     ca_cert_hash: pulumi.Input[str]
-    kubeconfig: pulumi.Input[str]  # the tenant's admin kubeconfig, to remove the host's Node
+    kubeconfig: pulumi.Input[str]
     bootstrap: BootstrapToken
 
 

@@ -47,15 +47,26 @@ exit 1
 
 @dataclass
 class InventoryCheckArgs:
+    """What HAMi registers on a tenant's nodes against the plan. Its provider (the tenant's) and what it waits for
+    (HAMi) come in `opts`.
+
+    Attributes:
+        tenant (str): the tenant, named in the mismatch message.
+        nodes (list[GpuNode]): the tenant's GPU nodes as the plan counts them.
+        kubeconfig (pulumi.Output[str]): the tenant's admin kubeconfig (secret), for the wait's kubectl.
+        on_mismatch (Literal["error", "warn"]): gpu-tenancy:inventoryMismatch: fail the update or warn.
+        node_joins (dict[str, pulumi.Input[str]]): node name -> the id of the join that registered it. A
+            rejoined node is a fresh Node without HAMi's annotation, so the wait must run again;
+            pulumi-command reruns a command only when its triggers change. Default: {}.
+        devices (pulumi.Input[str] | None): what the node's devices come from (sim-nvml: the mock's
+            configuration digest): new devices re-arm the wait. Default: None.
+    """
+
     tenant: str
     nodes: list[GpuNode]
     kubeconfig: pulumi.Output[str]
     on_mismatch: Literal["error", "warn"]
-    # Node name -> what identifies its current registration: the id of the join that registered it. A rejoined
-    # node (a new join, e.g. its container or host was replaced) is a fresh Node without HAMi's annotation, so
-    # the wait must run again; pulumi-command reruns a command only when its triggers change.
     node_joins: dict[str, pulumi.Input[str]] = field(default_factory=dict)
-    # What the node's devices come from (sim-nvml: the mock's configuration digest): new devices re-arm the wait.
     devices: pulumi.Input[str] | None = None
 
 

@@ -17,12 +17,22 @@ from gpu_tenancy.contract import chart_pins, versions
 
 @dataclass
 class KamajiArgs:
+    """cert-manager, Kamaji and its DataStore on the management cluster. Its provider (the management cluster's) and
+    what it waits for (the kind cluster) come in `opts`.
+
+    Attributes:
+        cert_manager_version (str): the cert-manager chart's version.
+        chart_version (str): the Kamaji chart's version.
+        image_tag (str): Kamaji's image tag.
+        etcd_volume_mib (int): the size of the shared etcd's volume, in MiB. Default: 2048.
+        dedicated_datastores (bool): some tenant has an etcd of its own: its CA comes from a self-signed
+            ClusterIssuer made here (gpu_tenancy/builders/tenant_datastore). Default: False.
+    """
+
     cert_manager_version: str
     chart_version: str
     image_tag: str
     etcd_volume_mib: int = 2048
-    # Tenants with an etcd of their own get its CA from this self-signed ClusterIssuer
-    # (gpu_tenancy/builders/tenant_datastore).
     dedicated_datastores: bool = False
 
 

@@ -13,10 +13,18 @@ from gpu_tenancy.contract import limits
 
 @dataclass
 class KindClusterArgs:
+    """The management cluster, made by kind on this Docker host (sim, sim-nvml).
+
+    Attributes:
+        cluster_name (str): kind's cluster name.
+        node_image (str): the kindest/node image of its node.
+        network (str): kind's Docker network. Not kind's default: kind v0.32.0 reads it from
+            KIND_EXPERIMENTAL_DOCKER_NETWORK when it provisions (pkg/cluster/internal/providers/docker/provider.go
+            `Provision`). Default: "kind".
+    """
+
     cluster_name: str
     node_image: str
-    # kind's Docker network. Not kind's default: kind v0.32.0 reads it from KIND_EXPERIMENTAL_DOCKER_NETWORK
-    # when it provisions (pkg/cluster/internal/providers/docker/provider.go `Provision`).
     network: str = limits.DEFAULT_NETWORK
 
 

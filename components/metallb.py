@@ -23,11 +23,23 @@ CONTROLLER = "metallb-controller"  # the chart's `{{ metallb.fullname }}-control
 
 @dataclass
 class MetalLBArgs:
-    kubeconfig: pulumi.Input[str]  # the management cluster's (secret), for the webhook gate's kubectl
+    """MetalLB with its address pool. Its provider (the management cluster's) and what it waits for (the kind
+    cluster) come in `opts`.
+
+    Attributes:
+        kubeconfig (pulumi.Input[str]): the management cluster's kubeconfig (secret), for the webhook gate's
+            kubectl.
+        chart_version (str): the MetalLB chart's version.
+        network (str | None): a Docker network to take the pool from (sim). Default: None.
+        addresses_needed (int): how many addresses the pool taken from `network` must hold. Default: 0.
+        addresses (list[str] | None): the pool's addresses as given, when there is no `network`. Default: None.
+    """
+
+    kubeconfig: pulumi.Input[str]
     chart_version: str
-    network: str | None = None  # a Docker network to take the pool from...
+    network: str | None = None
     addresses_needed: int = 0
-    addresses: list[str] | None = None  # ...or the pool's addresses as given
+    addresses: list[str] | None = None
 
 
 class MetalLB(pulumi.ComponentResource):

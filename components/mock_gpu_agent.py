@@ -58,13 +58,26 @@ def agent_source_digest() -> str:
 
 @dataclass
 class MockGpuAgentArgs:
+    """The mock-GPU agent on one sim worker. Its provider (the tenant's) and what it waits for (the worker's join,
+    the network) come in `opts`.
+
+    Attributes:
+        tenant (str): the tenant, for labels and the agent's TENANT.
+        gpus (list[dict[str, Any]]): the tenant's GPUs as the stack declares them (by alias), the agent's inventory.
+        worker_container (pulumi.Input[str]): the worker's container, whose containerd gets the image.
+        node_name (pulumi.Input[str]): the worker's Node, the only one the agent may read and patch.
+        image_tag (str | None): the agent image's tag. Default: None (the digest of its sources).
+        split_count (int): how many pods may share one card (HAMi's device split count). Default: 10.
+        worker_id (pulumi.Input[str] | None): the worker container's id: a replaced worker (same name, empty
+            containerd) gets the image again. Default: None.
+    """
+
     tenant: str
     gpus: list[dict[str, Any]]
     worker_container: pulumi.Input[str]
     node_name: pulumi.Input[str]
     image_tag: str | None = None
     split_count: int = 10
-    # The worker container's id: a replaced worker (same name, empty containerd) gets the image again.
     worker_id: pulumi.Input[str] | None = None
 
 

@@ -25,13 +25,27 @@ NAMESPACE = "kube-system"
 
 @dataclass
 class MockNvmlArgs:
+    """NVIDIA's mock NVML on one sim-nvml worker. Its provider (the tenant's) and what it waits for (the worker's
+    join, the network) come in `opts`.
+
+    Attributes:
+        tenant (str): the tenant, for labels and the mock's configuration.
+        gpus (list[Any]): the tenant's GPUs (GpuConfig), which the mock's driver root holds.
+        image_name (pulumi.Input[str]): the mock's image (NvmlMockImage.image_name).
+        image_build (pulumi.Resource): the command that builds it (NvmlMockImage.build), which the load waits for.
+        worker_container (pulumi.Input[str]): the worker's container, whose containerd gets the image.
+        node_name (pulumi.Input[str]): the worker's Node, the only one the mock may label.
+        worker_id (pulumi.Input[str]): the worker container's id: a replaced worker (same name, empty containerd)
+            gets the image again.
+        kubernetes_version (str): the tenant's Kubernetes version, which decides the admission policy's API.
+    """
+
     tenant: str
-    gpus: list[Any]  # GpuConfig
+    gpus: list[Any]
     image_name: pulumi.Input[str]
     image_build: pulumi.Resource
     worker_container: pulumi.Input[str]
     node_name: pulumi.Input[str]
-    # The worker container's id: a replaced worker (same name, empty containerd) gets the image again.
     worker_id: pulumi.Input[str]
     kubernetes_version: str
 

@@ -20,6 +20,12 @@ from gpu_tenancy.contract import versions
 
 @dataclass
 class NvmlMockImageArgs:
+    """NVIDIA's mock NVML image, built on this Docker host.
+
+    Attributes:
+        commit (str): the NVIDIA/k8s-test-infra commit to build. Default: versions.NVML_MOCK_COMMIT.
+    """
+
     commit: str = versions.NVML_MOCK_COMMIT
 
 

@@ -15,6 +15,15 @@ from gpu_tenancy.builders.tenant_access import tenant_access
 
 @dataclass
 class TenantAccessArgs:
+    """A tenant's non-admin identity. Its provider (the tenant's) comes in `opts`.
+
+    Attributes:
+        tenant (str): the tenant, for labels and the kubeconfig's names.
+        namespace (k8s.core.v1.Namespace): the workloads namespace, the only one the identity may edit.
+        admin_kubeconfig (pulumi.Input[str]): the tenant's admin kubeconfig (secret): the server and CA the
+            user's kubeconfig is made from.
+    """
+
     tenant: str
     namespace: k8s.core.v1.Namespace
     admin_kubeconfig: pulumi.Input[str]

@@ -20,18 +20,36 @@ TCP_API_VERSION = "kamaji.clastix.io/v1alpha1"
 
 @dataclass
 class TenantControlPlaneArgs:
+    """A tenant's Kamaji control plane. Its provider (the management cluster's) and what it waits for (MetalLB's
+    pool, Kamaji) come in `opts`; the tenant's own provider is its `provider` attribute.
+
+    Attributes:
+        tenant (str): the tenant: the control plane's name and namespace.
+        kubernetes_version (str): the control plane's Kubernetes version.
+        pod_cidr (str): the tenant's pod network.
+        service_cidr (str): the tenant's service network.
+        node_runtime (str): "kind": kindest/node containers; "host": prepared real hosts. Default: "kind".
+        service_type (str): the API server's Service type (controlPlane.serviceType). Default: "LoadBalancer".
+        address (str | None): the API server's fixed address (tenants[].controlPlaneAddress). Default: None.
+        port (int): the API server's port. Default: control_plane_spec.TCP_PORT.
+        konnectivity_port (int): the konnectivity server's port. Default: control_plane_spec.KONNECTIVITY_PORT.
+        api_server_args (list[str]): flags the device layer needs on the tenant's API server (sim-nvml:
+            gpu_tenancy.builders.mock_nvml.cuda_control). Default: [].
+        data_store (str): "shared": the platform's etcd; "dedicated": an etcd of this tenant's own
+            (TenantDataStore). Default: "shared".
+        etcd_volume_mib (int): the size of a dedicated etcd's volume, in MiB. Default: 2048.
+    """
+
     tenant: str
     kubernetes_version: str
     pod_cidr: str
     service_cidr: str
-    node_runtime: str = "kind"  # "kind": kindest/node containers; "host": prepared real hosts
+    node_runtime: str = "kind"
     service_type: str = "LoadBalancer"
     address: str | None = None
     port: int = control_plane_spec.TCP_PORT
     konnectivity_port: int = control_plane_spec.KONNECTIVITY_PORT
-    # Flags the device layer needs on the tenant's API server (sim-nvml: gpu_tenancy.builders.mock_nvml.cuda_control).
     api_server_args: list[str] = field(default_factory=list)
-    # "shared": the platform's etcd; "dedicated": an etcd of this tenant's own (TenantDataStore).
     data_store: str = "shared"
     etcd_volume_mib: int = 2048
 

@@ -21,6 +21,14 @@ from gpu_tenancy.contract import versions
 
 @dataclass
 class TenantDataStoreArgs:
+    """A tenant's own etcd. Its provider (the management cluster's) and what it waits for (the tenant's namespace)
+    come in `opts`.
+
+    Attributes:
+        tenant (str): the tenant: the namespace the etcd runs in and the DataStore's name.
+        volume_mib (int): the size of its one etcd member's volume, in MiB.
+    """
+
     tenant: str
     volume_mib: int
 

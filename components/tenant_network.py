@@ -15,12 +15,23 @@ from gpu_tenancy.contract import versions
 
 @dataclass
 class TenantNetworkArgs:
+    """kindnet and kube-proxy in a tenant. Its provider (the tenant's) comes in `opts`.
+
+    Attributes:
+        tenant (str): the tenant, for labels.
+        pod_cidr (str): the tenant's pod network, which kindnet routes and kube-proxy is told of.
+        endpoint (pulumi.Input[str]): the tenant's API server, `address:port`, which both reach without a Service.
+        kindnetd_image (str): kindnetd's image.
+        kubernetes_version (str): the tenant's Kubernetes version, kube-proxy's image tag.
+        nodes (list[pulumi.Resource]): the tenant's nodes (their joins): the DaemonSets come after them and, on
+            destroy, go before them. Default: [].
+    """
+
     tenant: str
     pod_cidr: str
     endpoint: pulumi.Input[str]
     kindnetd_image: str
     kubernetes_version: str
-    # The tenant's nodes (their joins): the DaemonSets come after them and, on destroy, go before them.
     nodes: list[pulumi.Resource] = field(default_factory=list)
 
 

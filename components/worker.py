@@ -17,15 +17,30 @@ from gpu_tenancy.builders.worker import kind_node, node_proxy, worker_join
 
 @dataclass
 class WorkerArgs:
+    """One sim worker. What its container waits for (the control plane) comes in `opts.depends_on`.
+
+    Attributes:
+        tenant (str): the tenant the worker joins.
+        container_name (str): the container's name, also the Node's.
+        image (str): the kindest/node image.
+        network (str): kind's Docker network, which the container joins.
+        endpoint (pulumi.Input[str]): the tenant's API server, `address:port`.
+        ca_cert_hash (pulumi.Input[str]): the tenant CA's `sha256:<hex>`, which the join pins.
+        kubeconfig (pulumi.Input[str]): the tenant's admin kubeconfig (secret): the join mints its bootstrap token
+            with it, the node command removes the Node.
+        control_plane_id (pulumi.Input[str]): the TenantControlPlane's id: the same text for ever, unknown only
+            while it is replaced.
+        pod_cidr (str): the tenant's pod network, kept out of the node's proxy. Default: "".
+        service_cidr (str): the tenant's service network, kept out of the node's proxy. Default: "".
+    """
+
     tenant: str
     container_name: str
     image: str
     network: str
     endpoint: pulumi.Input[str]
     ca_cert_hash: pulumi.Input[str]
-    # The tenant's admin kubeconfig: the join mints its bootstrap token with it, the node command removes the Node.
     kubeconfig: pulumi.Input[str]
-    # The TenantControlPlane's id: the same text for ever, unknown only while it is replaced.
     control_plane_id: pulumi.Input[str]
     pod_cidr: str = ""
     service_cidr: str = ""

@@ -15,11 +15,21 @@ from gpu_tenancy.contract.tenant_config import WorkloadConfig
 
 @dataclass
 class WorkloadsArgs:
+    """A tenant's workloads. Its provider (the tenant's) and what they wait for (HAMi and, in sim, the mock-GPU
+    agent that registers the devices) come in `opts`.
+
+    Attributes:
+        tenant (str): the tenant, for labels and names.
+        workloads (list[WorkloadConfig]): the tenant's workloads (tenants[].workloads), one Deployment each.
+        quota (dict[str, int]): the namespace's ResourceQuota (tenants[].quota); none when empty.
+        ordered (bool): stack setting orderedWorkloads: each Deployment waits for the previous one
+            (pulumi-kubernetes awaits a Deployment's rollout before it counts as created), so pods reach HAMi in
+            the planned order. Default: False.
+    """
+
     tenant: str
     workloads: list[WorkloadConfig]
     quota: dict[str, int]
-    # Stack setting orderedWorkloads: each Deployment waits for the previous one (pulumi-kubernetes awaits
-    # a Deployment's rollout before it counts as created), so pods reach HAMi in the planned order.
     ordered: bool = False
 
 
