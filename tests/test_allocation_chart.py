@@ -84,7 +84,7 @@ def test_pending_pods_waiting_for_the_same_reason_are_one_line_with_the_explanat
 
 
 def test_quota_in_one_order_in_plan_and_live() -> None:
-    """GPUs, memory, cores: the order `cli.plan report` prints, whatever order the quota came in."""
+    """GPUs, memory, cores: the order `plan report` prints, whatever order the quota came in."""
     shuffled = (QuotaUse("limits.nvidia.com/gpucores", 60, 150), QuotaUse("requests.nvidia.com/gpu", 3, 4),
                 QuotaUse("limits.nvidia.com/gpumem", 24576, 36864))
     for source in ("planned", "live"):

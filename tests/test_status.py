@@ -102,7 +102,7 @@ def test_make_status_table_and_exit_code(mode: str, cluster: dict[str, FakeTenan
     assert status_cli.main(["--stack", "dev", "--width", "200"]) == 0
     out, err = capsys.readouterr()
     assert err == ""
-    # gpu_tenancy.cli.allocation_chart.render_table, shared with cli.plan report
+    # gpu_tenancy.cli.allocation_chart.render_table, shared with `plan report`
     assert "Live GPU allocation: 1 pending" in out
     assert out.splitlines()[0].startswith("stack dev at ")
     assert "a-infer ×4: 40960 MiB, 80%" in out  # holders per workload; per pod with --pods
@@ -112,7 +112,7 @@ def test_make_status_table_and_exit_code(mode: str, cluster: dict[str, FakeTenan
     # The scheduler's own message, cleaned: one line, no preemption boilerplate, no "pod.."
     assert "    scheduler: 0/1 nodes are available: 1 2/2 CardTypeMismatch\n" in out
     assert "preemption" not in out and ".." not in out
-    assert "quota: gpu 4/6 · gpumem 40960/61440 MiB · gpucores 80/100%" in out  # cli.plan report's order
+    assert "quota: gpu 4/6 · gpumem 40960/61440 MiB · gpucores 80/100%" in out  # `plan report`'s order
     assert "token-" not in out  # kubeconfigs never reach the terminal
 
 

@@ -1,4 +1,4 @@
-"""The picture of an `AllocationView` (`render_png`), shared by `cli.plan report` and `status --png`.
+"""The picture of an `AllocationView` (`render_png`), shared by `gpu-tenancy plan report` and `status --png`.
 
 One panel per tenant, two panels side by side (a single tenant: one), each 1200 px wide: the tenant, its
 node(s) and GPU quota, its own legend (workloads in name order, colours distinct within the tenant), two

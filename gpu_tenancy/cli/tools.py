@@ -115,7 +115,7 @@ class Tool:
         return first if re.fullmatch(r"v\d+\.\d+\.\d+\S*", first) else None
 
 
-# Recorded from each release's published checksum file (see `python -m gpu_tenancy.cli.tools published`).
+# Recorded from each release's published checksum file (see `python3 -m gpu_tenancy tools published`).
 TOOLS = (
     Tool(
         "kind",
@@ -248,7 +248,7 @@ class Installer:
             raise ToolError(
                 f"{tool.name} {tool.version} ({target}): no sha256 recorded in gpu_tenancy/cli/tools.py, so it is "
                 f"not downloaded. Record the one {published_url} publishes "
-                f"(`python -m gpu_tenancy.cli.tools published`), or install {tool.name} {tool.version} yourself"
+                f"(`python3 -m gpu_tenancy tools published`), or install {tool.name} {tool.version} yourself"
             )
         with tempfile.TemporaryDirectory(dir=self.bin_dir) as scratch:
             sums = Path(scratch) / "checksums"
