@@ -213,3 +213,23 @@ def test_the_script_runs_this_checkout_as_pyproject_declares_it() -> None:
     assert project["scripts"] == {"gpu-tenancy": "gpu_tenancy.cli.main:main"}
     done = run([str(SCRIPT), "--version"])
     assert done.returncode == 0 and done.stdout == f"gpu-tenancy {project['version']}\n"
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly_with_141(tmp_path: Path) -> None:
+    """`gpu-tenancy ... | head`: exit 128 + SIGPIPE as a shell reports it, and nothing on stderr."""
+    (tmp_path / "toy_talker.py").write_text("def main(argv):\n    for i in range(200_000):\n        print('line', i)\n"
+                                            "    return 0\n")
+    probe = textwrap.dedent("""
+        import sys
+        from gpu_tenancy.cli import commands
+        commands.COMMANDS["talker"] = commands.CommandInfo("toy_talker", "prints a lot")
+        from gpu_tenancy.cli.main import main
+        sys.exit(main(["talker"]))
+    """)
+    talker = subprocess.Popen([sys.executable, "-c", probe], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env={**os.environ, "PYTHONPATH": f"{tmp_path}:{REPO}"})
+    assert talker.stdout is not None and talker.stderr is not None
+    assert talker.stdout.read(7) == b"line 0\n"
+    talker.stdout.close()
+    assert talker.wait(timeout=60) == 141
+    assert talker.stderr.read() == b""
