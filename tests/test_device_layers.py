@@ -220,3 +220,23 @@ def test_a_layer_with_cuda_control_needs_the_mutating_policy_api_in_any_placemen
     monkeypatch.setitem(LAYERS, "real", replace(layer("real"), cuda_control=True))
     [(key, problem)] = mode_errors(before_the_api, raw)
     assert key == "versions.kubernetes" and "(MutatingAdmissionPolicy), not v1.33.2" in problem
+
+
+# Typed from docs/live-suite.md ("Footprint"): kind control plane 1.5 GB and the platform 0.8 GB; per tenant a
+# 0.6 GB control plane and a 0.8 GB worker, 0.2 GB more in sim-nvml; disk 8 GB and 1 GB per tenant, 2.5 GB more
+# for the mock NVML image and its build cache.
+@pytest.mark.parametrize(("mode", "memory_gib", "disk_gib"), [
+    ("sim", 2.3 + 2 * 1.4, 8 + 2), ("sim-nvml", 2.3 + 2 * 1.6, 8 + 2 + 2.5),
+])
+def test_the_doctor_sizes_a_lab_by_its_layer(mode: str, memory_gib: float, disk_gib: float) -> None:
+    from gpu_tenancy.cli.doctor import host as doctor_host
+
+    shape = doctor_host.LabShape("lab", mode, "gpu-tenancy-lab", "kind", ("a", "b"))
+    assert shape.simulated
+    assert doctor_host.footprint_bytes(shape) == (int(memory_gib * 2**30), int(disk_gib * 2**30))
+
+
+def test_the_doctor_takes_a_mode_no_layer_registers_as_no_lab() -> None:
+    from gpu_tenancy.cli.doctor import host as doctor_host
+
+    assert not doctor_host.LabShape("lab", "cloud", "gpu-tenancy-lab", "kind", ("a",)).simulated

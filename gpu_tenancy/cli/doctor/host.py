@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 from gpu_tenancy.cli.tools import TOOLS_BY_NAME
 from gpu_tenancy.contract import versions
+from gpu_tenancy.contract.device_layers import LAYERS, DeviceLayer
 
 GIB = 1024**3
 
@@ -59,8 +60,13 @@ class LabShape:
     tenants: tuple[str, ...]
 
     @property
+    def layer(self) -> DeviceLayer | None:
+        """The mode's device layer; None for a mode no layer registers (the stack file's check names it)."""
+        return LAYERS.get(self.mode)
+
+    @property
     def simulated(self) -> bool:
-        return self.mode in ("sim", "sim-nvml")
+        return self.layer is not None and self.layer.simulated
 
 
 @dataclass
@@ -83,9 +89,10 @@ def footprint_bytes(shape: LabShape) -> tuple[int, int]:
     """(memory, disk) a fresh lab needs (docs/live-suite.md, "Footprint"): kind control plane 1.5 GB, Kamaji,
     cert-manager, MetalLB and etcd 0.8 GB, each tenant 0.6 GB control plane + 0.8 GB worker (+0.2 GB sim-nvml);
     disk 8 GB plus 1 GB per tenant, and the mock NVML image with its build cache (2.5 GB) in sim-nvml."""
-    per_tenant = 1.4 + (0.2 if shape.mode == "sim-nvml" else 0.0)
+    layer = shape.layer
+    per_tenant = layer.lab_memory_gib_per_tenant if layer else 0.0
     memory = (2.3 + per_tenant * len(shape.tenants)) * GIB
-    disk = (8 + len(shape.tenants) + (2.5 if shape.mode == "sim-nvml" else 0.0)) * GIB
+    disk = (8 + len(shape.tenants) + (layer.lab_disk_gib if layer else 0.0)) * GIB
     return int(memory), int(disk)
 
 

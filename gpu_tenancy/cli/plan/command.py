@@ -27,13 +27,14 @@ from gpu_tenancy.cli.base_command import CommandParser, command_parser
 from gpu_tenancy.cli.plan import order_verdicts, plan_input
 from gpu_tenancy.cli.plan.plan_input import UNASSIGNED, InputError, load
 from gpu_tenancy.cli.status_codes import USAGE
+from gpu_tenancy.contract.device_layers import LAYERS
 from gpu_tenancy.hami.allocation import AllocationView, GpuView, QuotaUse, Slice, TenantView, Unplaced
 from gpu_tenancy.hami.planner.model import QUOTA_GPU, QUOTA_GPUCORES, QUOTA_GPUMEM, Node, Quota, Workload
 from gpu_tenancy.hami.planner.report import PlanResult
 from gpu_tenancy.hami.planner.schedule import plan
 
-# HAMi's device plugin registers a node's cards in Go map order (register.go getAPIDevices): the order changes
-# between registrations on sim-nvml and real hosts, while the mock-GPU agent keeps index order (sim).
+# Whether cards register in a stable order is the device layer's (DeviceLayer.stable_card_order); an unknown
+# mode is taken as unstable.
 CARD_CHOICE_NOTE = (
     "The verdicts hold in every order; the placements are one order's. On sim-nvml and real hosts which of "
     "two equal cards a slice lands on can differ (HAMi registers cards in a different order each time).\n"
@@ -42,7 +43,8 @@ CARD_CHOICE_NOTE = (
 
 def card_order_note(nodes: Sequence[Node], mode: str | None) -> str:
     """What of the plan holds whatever order HAMi registers the cards in (nothing to say for sim)."""
-    if mode == "sim":
+    layer = LAYERS.get(mode) if mode else None
+    if layer is not None and layer.stable_card_order:
         return ""
     mixed = sorted(n.name for n in nodes if len({(d.type, d.devmem) for d in n.devices}) > 1)
     if not mixed:
