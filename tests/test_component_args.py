@@ -170,3 +170,19 @@ def test_a_provider_set_on_a_parent_reaches_the_kubernetes_children(mocks: Recor
 
     # After the binding (the last child) is registered.
     return pulumi.Output.all(tenant_provider.urn, policy.binding.id).apply(lambda values: check(values[0]))
+
+
+@pytest.mark.parametrize("stack", ["dev", "dev-nvml", "gpu"])
+def test_what_the_tenant_is_given_to_wait_for_reaches_its_control_plane(stack: str) -> None:
+    from policy_support import EXAMPLE_STACKS
+
+    # __main__ gives each Tenant depends_on=[MetalLB's pool and advertisement, Kamaji's DataStore]; the Tenant hands
+    # it to its control plane, which hands it to its namespace: the first object each tenant creates.
+    resources = EXAMPLE_STACKS[stack]()
+    urns = {r.name: r.urn for r in resources if r.name in {"kamaji-datastore", "metallb-pool", "metallb-l2"}}
+    assert len(urns) == 3
+    tenants = [r.name for r in resources if r.type == "gpu-tenancy:tenant:Tenant"]
+    assert tenants
+    for tenant in tenants:
+        namespace = next(r for r in resources if r.name == f"{tenant}-control-plane-namespace")
+        assert set(urns.values()) <= set(namespace.dependencies), tenant
