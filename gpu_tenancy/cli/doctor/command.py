@@ -47,6 +47,7 @@ from gpu_tenancy.cli.doctor.known_issues import (
 from gpu_tenancy.cli.doctor.lab import ClusterFacts, LabFacts, lab_problems
 from gpu_tenancy.cli.status_codes import FAILURE, SUCCESS, USAGE
 from gpu_tenancy.contract.config import ConfigError
+from gpu_tenancy.contract.device_layers import LAYERS
 from gpu_tenancy.contract.stack_file import load_stack_file
 
 NAMESPACE = "gpu-tenancy"
@@ -396,7 +397,8 @@ def lab_gone(args: argparse.Namespace) -> bool:
     except stack_outputs.OutputsError:
         return False
     cluster = outputs.get("kindClusterName")
-    if not cluster or outputs.get("mode") not in ("sim", "sim-nvml"):
+    layer = LAYERS.get(str(outputs.get("mode")))
+    if not cluster or layer is None or not layer.simulated:
         return False
     listed = run(["kind", "get", "clusters"])
     return listed is not None and listed[0] == 0 and str(cluster) not in listed[1].split()
