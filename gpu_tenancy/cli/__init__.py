@@ -1,1 +1,1 @@
-"""The day-two command lines: plan, status, tenants, doctor, kubeconfig, promotion, pull requests."""
+"""`gpu-tenancy <command>`: the day-two command lines, listed in commands.py, run by main.py through base_command.py."""
