@@ -148,6 +148,8 @@ class Tenant(pulumi.ComponentResource):
                 ).kubeconfig
         self.endpoint = control_plane.endpoint
         self.kubeconfig = control_plane.kubeconfig
+        # The non-admin kubeconfig (secret, as TenantAccess makes it) only when the tenant has user access.
+        user_access = {"userKubeconfig": self.user_kubeconfig} if self.user_kubeconfig is not None else {}
         self.register_outputs({
             **declaration, "endpoint": self.endpoint, "kubeconfig": self.kubeconfig, "nodes": self.nodes, **user_access,
         })
