@@ -23,6 +23,11 @@ clean time plus 20 s) and writes `mutants/extra/<module>.json`; tests/mutation_s
     .venv/bin/python tests/mutation_operators.py list gpu_tenancy/builders/tenant_access/tenant_access.py
     .venv/bin/python tests/mutation_operators.py run gpu_tenancy/builders/tenant_access/tenant_access.py
     .venv/bin/python tests/mutation_operators.py survivors gpu_tenancy/builders/tenant_access/tenant_access.py
+
+`run` takes `--tests` after the module to run those test files (or pytest node ids) instead of the covering
+tests, quickest first (`-x` stops at the first failure); the record names them:
+
+    .venv/bin/python tests/mutation_operators.py run policies/gpu_lib.py --tests tests/test_policy_values.py tests/test_policies.py
 """
 
 from __future__ import annotations

@@ -141,3 +141,18 @@ def test_scores_add_the_extra_mutants_to_mutmuts(tmp_path: Path, capsys: pytest.
     # 10 of 11 = 90.9 %.
     assert scores_main(["--mutants", str(tmp_path), "--fail-under", "90", module]) == 0
     assert "90.9%" in capsys.readouterr().out
+
+
+def test_run_takes_the_tests_given_after_the_module(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import mutation_operators
+
+    ran: list[tuple[str, list[str]]] = []
+    monkeypatch.setattr(mutation_operators, "run", lambda module, tests, out: ran.append((module, tests)))
+    module = "policies/gpu_lib.py"
+    given = ["tests/test_policy_values.py", "tests/test_policies.py::test_dev_stack_passes"]
+    assert main(["run", module, "--tests", *given, "--out", str(tmp_path)]) == 0
+    assert ran == [(module, given)]
+    # Without --tests: the covering tests.
+    assert main(["run", module, "--out", str(tmp_path)]) == 0
+    assert ran[1] == (module, covering_tests(module))
+    assert ran[1][1] != given
