@@ -19,7 +19,7 @@ class CommandInfo:
 COMMANDS: dict[str, CommandInfo] = {
     "plan": CommandInfo(
         "gpu_tenancy.cli.plan.command",
-        "Will a stack's workloads fit its GPUs as HAMi places them? (plan, report; exit 3: depends on the order)",
+        "Will a stack's workloads fit its GPUs as HAMi places them? (subcommands plan, report)",
     ),
     "status": CommandInfo(
         "gpu_tenancy.cli.status.command", "Live GPU allocation per tenant and GPU, why pods wait, quota used"
@@ -34,7 +34,7 @@ COMMANDS: dict[str, CommandInfo] = {
     ),
     "kubeconfig": CommandInfo(
         "gpu_tenancy.cli.kubeconfig",
-        "Write a tenant's (or the management cluster's) admin kubeconfig, mode 0600, and print its path",
+        "Write a tenant's or the management cluster's admin kubeconfig (mode 0600); print its path",
     ),
     "charts": CommandInfo(
         "gpu_tenancy.cli.charts.command", "Pull a stack's Helm charts once into .charts/, verified and locked"
@@ -52,6 +52,6 @@ COMMANDS: dict[str, CommandInfo] = {
     ),
     "config-reference": CommandInfo(
         "gpu_tenancy.cli.config_reference.command",
-        "Print (or --write) the configuration reference, docs/configuration.md, from the config models",
+        "Print (or --write) docs/configuration.md from the stack config's models",
     ),
 }

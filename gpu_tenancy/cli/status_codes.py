@@ -20,8 +20,7 @@ BROKEN_PIPE = 128 + 13  # ... for SIGPIPE: `gpu-tenancy plan ... | head` stops q
 
 MEANING = {
     SUCCESS: "success (plan: fits whatever the order; tenants: all healthy; doctor: no problem)",
-    FAILURE: "the answer is no (plan: a replica fits in no order; status, tenants: a tenant unreadable or "
-    "unhealthy; doctor: a problem; promotion: the plan changes), or what the command reads could not be read",
+    FAILURE: "the answer is no (plan: a replica fits in no order; doctor: a problem), or a read failed",
     USAGE: "bad command line or input (one line naming it)",
     DEPENDS: "plan: a replica fits in some orders only",
     INTERNAL_ERROR: "internal error (one line; GPU_TENANCY_DEBUG=1 shows the traceback)",
