@@ -1,0 +1,107 @@
+"""One clause of the policy pack per test: a resource (or declaration) the clause refuses next to the closest one it
+admits, so that a clause written otherwise (an entry dropped from a list, a path one key off) fails a test.
+Expected values come from the pack's documented intent and from upstream Kubernetes, HAMi and Pulumi behaviour."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from policy_support import Recorded, add_resource, copy_stack, dev_stack, find, run_resource_policy, run_stack_policy
+from pulumi_policy import proxy
+
+import gpu_lib  # isort: skip
+import tenant_policies as tp  # isort: skip
+import value_lib  # isort: skip
+
+L4 = {"model": "NVIDIA L4", "count": 1}
+
+
+# --------------------------------------------------------------------------- gpu_lib.planner_inputs
+
+
+@pytest.mark.parametrize(
+    ("nodes", "workloads"),
+    [
+        # A GPU group whose count is left empty (`count:` in YAML is null): int(None) is a TypeError.
+        ([("n", [{"model": "NVIDIA L4", "count": None}])], []),
+        # A container written as its GPU count alone: an int has no `.get`, an AttributeError.
+        ([("n", [L4])], [{"name": "w", "containers": [1]}]),
+    ],
+    ids=["null-count", "container-as-a-number"],
+)
+def test_a_malformed_declaration_is_a_value_error_naming_it(nodes: Any, workloads: Any) -> None:
+    # The planner's caller (gpu-plan-fits) reports a ValueError as a violation; any other error would crash the
+    # policy instead of naming the declaration.
+    with pytest.raises(ValueError, match="malformed declaration"):
+        gpu_lib.planner_inputs("t", nodes, workloads, None, 10)
+
+
+def test_the_closest_well_formed_declaration_is_planned() -> None:
+    nodes, workloads, quota = gpu_lib.planner_inputs(
+        "t", [("n", [L4])], [{"name": "w", "containers": [{"gpus": 1}]}], None, 10
+    )
+    assert [n.name for n in nodes] == ["n"] and [w.name for w in workloads] == ["w"] and quota is None
+    assert workloads[0].containers[0].gpus == 1
+
+
+# --------------------------------------------------------------------------- value_lib
+
+
+@pytest.mark.parametrize(
+    "sentinel",
+    [proxy.UNKNOWN_BOOLEAN_VALUE, proxy.UNKNOWN_NUMBER_VALUE, proxy.UNKNOWN_STRING_VALUE, proxy.UNKNOWN_ARRAY_VALUE,
+     proxy.UNKNOWN_ASSET_VALUE, proxy.UNKNOWN_ARCHIVE_VALUE, proxy.UNKNOWN_OBJECT_VALUE],
+)
+def test_each_of_the_engines_unknown_sentinels_is_unknown(sentinel: str) -> None:
+    # pulumi_policy/proxy.py: the engine sends a value unknown at preview as one of these seven strings, by type.
+    assert value_lib.plain({"a": [sentinel]}) == {"a": [value_lib.UNKNOWN]}
+    # The closest known value: the same string with one character changed stays a string.
+    other = sentinel[:-1] + ("0" if sentinel[-1] != "0" else "1")
+    assert value_lib.plain({"a": [other]}) == {"a": [other]}
+
+
+def test_a_metallb_range_is_the_networks_from_its_first_to_its_last_address() -> None:
+    # MetalLB IPAddressPool spec.addresses: "first-last" covers both ends (ipaddress.summarize_address_range).
+    assert [str(n) for n in value_lib.range_networks("10.0.0.4-10.0.0.7")] == ["10.0.0.4/30"]
+    assert [str(n) for n in value_lib.range_networks("10.0.0.4 - 10.0.0.8")] == ["10.0.0.4/30", "10.0.0.8/32"]
+    # A range whose ends are of two IP versions is no range: nothing, not an exception.
+    assert value_lib.range_networks("10.0.0.1-fd00::1") == []
+    assert value_lib.range_networks("10.0.0.1-nonsense") == []
+
+
+# --------------------------------------------------------------------------- resource_lib: Helm and component types
+
+# Pulumi's Kubernetes provider installs a chart as a helm.sh/v3 Release (one resource, rendered by Helm in the
+# provider) or as a helm.sh/v3 or v4 Chart (a component whose rendered objects are its children).
+HELM_CHART_TYPES = ["kubernetes:helm.sh/v3:Release", "kubernetes:helm.sh/v3:Chart", "kubernetes:helm.sh/v4:Chart"]
+
+
+def _chart(typ: str, version: str) -> Recorded:
+    props = {"chart": "metallb", "version": version, "repositoryOpts": {"repo": "https://metallb.github.io/metallb"}}
+    return Recorded(f"urn:pulumi:dev::gpu-tenancy::{typ}::lb", typ, "lb", typ.endswith("Release"), "", "", props, props)
+
+
+@pytest.mark.parametrize("typ", HELM_CHART_TYPES)
+def test_each_helm_resource_type_is_held_to_an_exact_chart_version(typ: str) -> None:
+    assert len(run_resource_policy(tp.charts_pinned, [_chart(typ, "^0.14")])) == 1
+    assert run_resource_policy(tp.charts_pinned, [_chart(typ, "0.14.9")]) == []
+
+
+# pulumi-kubernetes' component resources: their children are registered one by one, each with its own provider.
+K8S_COMPONENTS = [
+    "kubernetes:helm.sh/v4:Chart", "kubernetes:helm.sh/v3:Chart", "kubernetes:yaml/v2:ConfigGroup",
+    "kubernetes:yaml/v2:ConfigFile", "kubernetes:yaml:ConfigGroup", "kubernetes:yaml:ConfigFile",
+    "kubernetes:kustomize/v2:Directory", "kubernetes:kustomize:Directory",
+]
+
+
+@pytest.mark.parametrize("typ", K8S_COMPONENTS)
+def test_a_kubernetes_component_may_come_without_a_provider(typ: str) -> None:
+    stack = copy_stack(dev_stack())
+    tenant = find(stack, tp.TENANT_TYPE, "tenant-a")
+    component = add_resource(stack, tenant, typ, "tenant-a-bundle", {}, outputs={})
+    assert [m for m, urn in run_stack_policy(tp.tenant_provider_isolation, stack) if urn == component.urn] == []
+    # The closest refused: an object itself (a ConfigMap) with no provider reaches no cluster the pack can name.
+    stray = add_resource(stack, tenant, "kubernetes:core/v1:ConfigMap", "tenant-a-loose", {"metadata": {}})
+    assert [urn for _, urn in run_stack_policy(tp.tenant_provider_isolation, stack)] == [stray.urn]
