@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 from policy_support import Recorded, add_resource, copy_stack, dev_stack, find, run_resource_policy, run_stack_policy
 from pulumi_policy import proxy
+from resource_lib import Res
 
+import fields_lib  # isort: skip
 import gpu_lib  # isort: skip
 import tenant_policies as tp  # isort: skip
 import value_lib  # isort: skip
@@ -105,3 +107,39 @@ def test_a_kubernetes_component_may_come_without_a_provider(typ: str) -> None:
     # The closest refused: an object itself (a ConfigMap) with no provider reaches no cluster the pack can name.
     stray = add_resource(stack, tenant, "kubernetes:core/v1:ConfigMap", "tenant-a-loose", {"metadata": {}})
     assert [urn for _, urn in run_stack_policy(tp.tenant_provider_isolation, stack)] == [stray.urn]
+
+
+# --------------------------------------------------------------------------- fields_lib: data maps and code types
+
+# Maps keyed by data, not by field names: ObjectMeta labels/annotations, a LabelSelector's matchLabels, a PodSpec's
+# nodeSelector, ResourceRequirements limits/requests, a ResourceQuota's hard, ConfigMap/Secret data, stringData and
+# binaryData, a PersistentVolume's capacity, and pulumi-command's Command environment.
+DATA_MAPS = ["labels", "annotations", "matchLabels", "nodeSelector", "limits", "requests", "hard", "data",
+             "stringData", "binaryData", "environment", "capacity"]
+
+
+@pytest.mark.parametrize("key", DATA_MAPS)
+def test_a_data_map_ends_the_field_path(key: str) -> None:
+    assert list(fields_lib.paths({"spec": {key: {"any-name": "v"}}})) == [f"spec.{key}"]
+    # The closest other map, a field (`template`), is followed into.
+    assert list(fields_lib.paths({"spec": {"template": {"any-name": "v"}}})) == ["spec.template.any-name"]
+
+
+# Types that run code or reach a host without a pod spec: Kamaji's TenantControlPlane and DataStore, a Docker
+# container, a Helm release, local and remote commands, a RuntimeClass (its handler picks the node's runtime).
+CODE_TYPES = [
+    "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane", "kubernetes:kamaji.clastix.io/v1alpha1:DataStore",
+    "docker:index/container:Container", "kubernetes:helm.sh/v3:Release", "command:local:Command",
+    "command:remote:Command", "kubernetes:node.k8s.io/v1:RuntimeClass",
+]
+
+
+@pytest.mark.parametrize("typ", CODE_TYPES)
+def test_a_type_that_runs_code_has_its_fields_allow_listed(typ: str) -> None:
+    assert fields_lib.field_checked(Res(typ, "r", f"urn:pulumi:dev::p::{typ}::r", {}))
+
+
+@pytest.mark.parametrize("typ", ["kubernetes:core/v1:ConfigMap", "kubernetes:node.k8s.io/v1:RuntimeClassList",
+                                 "docker:index/network:Network"])
+def test_a_type_that_runs_no_code_is_not_allow_listed(typ: str) -> None:
+    assert not fields_lib.field_checked(Res(typ, "r", f"urn:pulumi:dev::p::{typ}::r", {}))
