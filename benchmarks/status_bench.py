@@ -94,7 +94,7 @@ def ratio_line(what: str, measured: tuple[float, float], floor: tuple[float, flo
 
 def offline(dump: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in PROXIES}
-    status = [sys.executable, "-m", "gpu_tenancy.cli.status", "--objects", str(dump), "--width", "160"]
+    status = [sys.executable, "-m", "gpu_tenancy", "status", "--objects", str(dump), "--width", "160"]
     floor = [sys.executable, "-c", "import json, sys; json.load(open(sys.argv[1], 'rb'))", str(dump)]
     # status decodes with the collector paused (status_cli.collector_paused): the fastest plain decode too
     floor_quiet = [sys.executable, "-c", "import gc, json, sys; gc.disable(); json.load(open(sys.argv[1], 'rb'))",

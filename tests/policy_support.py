@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import pickle
+import re
 import sys
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
@@ -268,8 +269,15 @@ def _module_file(repo: Path, module: str) -> Path | None:
 
 def program_modules() -> set[str]:
     """The modules a stack recording can run: what the entry points import, followed through this repository
-    (static imports; the program imports nothing by name at run time), with every package on the way."""
+    (static imports, and the one import by name: each device layer's wiring module, which its facts name in
+    gpu_tenancy/contract/device_layers), with every package on the way."""
     return set(_program_modules_in(REPO))
+
+
+def _wiring_modules(repo: Path) -> list[str]:
+    """The modules the device layers' facts name as their wiring (`wiring="components.device_layers.sim"`)."""
+    return [match for path in sorted((repo / "gpu_tenancy" / "contract" / "device_layers").glob("*.py"))
+            for match in re.findall(r'wiring="([\w.]+)"', path.read_text())]
 
 
 @functools.cache
@@ -277,6 +285,10 @@ def _program_modules_in(repo: Path) -> frozenset[str]:
     """`program_modules` of the checkout at `repo`, parsed once per process (a mutant's asks for each recording)."""
     found: set[str] = set()
     pending = [repo / entry for entry in _RECORDING_ENTRY_POINTS]
+    for module in _wiring_modules(repo):
+        if (path := _module_file(repo, module)) is not None:
+            found.add(module)
+            pending.append(path)
     while pending:
         for name in imported_names(pending.pop().read_text()):
             parts = name.split(".")

@@ -194,11 +194,10 @@ def test_help_of_a_command(capsys: pytest.CaptureFixture[str]) -> None:
 # --------------------------------------------------------------------------- one command, three ways to call it
 
 
-def test_the_installed_script_python_m_and_the_alias_are_the_same_command() -> None:
+def test_the_installed_script_and_python_m_are_the_same_command() -> None:
     assert SCRIPT.exists(), f"{SCRIPT} missing: `make runtime` installs it (pip install -e .)"
     plan = ["plan", "plan", "examples/plan-overcommit.json"]
-    ways = [[str(SCRIPT), *plan], [sys.executable, "-m", "gpu_tenancy", *plan],
-            [sys.executable, "-m", "gpu_tenancy.cli.plan", *plan[1:]]]
+    ways = [[str(SCRIPT), *plan], [sys.executable, "-m", "gpu_tenancy", *plan]]
     results = [run(argv) for argv in ways]
     assert {(r.returncode, r.stdout, r.stderr) for r in results} == {(results[0].returncode, results[0].stdout, "")}
     assert results[0].returncode == 1 and "Verdict: 6 replica(s) fit in no order" in results[0].stdout

@@ -130,7 +130,7 @@ def interrupt_up_at(
 def run_doctor(stack: str, cwd: Path, env: Mapping[str, str], *args: str, stack_file: Path | None = None,
                state_dir: Path | None = None) -> subprocess.CompletedProcess[str]:
     """`make doctor` for the throwaway stack (its stack file and backend come from the workspace env)."""
-    command = [sys.executable, "-m", "gpu_tenancy.cli.doctor", "--stack", stack, *args]
+    command = [sys.executable, "-m", "gpu_tenancy", "doctor", "--stack", stack, *args]
     if stack_file is not None:
         command += ["--stack-file", str(stack_file)]
     if state_dir is not None:

@@ -202,7 +202,7 @@ def has_workloads(tenant: TenantConfig) -> bool:
 
 
 def plan_document(stack: StackConfig, cluster_name: str) -> dict[str, Any]:
-    """The stack's GPUs, workloads and quotas in `gpu_tenancy.cli.plan.command`'s input format.
+    """The stack's GPUs, workloads and quotas in `gpu-tenancy plan`'s input format (gpu_tenancy/cli/plan/plan_input.py).
 
     Nodes are the ones the live cluster will have (`gpu_nodes`: one kind worker per tenant in sim and
     sim-nvml, one node per host in real), each with the register HAMi's device plugin writes for its cards
