@@ -13,6 +13,7 @@ from resource_lib import Res
 
 import fields_lib  # isort: skip
 import gpu_lib  # isort: skip
+import pod_lib  # isort: skip
 import tenant_policies as tp  # isort: skip
 import value_lib  # isort: skip
 
@@ -143,3 +144,56 @@ def test_a_type_that_runs_code_has_its_fields_allow_listed(typ: str) -> None:
                                  "docker:index/network:Network"])
 def test_a_type_that_runs_no_code_is_not_allow_listed(typ: str) -> None:
     assert not fields_lib.field_checked(Res(typ, "r", f"urn:pulumi:dev::p::{typ}::r", {}))
+
+
+# --------------------------------------------------------------------------- pod_lib: where each kind keeps its pod
+
+# The Kubernetes API's pod template of each pod-bearing kind (core/v1, apps/v1, batch/v1).
+POD_PATHS = [
+    ("kubernetes:core/v1:Pod", ["spec"]),
+    ("kubernetes:core/v1:PodTemplate", ["template", "spec"]),
+    ("kubernetes:apps/v1:Deployment", ["spec", "template", "spec"]),
+    ("kubernetes:apps/v1:DaemonSet", ["spec", "template", "spec"]),
+    ("kubernetes:apps/v1:StatefulSet", ["spec", "template", "spec"]),
+    ("kubernetes:apps/v1:ReplicaSet", ["spec", "template", "spec"]),
+    ("kubernetes:core/v1:ReplicationController", ["spec", "template", "spec"]),
+    ("kubernetes:batch/v1:Job", ["spec", "template", "spec"]),
+    ("kubernetes:batch/v1:CronJob", ["spec", "jobTemplate", "spec", "template", "spec"]),
+]
+PRIVILEGED = {"containers": [{"name": "c", "image": "busybox:1.36.1", "securityContext": {"privileged": True}}]}
+
+
+def _nested(path: list[str], value: Any) -> dict[str, Any]:
+    for key in reversed(path):
+        value = {key: value}
+    return value
+
+
+@pytest.mark.parametrize(("typ", "path"), POD_PATHS)
+@pytest.mark.parametrize("patch", [False, True], ids=["object", "server-side-apply-patch"])
+def test_each_kinds_pod_is_read_where_the_api_keeps_it(typ: str, path: list[str], patch: bool) -> None:
+    typ += "Patch" if patch else ""
+    res = Res(typ, "w", f"urn:pulumi:dev::p::{typ}::w", _nested(path, PRIVILEGED))
+    assert pod_lib.pod_spec(res) == PRIVILEGED
+    # The same pod one key short or one key long is not that kind's pod.
+    for other in (path[:-1], [*path, "spec"], [path[0], *path]):
+        if other:
+            assert pod_lib.pod_spec(Res(typ, "w", res.urn, _nested(other, PRIVILEGED))) != PRIVILEGED, other
+
+
+def test_a_pods_containers_are_its_init_regular_and_ephemeral_ones() -> None:
+    spec = {"initContainers": [{"name": "i"}], "containers": [{"name": "c"}], "ephemeralContainers": [{"name": "e"}]}
+    assert sorted(c["name"] for c in pod_lib.containers(spec)) == ["c", "e", "i"]
+
+
+@pytest.mark.parametrize("key", ["tag", "imageTag"])  # charts name an image's tag either way (HAMi: imageTag)
+def test_a_moving_image_tag_in_helm_values_is_named_by_its_path(key: str) -> None:
+    found = list(pod_lib.helm_value_image_problems({"scheduler": {key: "latest"}}))
+    assert [path for path, _ in found] == [f"values.scheduler.{key}"] and found[0][1].startswith("tag ")
+    assert list(pod_lib.helm_value_image_problems({"scheduler": {key: "v2.10.0"}})) == []
+
+
+def test_a_moving_image_in_helm_values_is_named_by_its_path() -> None:
+    found = list(pod_lib.helm_value_image_problems({"agent": [{"image": "busybox:latest"}]}))
+    assert [path for path, _ in found] == ["values.agent[0].image"] and found[0][1].startswith("image 'busybox:latest'")
+    assert list(pod_lib.helm_value_image_problems({"agent": [{"image": "busybox:1.36.1"}]})) == []
