@@ -7,7 +7,17 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from policy_support import Recorded, add_resource, copy_stack, dev_stack, find, run_resource_policy, run_stack_policy
+from policy_support import (
+    Recorded,
+    add_resource,
+    copy_stack,
+    dev_stack,
+    find,
+    owned,
+    run_resource_policy,
+    run_stack_policy,
+    set_both,
+)
 from pulumi_policy import proxy
 from resource_lib import Res
 
@@ -197,3 +207,22 @@ def test_a_moving_image_in_helm_values_is_named_by_its_path() -> None:
     found = list(pod_lib.helm_value_image_problems({"agent": [{"image": "busybox:latest"}]}))
     assert [path for path, _ in found] == ["values.agent[0].image"] and found[0][1].startswith("image 'busybox:latest'")
     assert list(pod_lib.helm_value_image_problems({"agent": [{"image": "busybox:1.36.1"}]})) == []
+
+
+# --------------------------------------------------------------------------- control_plane_policies
+
+TCP = "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane"
+
+
+# The namespaces every cluster starts with (default, kube-system, kube-public, kube-node-lease) and Kamaji's own.
+@pytest.mark.parametrize("namespace", ["default", "kube-system", "kube-public", "kube-node-lease", "kamaji-system"])
+def test_a_control_plane_in_a_shared_namespace_is_refused(namespace: str) -> None:
+    stack = copy_stack(dev_stack())
+    tcp = owned(stack, TCP, "tenant-a")
+    set_both(tcp, ["metadata", "namespace"], namespace)
+    assert run_stack_policy(tp.tcp_dedicated_namespace, stack) == [(
+        f"TenantControlPlane 'tenant-a' is in shared namespace {namespace!r}; give it its own namespace named after "
+        "the tenant ('tenant-a').", tcp.urn)]
+    # The closest admitted: its tenant's own namespace.
+    set_both(tcp, ["metadata", "namespace"], "tenant-a")
+    assert run_stack_policy(tp.tcp_dedicated_namespace, stack) == []
