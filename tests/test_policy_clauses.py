@@ -226,3 +226,31 @@ def test_a_control_plane_in_a_shared_namespace_is_refused(namespace: str) -> Non
     # The closest admitted: its tenant's own namespace.
     set_both(tcp, ["metadata", "namespace"], "tenant-a")
     assert run_stack_policy(tp.tcp_dedicated_namespace, stack) == []
+
+
+# --------------------------------------------------------------------------- pinning_policies: charts-pinned
+
+
+def _release(**props: Any) -> Recorded:
+    typ = "kubernetes:helm.sh/v3:Release"
+    return Recorded(f"urn:pulumi:dev::gpu-tenancy::{typ}::lb", typ, "lb", True, "", "", props, props)
+
+
+@pytest.mark.parametrize("version", ["latest", "stable", "LATEST"])
+def test_a_chart_version_naming_a_channel_is_refused(version: str) -> None:
+    repo = {"repo": "https://metallb.github.io/metallb"}
+    [(_, message, _)] = run_resource_policy(tp.charts_pinned, [_release(chart="metallb", version=version,
+                                                                           repositoryOpts=repo)])
+    assert f"version {version!r} is a range; pin an exact version" in message
+    assert run_resource_policy(tp.charts_pinned, [_release(chart="metallb", version="0.14.9", repositoryOpts=repo)]) == []
+
+
+# Helm locates a chart given as an OCI reference or an http(s) URL by itself (helm pkg/action/install.go
+# `LocateChart`): no repository is needed, and it is no path of the chart cache.
+@pytest.mark.parametrize("chart", ["oci://quay.io/metallb/metallb", "https://example.org/charts/metallb-0.14.9.tgz",
+                                   "http://example.org/charts/metallb-0.14.9.tgz"])
+def test_a_chart_given_by_url_needs_no_repository(chart: str) -> None:
+    assert run_resource_policy(tp.charts_pinned, [_release(chart=chart, version="0.14.9")]) == []
+    # The closest refused: the same chart by name alone, with no repository: Helm takes it as a local path.
+    [(_, message, _)] = run_resource_policy(tp.charts_pinned, [_release(chart="metallb", version="0.14.9")])
+    assert "has no repository" in message
