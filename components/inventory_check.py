@@ -93,12 +93,9 @@ class InventoryCheck(pulumi.ComponentResource):
                 triggers=[*node_join, *device_source] or None,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=after),
             )
-            # The id waits for the wait command's stdout, so it stays unknown while the host is still to be
-            # joined: the engine then skips the read instead of failing it with "resource ... does not exist"
-            # (a read with a known id runs during previews; pulumi/pulumi#16395). Not the command's id:
-            # pulumi-command returns a real id from a create preview (v1.2.1 local/commandController.go
-            # Create: NewUniqueHex before its preview return), so an id-based key would be known. stdout is
-            # secret (the stdin is); the node name is not.
+            # The id waits for the wait's stdout, unknown until the node joins, so a preview skips the read
+            # (pulumi/pulumi#16395); the command's own id is known even in a create preview (pulumi-command
+            # v1.2.1 local/commandController.go Create).
             read = k8s.core.v1.Node.get(
                 f"{name}-{node}",
                 pulumi.Output.unsecret(pulumi.Output.all(registered.stdout, node).apply(lambda v: str(v[1]))),

@@ -60,11 +60,8 @@ class KindCluster(pulumi.ComponentResource):
         )
         self.kubeconfig = pulumi.Output.secret(read_kubeconfig.stdout)
         self.cluster_name = create.id.apply(lambda _: args.cluster_name)
-        # Derived from `create` (a property dependency) so that, when the engine deletes the old cluster
-        # first, it counts the provider's identifier as changing and deletes the provider's resources
-        # before the cluster (pulumi/pulumi `pkg/resource/deploy/step_generator.go`
-        # `calculateDependentReplacements`, which substitutes unknowns for properties that depend on a
-        # replaced resource; a command's id itself is known even in a create preview).
+        # From `create`, so a replaced cluster makes the provider's identifier unknown and everything on it is
+        # replaced first (pulumi/pulumi step_generator.go `calculateDependentReplacements`; docs/operations.md).
         self.cluster_identifier = create.id.apply(lambda _: kind.CLUSTER_IDENTIFIER)
         self.register_outputs({
             "kubeconfig": self.kubeconfig,

@@ -42,11 +42,8 @@ def hami_values(
                     "tag": kubernetes_version,
                 },
             },
-            # No device plugin releases node locks in sim; the mock-GPU agent does, within seconds. A
-            # 30 s lock timeout bounds the stall if the agent is down, yet stays long enough for the
-            # e2e check (ten pods Running in 60 s) to notice. The chart's nodeLockExpire is ignored
-            # (HAMi #2790); the flag is what counts. Where HAMi's device plugin runs it keeps HAMi's
-            # default (5m).
+            # sim: the mock-GPU agent releases node locks; the flag bounds the stall if it is down (the chart's
+            # nodeLockExpire is ignored, HAMi #2790). docs/mock-gpu-agent.md says why 30 s.
             **(
                 {"extender": {"extraArgs": ["-v=4", "--node-lock-timeout=30s"]}}
                 if device_layer == "mock-agent"
@@ -66,13 +63,8 @@ def hami_values(
         # sets on every worker it joins. Its vGPU monitor Service is NodePort upstream; ClusterIP like the
         # scheduler's, so the metrics stay inside the tenant.
         "devicePlugin": {**plugin_values, **(device_plugin or {})},
-        # Metrics: the scheduler Service always has port `monitor` (31993 -> :9395), the vGPU monitor's
-        # Service port `monitorport` (31992 -> :9394). The chart's own ServiceMonitors stay off: they set
-        # no honorLabels (templates/scheduler/servicemonitor.yaml, device-plugin/servicemonitor.yaml), so
-        # the operator's target labels would overwrite the metrics' namespace/pod/container (renamed
-        # exported_*) and HAMi's dashboard would show the monitor pod instead of the workload; they also
-        # appear only if the operator's CRD existed when HAMi was installed. hami_service_monitors makes
-        # them right when the stack asks (gpu-tenancy:metrics.serviceMonitors).
+        # The chart's own ServiceMonitors set no honorLabels, so the workloads' labels would be lost
+        # (docs/metrics.md); hami_service_monitors makes them when the stack asks.
         "prometheus": {"enabled": False},
     }
 
