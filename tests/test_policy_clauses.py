@@ -254,3 +254,42 @@ def test_a_chart_given_by_url_needs_no_repository(chart: str) -> None:
     # The closest refused: the same chart by name alone, with no repository: Helm takes it as a local path.
     [(_, message, _)] = run_resource_policy(tp.charts_pinned, [_release(chart="metallb", version="0.14.9")])
     assert "has no repository" in message
+
+
+# --------------------------------------------------------------------------- gpu_policies
+
+
+def _pod(resources: dict[str, Any]) -> Recorded:
+    typ = "kubernetes:core/v1:Pod"
+    props = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "busybox:1.36.1",
+                                                                 "resources": resources}]}}
+    return Recorded(f"urn:pulumi:dev::gpu-tenancy::{typ}::p", typ, "p", True, "", "", props, props)
+
+
+def _fractional_findings(resources: dict[str, Any]) -> list[str]:
+    return [m for _, m, _ in run_resource_policy(tp.gpu_requests_fractional, [_pod(resources)])]
+
+
+def test_hami_reads_a_gpu_share_from_requests_where_limits_leave_it_out() -> None:
+    # HAMi v2.10.0 pkg/device/nvidia/device.go GenerateResourceRequests: each of nvidia.com/gpu, gpumem,
+    # gpumem-percentage and gpucores is read from limits, else from requests.
+    gpu = {"nvidia.com/gpu": "1"}
+    assert _fractional_findings({"limits": gpu, "requests": {"nvidia.com/gpumem": "4000"}}) == []
+    assert _fractional_findings({"limits": gpu, "requests": {"nvidia.com/gpumem-percentage": "25"}}) == []
+    [whole] = _fractional_findings({"limits": gpu})
+    assert "whole cards" in whole
+    [cores] = _fractional_findings({"limits": {**gpu, "nvidia.com/gpumem": "4000"}, "requests": {"nvidia.com/gpucores": "150"}})
+    assert "nvidia.com/gpucores=150" in cores
+    assert _fractional_findings({"limits": {**gpu, "nvidia.com/gpumem": "4000"}, "requests": {"nvidia.com/gpucores": "100"}}) == []
+
+
+def test_the_stacks_own_exported_mode_counts_among_the_modes(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Without a configured mode, the pack reads it from the Tenants and the stack's export `mode` (__main__.py).
+    monkeypatch.delenv("PULUMI_CONFIG", raising=False)
+    stack = copy_stack(dev_stack())
+    root = find(stack, "pulumi:pulumi:Stack")
+    root.registered_outputs = {**(root.registered_outputs or {}), "mode": "real"}
+    assert run_stack_policy(tp.no_mock_gpus_in_real, stack)[0] == (
+        f"the stack mixes modes: real: {root.name}; sim: tenant-a, tenant-b", None)
+    root.registered_outputs["mode"] = "sim"
+    assert run_stack_policy(tp.no_mock_gpus_in_real, stack) == []
