@@ -293,3 +293,29 @@ def test_the_stacks_own_exported_mode_counts_among_the_modes(monkeypatch: pytest
         f"the stack mixes modes: real: {root.name}; sim: tenant-a, tenant-b", None)
     root.registered_outputs["mode"] = "sim"
     assert run_stack_policy(tp.no_mock_gpus_in_real, stack) == []
+
+
+# --------------------------------------------------------------------------- tenant_policies: the pack's policies
+
+# docs/policies.md, in its order: every policy the pack runs.
+DOCUMENTED_POLICIES = [
+    "known-types", "known-types-in-stack", "type-allowances", "field-allowlist", "attributed-by-identity",
+    "installed-controls", "controls-present", "rbac-contained", "tenant-provider-isolation", "tcp-konnectivity-enabled",
+    "tcp-dedicated-namespace", "tcp-version-pinned", "images-pinned", "charts-pinned", "gpu-requests-fractional",
+    "tenant-cidrs-disjoint", "worker-joins-own-tenant", "no-mock-gpus-in-real", "workload-safety", "gpu-plan-fits",
+    "gpu-plan-order",
+]
+
+
+def test_the_pack_runs_every_documented_policy_and_exports_each_by_name() -> None:
+    assert sorted(p.name for p in tp.ALL_POLICIES) == sorted(DOCUMENTED_POLICIES)
+    assert len(tp.ALL_POLICIES) == len(DOCUMENTED_POLICIES)
+    # `from tenant_policies import *` (its __all__) gives each policy under its Python name, and the names the
+    # pack's configuration and tests build on.
+    names: dict[str, Any] = {}
+    exec("from tenant_policies import *", names)
+    for policy in DOCUMENTED_POLICIES:
+        assert names[policy.replace("-", "_")].name == policy
+    for constant in ("ALL_POLICIES", "POLICIES_BY_NAME", "DEFAULT_MANAGEMENT_COMPONENTS", "COMPONENT_LABEL",
+                     "TCP_TYPE", "TENANT_TYPE"):
+        assert constant in names
