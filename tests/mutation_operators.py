@@ -319,7 +319,11 @@ COVERING_TESTS: dict[str, tuple[str, ...]] = {
     "gpu_tenancy/builders/tenant_datastore/datastore.py": ("tests/test_datastore.py", "tests/test_provider_isolation.py",
                                                            "tests/test_policy_allowlist_grpc.py", "tests/test_policies.py"),
     "gpu_tenancy/contract/tenant_config.py": ("tests/test_config.py", "tests/test_one_validation.py"),
+    # The pack's admission of a tenant's own etcd (its kamaji-etcd release and DataStore) needs that stack recorded.
+    "policies/provider_policies.py": ("tests/test_datastore.py",),
 }
+# Every module of the pack: tenant_policies imports the policy groups, which no test file needs to import itself.
+PACK_TESTS = ("tests/test_policy_clauses.py", "tests/test_policies.py")
 
 
 def _ignored(repo: Path) -> set[str]:
@@ -335,13 +339,15 @@ def _ignored(repo: Path) -> set[str]:
 
 def covering_tests(module: str, repo: Path = REPO) -> list[str]:
     """Every tests/test_*.py that imports the module (by its dotted name; a pack module also by its top-level
-    name, as the engine imports it) and that mutmut's runs do not leave out, then COVERING_TESTS' files."""
+    name, as the engine imports it) and that mutmut's runs do not leave out, then COVERING_TESTS' files and,
+    for a pack module, PACK_TESTS."""
     dotted = module.removesuffix(".py").replace("/", ".")
     names = {dotted} | ({dotted.removeprefix("policies.")} if dotted.startswith("policies.") else set())
     found = [str(path.relative_to(repo)) for path in sorted((repo / "tests").glob("test_*.py"))
              if names & imported_names(path.read_text()) and str(path.relative_to(repo)) not in _ignored(repo)]
     # The importers first: their unit tests are the quickest to fail under `-x`.
-    return found + [path for path in COVERING_TESTS.get(module, ()) if path not in found]
+    mapped = [*COVERING_TESTS.get(module, ()), *(PACK_TESTS if module.startswith("policies/") else ())]
+    return found + [path for path in dict.fromkeys(mapped) if path not in found]
 
 
 def _copy_repository(repo: Path, target: Path) -> None:

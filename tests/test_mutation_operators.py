@@ -99,7 +99,11 @@ def test_covering_tests_are_the_mapped_files_and_those_importing_the_module(tmp_
     (tmp_path / "tests" / "test_c.py").write_text("from gpu_tenancy.builders.x import other\n")
     (tmp_path / "tests" / "test_d.py").write_text("from pod_lib import dig\n")
     assert covering_tests("gpu_tenancy/builders/x/y.py", tmp_path) == ["tests/test_a.py", "tests/test_b.py"]
-    assert covering_tests("policies/pod_lib.py", tmp_path) == ["tests/test_d.py"]
+    # A pack module: its importers, then the pack's clause and stack tests, which reach it through tenant_policies.
+    assert covering_tests("policies/pod_lib.py", tmp_path) == [
+        "tests/test_d.py", "tests/test_policy_clauses.py", "tests/test_policies.py"]
+    assert covering_tests("policies/control_plane_policies.py", tmp_path) == [
+        "tests/test_policy_clauses.py", "tests/test_policies.py"]
     # A file mutmut's runs leave out is left out here too.
     (tmp_path / "pyproject.toml").write_text('[tool.mutmut]\npytest_add_cli_args_test_selection = ["tests", '
                                               '"--ignore=tests/test_b.py"]\n')
