@@ -4,6 +4,8 @@ Expected values come from the pack's documented intent and from upstream Kuberne
 
 from __future__ import annotations
 
+import ipaddress
+import json
 from typing import Any
 
 import pytest
@@ -319,3 +321,51 @@ def test_the_pack_runs_every_documented_policy_and_exports_each_by_name() -> Non
     for constant in ("ALL_POLICIES", "POLICIES_BY_NAME", "DEFAULT_MANAGEMENT_COMPONENTS", "COMPONENT_LABEL",
                      "TCP_TYPE", "TENANT_TYPE"):
         assert constant in names
+
+
+# --------------------------------------------------------------------------- data_plane_policies
+
+
+# kind's defaults for the management cluster: podSubnet 10.244.0.0/16, serviceSubnet 10.96.0.0/16.
+@pytest.mark.parametrize(("key", "cidr", "reserved"), [("podCidrs", "10.244.8.0/24", "10.244.0.0/16"),
+                                                       ("serviceCidrs", "10.96.8.0/24", "10.96.0.0/16")])
+def test_a_tenant_range_inside_kinds_own_ranges_is_refused(key: str, cidr: str, reserved: str) -> None:
+    stack = copy_stack(dev_stack())
+    tcp = owned(stack, TCP, "tenant-a")
+    set_both(tcp, ["spec", "networkProfile", key], [cidr])
+    label = "pod" if key == "podCidrs" else "service"
+    assert run_stack_policy(tp.tenant_cidrs_disjoint, stack) == [(
+        f"tenant 'tenant-a' {label} CIDR {cidr} overlaps reserved range {reserved}; pick another podCidr/serviceCidr.",
+        tcp.urn)]
+    # The closest admitted: the range right after kind's.
+    after = str(ipaddress.ip_network(reserved).broadcast_address + 1) + "/24"
+    set_both(tcp, ["spec", "networkProfile", key], [after])
+    assert run_stack_policy(tp.tenant_cidrs_disjoint, stack) == []
+
+
+def _machine(stack: list[Recorded], tenant: str, typ: str, name: str, props: dict[str, Any]) -> Recorded:
+    return add_resource(stack, find(stack, tp.TENANT_TYPE, tenant), typ, f"{tenant}-{name}", props)
+
+
+# The names a machine goes by: a GPU host's node name and address (HostWorker), a remote command's host, a kind
+# worker's container name.
+@pytest.mark.parametrize(("typ", "props", "key"), [
+    ("gpu-tenancy:host_worker:HostWorker", {"nodeName": "gpu-1"}, "node gpu-1"),
+    ("gpu-tenancy:host_worker:HostWorker", {"address": "10.0.0.9"}, "host 10.0.0.9"),
+    ("command:remote:Command", {"connection": {"host": "10.0.0.9"}}, "host 10.0.0.9"),
+    ("docker:index/container:Container", {"name": "w", "labels": [{"label": "gpu-tenancy.io/component",
+                                                                   "value": "worker"}]}, "container w"),
+])
+def test_one_machine_in_two_tenants_is_refused(typ: str, props: dict[str, Any], key: str) -> None:
+    def several(stack: list[Recorded]) -> list[str]:
+        return [m for m, _ in run_stack_policy(tp.worker_joins_own_tenant, stack) if "several tenants" in m]
+
+    stack = copy_stack(dev_stack())
+    _machine(stack, "tenant-a", typ, "m", props)
+    second = _machine(stack, "tenant-b", typ, "m", props)
+    assert several(stack) == [
+        f"{key} is a worker of several tenants ('tenant-a', 'tenant-b'); a GPU machine joins one tenant only."]
+    # The closest admitted: the second tenant's machine under another name.
+    second.inputs = second.state = json.loads(json.dumps(props).replace("gpu-1", "gpu-2").replace(
+        "10.0.0.9", "10.0.0.10").replace('"w"', '"w2"'))
+    assert several(stack) == []
