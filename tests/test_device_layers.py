@@ -206,9 +206,7 @@ def test_a_layer_holding_few_cards_per_host_refuses_a_fuller_host(monkeypatch: p
 
 
 def test_a_layer_with_cuda_control_needs_the_mutating_policy_api_in_any_placement(monkeypatch: pytest.MonkeyPatch) -> None:
-    from harness import gpu_config
-
-    from harness import TEST_SECRETS
+    from harness import TEST_SECRETS, gpu_config
 
     from gpu_tenancy.contract.config import load_config
     from gpu_tenancy.contract.config_checks import mode_errors

@@ -11,7 +11,6 @@ from gpu_tenancy.contract import versions
 from gpu_tenancy.contract.device_layers import Registrar
 
 
-
 def hami_values(
     kubernetes_version: str,
     image_tag: str,
