@@ -25,6 +25,7 @@ from resource_lib import Res
 
 import fields_lib  # isort: skip
 import gpu_lib  # isort: skip
+import plan_policies  # isort: skip
 import pod_lib  # isort: skip
 import tenant_policies as tp  # isort: skip
 import value_lib  # isort: skip
@@ -369,3 +370,44 @@ def test_one_machine_in_two_tenants_is_refused(typ: str, props: dict[str, Any], 
     second.inputs = second.state = json.loads(json.dumps(props).replace("gpu-1", "gpu-2").replace(
         "10.0.0.9", "10.0.0.10").replace('"w"', '"w2"'))
     assert several(stack) == []
+
+
+# --------------------------------------------------------------------------- plan_policies: the plan's inputs
+
+A100 = {"model": "A100-40GB", "memoryMiB": 40960, "count": 2}
+REAL_PODS = 110 - 4 - 3  # kubelet's default maxPods less what runs on every real node (tests/test_device_layers.py)
+
+
+def test_a_tenants_only_gpu_host_has_the_tenants_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Stack config (docs/configuration.md): in mode real a tenant's `workers` are its GPU hosts, each a node; the
+    # only host of a tenant may leave its `gpus` to the tenant's.
+    monkeypatch.setenv("PULUMI_CONFIG", json.dumps({"gpu-tenancy:mode": "real"}))
+    tenant = {"name": "team", "gpus": [A100], "workers": [{"name": "gpu-1", "address": "10.0.0.1", "numa": [1, 0]}]}
+    assert plan_policies._stack_config_nodes(tenant) == [("gpu-1", [A100], [1, 0], REAL_PODS)]
+    own = {**A100, "count": 1}
+    tenant["workers"][0]["gpus"] = [own]
+    assert plan_policies._stack_config_nodes(tenant) == [("gpu-1", [own], [1, 0], REAL_PODS)]
+
+
+def test_each_of_a_tenants_gpu_hosts_is_a_node(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PULUMI_CONFIG", json.dumps({"gpu-tenancy:mode": "real"}))
+    one, two = {**A100, "count": 1}, {**A100, "count": 3}
+    tenant = {"name": "team", "gpus": [{**A100, "count": 4}], "workers": [
+        {"name": "gpu-1", "gpus": [one], "numa": [0]}, {"name": "gpu-2", "gpus": [two]}]}
+    assert plan_policies._stack_config_nodes(tenant) == [("gpu-1", [one], [0], REAL_PODS),
+                                                         ("gpu-2", [two], None, REAL_PODS)]
+
+
+def test_the_split_count_is_hamis_device_plugin_value() -> None:
+    # HAMi's chart: devicePlugin.deviceSplitCount, the tasks one card takes (default 10).
+    stack = copy_stack(dev_stack())
+    tenant = find(stack, tp.TENANT_TYPE, "tenant-a")
+    res = [Res(r.type, r.name, r.urn, r.inputs) for r in stack]
+    by_urn = {r.urn: r for r in res}
+    for r, recorded in zip(res, stack, strict=True):
+        r.parent = by_urn.get(recorded.parent)
+    assert plan_policies._split_count(res, "tenant-a") == 10
+    release = add_resource(stack, tenant, "kubernetes:helm.sh/v3:Release", "tenant-a-hami-split",
+                           {"chart": "hami", "values": {"devicePlugin": {"deviceSplitCount": 4}}})
+    res.insert(0, Res(release.type, release.name, release.urn, release.inputs, parent=by_urn[tenant.urn]))
+    assert plan_policies._split_count(res, "tenant-a") == 4
