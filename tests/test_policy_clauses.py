@@ -382,10 +382,11 @@ def test_a_tenants_only_gpu_host_has_the_tenants_gpus(monkeypatch: pytest.Monkey
     # Stack config (docs/configuration.md): in mode real a tenant's `workers` are its GPU hosts, each a node; the
     # only host of a tenant may leave its `gpus` to the tenant's.
     monkeypatch.setenv("PULUMI_CONFIG", json.dumps({"gpu-tenancy:mode": "real"}))
-    tenant = {"name": "team", "gpus": [A100], "workers": [{"name": "gpu-1", "address": "10.0.0.1", "numa": [1, 0]}]}
+    host: dict[str, Any] = {"name": "gpu-1", "address": "10.0.0.1", "numa": [1, 0]}
+    tenant = {"name": "team", "gpus": [A100], "workers": [host]}
     assert plan_policies._stack_config_nodes(tenant) == [("gpu-1", [A100], [1, 0], REAL_PODS)]
     own = {**A100, "count": 1}
-    tenant["workers"][0]["gpus"] = [own]
+    host["gpus"] = [own]
     assert plan_policies._stack_config_nodes(tenant) == [("gpu-1", [own], [1, 0], REAL_PODS)]
 
 
