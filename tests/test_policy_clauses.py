@@ -412,3 +412,36 @@ def test_the_split_count_is_hamis_device_plugin_value() -> None:
                            {"chart": "hami", "values": {"devicePlugin": {"deviceSplitCount": 4}}})
     res.insert(0, Res(release.type, release.name, release.urn, release.inputs, parent=by_urn[tenant.urn]))
     assert plan_policies._split_count(res, "tenant-a") == 4
+
+
+def _overlaps(stack: list[Recorded]) -> list[tuple[str, str | None]]:
+    return [(m, u) for m, u in run_stack_policy(tp.tenant_cidrs_disjoint, stack) if " overlaps tenant " in m]
+
+
+def test_an_overlap_is_named_the_same_way_whatever_order_the_engine_lists_resources() -> None:
+    # The engine lists resources in the order they registered, which varies between runs.
+    stack = copy_stack(dev_stack())
+    tcp_a, tcp_b = owned(stack, TCP, "tenant-a"), owned(stack, TCP, "tenant-b")
+    set_both(tcp_b, ["spec", "networkProfile", "podCidrs"], ["10.174.16.0/24"])  # inside tenant-a's pod range
+    set_both(tcp_a, ["spec", "networkProfile", "podCidrs"], ["10.174.16.0/20"])
+    expected = [("tenant 'tenant-a' pod CIDR 10.174.16.0/20 overlaps tenant 'tenant-b' pod CIDR 10.174.16.0/24; give "
+                 "every tenant disjoint podCidr/serviceCidr.", tcp_a.urn)]
+    assert _overlaps(stack) == _overlaps(stack[::-1]) == expected
+    # Two control planes of one tenant (a second one added under tenant-a): named by range, in either order.
+    set_both(tcp_b, ["spec", "networkProfile", "podCidrs"], ["10.180.0.0/16"])
+    second = add_resource(stack, find(stack, tp.TENANT_TYPE, "tenant-a"), TCP, "tenant-a-second",
+                          {"metadata": {"name": "tenant-a", "namespace": "tenant-a"},
+                           "spec": {"networkProfile": {"podCidrs": ["10.174.0.0/16"]}}})
+    expected = [("tenant 'tenant-a' pod CIDR 10.174.0.0/16 overlaps tenant 'tenant-a' pod CIDR 10.174.16.0/20; give "
+                 "every tenant disjoint podCidr/serviceCidr.", second.urn)]
+    assert _overlaps(stack) == _overlaps(stack[::-1]) == expected
+
+
+def test_a_control_plane_under_no_tenant_is_named_by_its_kubernetes_name() -> None:
+    stack = copy_stack(dev_stack())
+    root = find(stack, "pulumi:pulumi:Stack")
+    stray = add_resource(stack, root, TCP, "stray-resource", {"metadata": {"name": "stray", "namespace": "stray"},
+                                                              "spec": {"networkProfile": {"podCidrs": ["10.174.16.0/24"]}}})
+    assert _overlaps(stack) == [(
+        "tenant 'stray' pod CIDR 10.174.16.0/24 overlaps tenant 'tenant-a' pod CIDR 10.174.16.0/20; give every tenant "
+        "disjoint podCidr/serviceCidr.", stray.urn)]
