@@ -18,7 +18,8 @@ from test_status import registered_model
 from gpu_tenancy.cli.status import pending
 from gpu_tenancy.cli.status import report as status
 from gpu_tenancy.hami import protocol as hami
-from gpu_tenancy.hami.allocation import Unplaced
+from gpu_tenancy.hami.allocation import GpuView, Slice, Unplaced
+from gpu_tenancy.hami.kubelet import KUBELET_MAX_PODS
 
 
 def tenant(mode: str, name: str) -> dict[str, Any]:
@@ -169,3 +170,94 @@ def test_pods_asking_alike_are_planned_once(monkeypatch: pytest.MonkeyPatch) -> 
 ])
 def test_scheduler_message_cleaned(message: str, cleaned: str) -> None:
     assert pending.clean_scheduler_message(message) == cleaned
+
+
+# --------------------------------------------------------------------------- cards built by hand
+# Two-node tenants of NVIDIA L4s (23034 MiB as NVML reports it, 100 % cores, 10 slots), registered as the
+# device plugin writes `hami.io/node-nvidia-register` (DeviceInfo: id, index, count, devmem, devcore, type,
+# health) and holding what the live view read.
+
+L4_MIB = 23034
+
+
+def l4_tenant(held: dict[tuple[str, int], tuple[int, int]]) -> pending.TenantGpus:
+    """Nodes n1 (L4 #0, #1) and n2 (L4 #0); `held`: (node, index) -> (MiB, % cores) one pod holds there."""
+    registered: dict[str, list[dict[str, Any]]] = {"n1": [], "n2": []}
+    gpus = []
+    for node, index in (("n1", 0), ("n1", 1), ("n2", 0)):
+        uuid = f"GPU-{node}-{index}"
+        registered[node].append({"id": uuid, "index": index, "count": 10, "devmem": L4_MIB, "devcore": 100,
+                                 "type": "NVIDIA L4", "health": True})
+        mib, cores = held.get((node, index), (0, 0))
+        slices = (Slice("holder", f"holder-{node}-{index}", mib, cores),) if mib else ()
+        gpus.append(GpuView(node, "NVIDIA L4", index, uuid, L4_MIB, 100, 10, slices))
+    return pending.TenantGpus("tenant-l", registered, gpus)
+
+
+def gpu_pod(limits: dict[str, str], requests: dict[str, str] | None = None, namespace: str = "workloads",
+            annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    resources = {"limits": limits, "requests": dict(limits) if requests is None else requests}
+    return {"metadata": {"name": "p", "namespace": namespace, "annotations": annotations or {}},
+            "spec": {"containers": [{"name": "main", "resources": resources}]}}
+
+
+def test_the_card_with_the_largest_free_slice_is_named_lowest_index_first() -> None:
+    # n1 #1 and n2 #0 both have 13034 MiB free; of two cards equally free the one with the lower index is named.
+    explainer = pending.Explainer(l4_tenant({("n1", 0): (20000, 10), ("n1", 1): (10000, 10), ("n2", 0): (10000, 10)}),
+                                  {})
+    assert explainer.explain(gpu_pod({"nvidia.com/gpu": "1", "nvidia.com/gpumem": "15000"})) == (
+        "waits for capacity: asks 15000 MiB; largest free slice 13034 MiB on n2 / NVIDIA L4 #0")
+
+
+def test_the_card_with_the_most_free_cores_is_named_lowest_index_first() -> None:
+    explainer = pending.Explainer(l4_tenant({("n1", 0): (1000, 80), ("n1", 1): (1000, 60), ("n2", 0): (1000, 60)}),
+                                  {})
+    assert explainer.explain(gpu_pod({"nvidia.com/gpu": "1", "nvidia.com/gpumem": "1000",
+                                      "nvidia.com/gpucores": "50"})) == (
+        "waits for capacity: asks 50 % cores; most free 40 % on n2 / NVIDIA L4 #0")
+
+
+def test_limits_are_read_before_requests() -> None:
+    # HAMi's webhook (device.go mutateContainerResource) adds nvidia.com/gpu to the limits of a container that
+    # asks GPU memory: after the API server defaulted requests from limits, so the requests lack it.
+    explainer = pending.Explainer(l4_tenant({}), {})
+    pod = gpu_pod({"nvidia.com/gpu": "1", "nvidia.com/gpumem": "30000"}, {"nvidia.com/gpumem": "30000"})
+    assert explainer.explain(pod) == "never fits: asks 30000 MiB; the largest card has 23034 MiB (n1 / NVIDIA L4 #0)"
+
+
+# Each annotation HAMi reads, set on a pod otherwise like one explained before: the explanation is its own.
+@pytest.mark.parametrize(("annotation", "value", "said"), [
+    ("nvidia.com/use-gputype", "A100", "never fits: asks 1 × A100 (type filter); tenant-l has 3 × NVIDIA L4"),
+    ("nvidia.com/nouse-gputype", "L4", "never fits: asks 1 × not L4 (type filter); tenant-l has 3 × NVIDIA L4"),
+    # binpack: the card already holding most (n1 #0); the default, spread, takes the emptiest (n1 #1)
+    ("hami.io/gpu-scheduler-policy", "binpack", "asks 1000 MiB, 0 % cores; fits now on n1 / NVIDIA L4 #0"),
+    # spread: the node holding least (n2); the default, binpack, takes the node holding most (n1)
+    ("hami.io/node-scheduler-policy", "spread", "asks 1000 MiB, 0 % cores; fits now on n2 / NVIDIA L4 #0"),
+])
+def test_each_annotation_hami_reads_decides_the_explanation(annotation: str, value: str, said: str) -> None:
+    explainer = pending.Explainer(l4_tenant({("n1", 0): (4096, 10)}), {})
+    limits = {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "1000"}
+    plain = explainer.explain(gpu_pod(limits))
+    assert plain.startswith("asks 1000 MiB, 0 % cores; fits now on n1 / NVIDIA L4 #1 by HAMi's rules")
+    assert explainer.explain(gpu_pod(limits, annotations={annotation: value})).split(" by HAMi's rules")[0] == said
+
+
+def test_the_same_request_in_another_namespace_meets_that_namespaces_quota() -> None:
+    explainer = pending.Explainer(l4_tenant({}), {"team-x": pending.NamespaceQuota(gpumem=(0, 1024))})
+    limits = {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "2048"}
+    assert explainer.explain(gpu_pod(limits)).startswith("asks 2048 MiB, 0 % cores; fits now on n1 / NVIDIA L4 #")
+    assert explainer.explain(gpu_pod(limits, namespace="team-x")) == (
+        "never fits: asks 2048 MiB, 0 % cores; quota: gpumem 0 used + 2048 > 1024 MiB")
+
+
+def test_a_reason_without_words_of_its_own_is_given_as_the_planner_says_it() -> None:
+    # kube-scheduler's NodeResourcesFit ("Too many pods"): a node whose every pod slot (kubelet's maxPods)
+    # is taken by pods holding its cards.
+    cards = KUBELET_MAX_PODS + 1
+    registered = {"big": [{"id": f"GPU-{i}", "index": i, "count": 10, "devmem": L4_MIB, "devcore": 100,
+                           "type": "NVIDIA L4", "health": True} for i in range(cards)]}
+    gpus = [GpuView("big", "NVIDIA L4", i, f"GPU-{i}", L4_MIB, 100, 10, (Slice("w", f"w-{i}", 1000, 0),))
+            for i in range(cards)]
+    explainer = pending.Explainer(pending.TenantGpus("tenant-l", registered, gpus), {})
+    assert explainer.explain(gpu_pod({"nvidia.com/gpu": "1", "nvidia.com/gpumem": "1000"})) == (
+        "waits for capacity: asks 1000 MiB, 0 % cores; Too many pods")

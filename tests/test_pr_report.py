@@ -32,6 +32,7 @@ class FakeGitHub:
         self.comments: dict[int, list[dict[str, Any]]] = {}
         self.requests: list[tuple[str, str]] = []
         self.read_only = read_only
+        self.missing: set[int] = set()  # issue numbers the repository has not: 404 "Not Found"
         self.next_id = 1000
         fake = self
 
@@ -57,6 +58,9 @@ class FakeGitHub:
                     return
                 url = urllib.parse.urlsplit(self.path)
                 number = int(url.path.split("/")[-2])
+                if number in fake.missing:
+                    self._reply(404, {"message": "Not Found"})
+                    return
                 query = urllib.parse.parse_qs(url.query)
                 per_page = min(int(query.get("per_page", ["30"])[0]), 100)
                 page = int(query.get("page", ["1"])[0])
@@ -162,6 +166,18 @@ def test_a_read_only_token_leaves_the_job_summary(tmp_path: Path) -> None:
     finally:
         github.server.shutdown()
     assert said.startswith("job summary only: GitHub API answered 403") and (tmp_path / "summary.md").exists()
+
+
+@pytest.mark.parametrize(("token", "missing", "answer"), [
+    ("expired", set(), '401: {"message": "Requires authentication"}'),
+    ("t0ken", {7}, '404: {"message": "Not Found"}'),
+])
+def test_a_token_github_refuses_leaves_the_job_summary(github: FakeGitHub, tmp_path: Path, token: str,
+                                                       missing: set[int], answer: str) -> None:
+    github.missing = missing
+    said = publish("plan", "body", pr_env(github, tmp_path, GITHUB_TOKEN=token))
+    assert said == f"job summary only: GitHub API answered {answer}"
+    assert (tmp_path / "summary.md").read_text() == "body\n"
 
 
 def test_too_long_a_comment_is_refused_before_sending(github: FakeGitHub) -> None:
@@ -321,3 +337,92 @@ def test_the_plan_comment_holds_every_stacks_report(tmp_path: Path, capsys: pyte
     assert "| `overcommit` | ⚠️ a replica fits in some orders only |" in pr_report.plan_comment(
         pr_report.read_plans(plans), None)
     assert pr_report.main(["plan", str(plans)]) == 0
+
+
+# ------------------------------------------------------------------------------------ the comments' markdown
+# Typed out as a reviewer reads them on GitHub: each blank line separates a heading, a list or a fence from
+# what follows, without which GitHub's markdown runs them together.
+
+PREVIEW_FAILED = """\
+### ❌ `pulumi preview` of `dev` failed: 1 mandatory policy violation(s)
+
+Policy pack: `base/policies` (from the base branch).
+
+**Policy violations**
+
+- ❌ **mandatory** `gpu-tenancy/tenant-provider-isolation` on `tenant-a`: tenant-provider-isolation says no second line
+
+**Error**
+
+```text
+error: update failed
+```
+
+<details><summary>pulumi preview --diff</summary>
+
+```diff
+Previewing update (dev):
+    + gpu-tenancy:tenant:Tenant tenant-a create
+```
+</details>
+"""
+
+
+def test_the_preview_comment_as_github_shows_it() -> None:
+    findings = pr_report.policy_findings([policy_event(
+        "mandatory", "tenant-provider-isolation", "urn:pulumi:dev::gpu-tenancy::gpu-tenancy:tenant:Tenant::tenant-a")])
+    run = pr_report.PreviewRun("dev", ["base/policies"], False,
+                               "Previewing update (dev):\n    + gpu-tenancy:tenant:Tenant tenant-a create\n",
+                               findings, "\nerror: update failed\n")
+    assert pr_report.preview_comment(run) == PREVIEW_FAILED
+
+
+def test_a_cut_preview_says_so_between_the_summary_and_the_diff() -> None:
+    output = "\n".join(f"    + resource {index}" for index in range(20_000)) + "\nResources:\n    + 20000 to create"
+    body = pr_report.preview_comment(pr_report.PreviewRun("dev", ["p"], True, output))
+    assert body.startswith("### ✅ `pulumi preview` of `dev` passed the policy pack\n\nPolicy pack: `p` (from the "
+                           "base branch).\n\n<details><summary>pulumi preview --diff</summary>\n\n(the beginning is "
+                           "cut: the full output is in the job's log)\n\n```diff\n    + resource ")
+    assert body.endswith("\nResources:\n    + 20000 to create\n```\n</details>\n")
+
+
+PLAN = """\
+### Capacity plan
+
+What HAMi would place on each stack's declared GPUs (`make plan STACK=<s>`).
+
+| stack | verdict |
+|---|---|
+| `dev` | ✅ fits whatever the order |
+| `overcommit` | ❌ a replica fits in no order |
+
+Pictures of the allocation: [plan PNGs](https://example.test/artifacts/2) (a workflow artifact).
+
+<details><summary><code>dev</code></summary>
+
+```text
+tenant-a: fits
+```
+</details>
+
+<details open><summary><code>overcommit</code></summary>
+
+```text
+a-infer replica 5: 1/1 CardInsufficientCore
+```
+</details>
+"""
+
+
+def test_the_plan_comment_as_github_shows_it() -> None:
+    results = [pr_report.PlanResult("dev", 0, "tenant-a: fits\n"),
+               pr_report.PlanResult("overcommit", 1, "a-infer replica 5: 1/1 CardInsufficientCore\n")]
+    assert pr_report.plan_comment(results, "https://example.test/artifacts/2") == PLAN
+
+
+def test_a_cut_plan_report_says_so_before_its_fence() -> None:
+    report = "\n".join(f"row {index}" for index in range(20_000)) + "\nverdict: fits"
+    body = pr_report.plan_comment([pr_report.PlanResult("dev", 0, report)], None)
+    assert "|---|---|\n| `dev` | ✅ fits whatever the order |\n\n<details><summary><code>dev</code></summary>\n\n" \
+           "(cut: the full report is in the job's log)\n\n```text\nrow " in body
+    assert body.endswith("\nverdict: fits\n```\n</details>\n")

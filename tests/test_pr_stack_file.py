@@ -53,3 +53,44 @@ def test_every_stack_file_of_this_repository_is_taken_unchanged() -> None:
     for path in REPO_ROOT.glob("Pulumi.*.yaml"):
         text = path.read_text()
         assert yaml.safe_load(take_config(text, text)) == yaml.safe_load(text), path.name
+
+
+# A stack with a cloud secrets provider (pulumi/pulumi sdk/go/common/workspace/project.go ProjectStack:
+# `secretsprovider`, `encryptedkey`) importing an ESC environment (`environment`): each key, as the default
+# branch has it, is kept and taken as it is.
+KMS_BASE = (
+    "secretsprovider: awskms://alias/gpu-tenancy?region=eu-west-1\n"
+    "encryptedkey: AQICAHhE0ciphertext==\n"
+    "environment:\n  - gpu-tenancy/dev\n"
+    "config:\n  gpu-tenancy:mode: sim\n"
+)
+
+
+def test_every_kept_key_as_the_default_branch_has_it_is_taken() -> None:
+    theirs = KMS_BASE.replace("gpu-tenancy:mode: sim", "gpu-tenancy:mode: sim-nvml")
+    assert yaml.safe_load(take_config(theirs, KMS_BASE)) == {
+        "secretsprovider": "awskms://alias/gpu-tenancy?region=eu-west-1",
+        "encryptedkey": "AQICAHhE0ciphertext==",
+        "environment": ["gpu-tenancy/dev"],
+        "config": {"gpu-tenancy:mode": "sim-nvml"},
+    }
+
+
+@pytest.mark.parametrize("key", ["secretsprovider", "encryptedkey", "environment"])
+def test_a_changed_kept_key_is_named_as_changed(key: str) -> None:
+    theirs = {"secretsprovider": KMS_BASE.replace("eu-west-1", "us-east-1"),
+              "encryptedkey": KMS_BASE.replace("AQICAHhE0", "AQICAHhE1"),
+              "environment": KMS_BASE.replace("gpu-tenancy/dev", "gpu-tenancy/prod")}[key]
+    with pytest.raises(StackFileRefused) as refused:
+        take_config(theirs, KMS_BASE, where="Pulumi.dev.yaml")
+    assert str(refused.value) == (
+        f"Pulumi.dev.yaml: ['{key}'] differ(s) from the default branch: the deployed-state preview takes only "
+        "`config:`; change them in a pull request of their own")
+
+
+def test_an_unknown_key_is_refused_listing_what_a_stack_file_holds() -> None:
+    with pytest.raises(StackFileRefused) as refused:
+        take_config("encryptionsalt: v1:abc\nruntime: python\nconfig: {}\n", BASE, where="Pulumi.dev.yaml")
+    assert str(refused.value) == (
+        "Pulumi.dev.yaml: unknown top-level key(s) ['runtime']: a stack file holds only "
+        "['config', 'secretsprovider', 'encryptedkey', 'encryptionsalt', 'environment']; remove them")

@@ -251,6 +251,9 @@ def test_two_one_gpu_hosts_are_not_one_two_gpu_node(tmp_path: Path) -> None:
         "tenant tenant-b: holds 2048 MiB, 0 % cores, 2 slots -> 0 MiB, 0 % cores, 0 slots",
     ]
     assert promotion_plan.main([_stack_file(tmp_path, "dev", dev), _stack_file(tmp_path, "gpu", gpu)]) == 1
+    # The other way round: a tenant that held nothing before counts as holding 0 of each.
+    lines = promotion_plan.plan_changes(_stack_file(tmp_path, "gpu", gpu), _stack_file(tmp_path, "dev", dev))
+    assert lines[-1] == "tenant tenant-b: holds 0 MiB, 0 % cores, 0 slots -> 2048 MiB, 0 % cores, 2 slots"
 
 
 def test_an_uncatalogued_card_declared_differently_is_named(tmp_path: Path) -> None:

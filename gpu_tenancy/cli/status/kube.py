@@ -37,7 +37,8 @@ def api_client(kubeconfig_yaml: str) -> client.ApiClient:
             raise TenantUnreachable("kubeconfig is not a YAML mapping")
         configuration = client.Configuration()
         config.load_kube_config_from_dict(document, client_configuration=configuration)
-    except (yaml.YAMLError, ConfigException) as error:
+    # ValueError: a server URL urllib.parse refuses (`https://[fd00::1`), raised while the host is set.
+    except (yaml.YAMLError, ConfigException, ValueError) as error:
         raise TenantUnreachable(f"unusable kubeconfig: {' '.join(str(error).split())}") from None
     configuration.retries = False  # one attempt: an unreachable tenant must not hold up the others
     return client.ApiClient(configuration)
