@@ -16,6 +16,12 @@ SHARED = Path(os.environ.get("GPU_TENANCY_SHARED") or REPO.parent / "shared")
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+# Tests import the harness both as `harness` and as `tests.harness`: one module object, so that its chart project
+# (the GPU_TENANCY_CHART_PROJECT the policy pack reads) and its test CA are made once, whatever order files run in.
+import harness  # noqa: E402
+
+sys.modules.setdefault("tests.harness", harness)
+
 # Property tests run the same examples on every run, CI or not (Hypothesis' own "ci" profile: derandomised,
 # no example database, no deadline). HYPOTHESIS_PROFILE=default draws fresh random examples instead, and
 # HYPOTHESIS_PROFILE=local fresh ones with four times the examples, to hunt for a new counterexample.
