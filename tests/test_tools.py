@@ -38,22 +38,51 @@ def script(stdout: str) -> bytes:
     return f"#!/bin/sh\ncat <<'EOF'\n{stdout}\nEOF\n".encode()
 
 
+def cli(argv: str, stdout: str, otherwise: str) -> bytes:
+    """A CLI printing ``stdout`` for exactly ``argv``; any other arguments run ``otherwise`` (what the real one
+    does with them), so a version command missing an argument is not read as the version."""
+    return f'#!/bin/sh\nif [ "$*" = "{argv}" ]; then\ncat <<\'EOF\'\n{stdout}\nEOF\nexit 0\nfi\n{otherwise}\n'.encode()
+
+
+def cobra_help(first_line: str) -> str:
+    # A cobra root command run without a subcommand prints its help (Long first) and exits 0: kind and pulumi alike.
+    return f"cat <<'EOF'\n{first_line}\n\nUsage:\nEOF\nexit 0"
+
+
 def kind_binary(version: str) -> bytes:
-    return script(f"kind {version} go1.26.3 linux/amd64")
+    return cli(
+        "version",
+        f"kind {version} go1.26.3 linux/amd64",
+        cobra_help("kind creates and manages local Kubernetes clusters using Docker container 'nodes'"),
+    )
+
+
+def pulumi_binary(version: str) -> bytes:
+    return cli("version", version, cobra_help("Pulumi - Modern Infrastructure as Code"))
 
 
 def kubectl_binary(version: str) -> bytes:
     # The shape of `kubectl version --client -o json` (recorded from a kubectl v1.32 on this machine).
-    report = {
+    report = json.dumps({
         "clientVersion": {"major": "1", "minor": "35", "gitVersion": version, "platform": "linux/amd64"},
         "kustomizeVersion": "v5.7.1",
-    }
-    return script(json.dumps(report, indent=2))
+    }, indent=2)
+    # Without --client it asks the (here absent) server too: the JSON, then the error, exit 1. Without -o json: text.
+    otherwise = (
+        'case "$*" in\n'
+        f'"version --client") printf \'Client Version: {version}\\nKustomize Version: v5.7.1\\n\'; exit 0;;\n'
+        f'"version -o json") cat <<\'EOF\'\n{report}\nEOF\n'
+        'echo "The connection to the server localhost:8080 was refused - did you specify the right host or port?" >&2\n'
+        'exit 1;;\n'
+        '*) echo "error: unknown command or flag: $*" >&2; exit 1;;\n'
+        'esac'
+    )
+    return cli("version --client -o json", report, otherwise)
 
 
 def pulumi_archive(version: str, extra: dict[str, bytes] | None = None) -> bytes:
     members = {
-        "pulumi/pulumi": script(version),
+        "pulumi/pulumi": pulumi_binary(version),
         "pulumi/pulumi-language-python": script("language host"),
         "pulumi/pulumi-analyzer-policy-python": script("policy analyzer"),
         **(extra or {}),
@@ -164,6 +193,8 @@ def test_each_tool_is_installed_from_its_release_url_after_its_checksum(tmp_path
     assert all(p.stat().st_mode & 0o777 == 0o755 for p in bin_dir.iterdir())
     assert [line.split(":")[0] for line in said] == ["kind v0.32.0", "kubectl v1.35.5", f"pulumi {PULUMI_V}"]
     assert all("not on PATH; sha256" in line and "verified" in line for line in said), said
+    # Each sha256 was recorded for exactly that version and platform, so none is locked from a checksum file.
+    assert not setup.lock_path.exists()
     # A second run finds them all and downloads nothing.
     releases.requests.clear()
     for tool in pins:
@@ -325,6 +356,82 @@ def test_versions_are_read_as_each_cli_prints_them() -> None:
     assert pulumi.parse_version("warning: A new version of Pulumi is available\n") is None
 
 
+def test_output_that_is_not_kubectls_client_version_json_is_no_version() -> None:
+    kubectl = tools.TOOLS_BY_NAME["kubectl"]
+    assert kubectl.parse_version("") is None  # not JSON
+    assert kubectl.parse_version('{"kustomizeVersion": "v5.7.1"}') is None  # no clientVersion
+    assert kubectl.parse_version('{"clientVersion": {"major": "1", "minor": "35"}}') is None  # no gitVersion
+    assert kubectl.parse_version('"v1.35.5"') is None  # JSON, but no object
+    assert kubectl.parse_version('{"clientVersion": "v1.35.5"}') is None
+
+
+def test_each_cli_is_asked_for_its_version_as_it_answers_it(tmp_path: Path, empty_path: Path) -> None:
+    for name, binary, pinned in (
+        ("kind", kind_binary("v0.32.0"), "v0.32.0"),
+        ("kubectl", kubectl_binary("v1.35.5"), "v1.35.5"),
+        ("pulumi", pulumi_binary("v3.272.0"), "v3.272.0"),
+    ):
+        (empty_path / name).write_bytes(binary)
+        (empty_path / name).chmod(0o755)
+        assert tools.reported_version(tools.TOOLS_BY_NAME[name], str(empty_path / name)) == pinned, name
+
+
+def test_a_tool_that_cannot_run_or_hangs_reports_no_version(
+    tmp_path: Path, empty_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kind = tools.TOOLS_BY_NAME["kind"]
+    assert tools.reported_version(kind, str(tmp_path / "missing")) is None  # FileNotFoundError
+    (empty_path / "kind").write_bytes(kind_binary("v0.32.0"))  # not executable: PermissionError
+    assert tools.reported_version(kind, str(empty_path / "kind")) is None
+    sleep = shutil.which("sleep", path=os.defpath)
+    assert sleep
+    (empty_path / "hangs").write_bytes(f"#!/bin/sh\nexec {sleep} 30\n".encode())
+    (empty_path / "hangs").chmod(0o755)
+    real_run, timeouts, expired = subprocess.run, [], []
+
+    def quick(*args, **kwargs):
+        timeouts.append(kwargs["timeout"])
+        try:
+            return real_run(*args, **{**kwargs, "timeout": 0.5})  # the same expiry, sooner
+        except subprocess.TimeoutExpired:
+            expired.append(args[0][0])
+            raise
+
+    monkeypatch.setattr(tools.subprocess, "run", quick)
+    assert tools.reported_version(kind, str(empty_path / "hangs")) is None
+    assert timeouts == [60] and expired == [str(empty_path / "hangs")]
+
+
+def test_published_names_each_sha256_as_recorded_missing_or_different(tmp_path: Path) -> None:
+    # What each release publishes: kind's and kubectl's match the recorded sha256 for both platforms, except
+    # kubectl linux-arm64's, which differs; pulumi's (not recorded) lists both archives.
+    hex_p, hex_q, hex_x = "1" * 64, "2" * 64, "f" * 64
+    kind = tools.TOOLS_BY_NAME["kind"]
+    kubectl = tools.TOOLS_BY_NAME["kubectl"]
+    served = {
+        "https://github.com/kubernetes-sigs/kind/releases/download/v0.32.0/kind-linux-amd64.sha256sum":
+            f"{kind.sha256[('v0.32.0', 'linux-amd64')]}  kind-linux-amd64\n",
+        "https://github.com/kubernetes-sigs/kind/releases/download/v0.32.0/kind-linux-arm64.sha256sum":
+            f"{kind.sha256[('v0.32.0', 'linux-arm64')]}  kind-linux-arm64\n",
+        "https://dl.k8s.io/release/v1.35.5/bin/linux/amd64/kubectl.sha256":
+            f"{kubectl.sha256[('v1.35.5', 'linux-amd64')]}\n",
+        "https://dl.k8s.io/release/v1.35.5/bin/linux/arm64/kubectl.sha256": f"{hex_x}\n",
+        PULUMI_SUMS: f"{hex_p}  pulumi-{PULUMI_V}-linux-x64.tar.gz\n{hex_q}  pulumi-{PULUMI_V}-linux-arm64.tar.gz\n",
+    }
+
+    def fetcher(url: str, destination: Path) -> None:
+        destination.write_text(served[url])
+
+    said: list[str] = []
+    assert tools.published(fetcher, say=said.append) == 1
+    assert [line.split("# ")[1] for line in said] == [
+        "kind: recorded", "kind: recorded", "kubectl: recorded", "kubectl: DIFFERS",
+        "pulumi: NOT RECORDED", "pulumi: NOT RECORDED",
+    ], said
+    assert said[3].startswith(f'("v1.35.5", "linux-arm64"): "{hex_x}",'), said
+    assert said[5].startswith(f'("{PULUMI_V}", "linux-arm64"): "{hex_q}",'), said
+
+
 def test_published_checksum_files_are_read_in_each_release_format() -> None:
     kind, kubectl, pulumi = (tools.TOOLS_BY_NAME[name] for name in ("kind", "kubectl", "pulumi"))
     hex_a, hex_b = "a" * 64, "b" * 64
@@ -400,7 +507,7 @@ def test_make_tools_enforces_the_recorded_checksums(tmp_path: Path, releases: Fa
     on_path = {
         "kind": kind_binary("v0.31.0"),
         "kubectl": kubectl_binary(versions.KUBECTL_BINARY),
-        "pulumi": script(versions.PULUMI_CLI),
+        "pulumi": pulumi_binary(versions.PULUMI_CLI),
     }
     result = run_make_tools(tmp_path, releases, on_path)
     output = result.stdout + result.stderr
