@@ -494,6 +494,18 @@ def test_routes_are_read_as_the_kernel_prints_them() -> None:
                                             ("docker0", "172.17.0.0/16"), (KIND_BRIDGE, "172.18.0.0/16")]
 
 
+def test_a_network_created_with_a_bridge_name_option_is_found_on_that_bridge() -> None:
+    """`docker network create -o com.docker.network.bridge.name=kind0 kind`: `docker network inspect` lists the
+    option under Options (moby libnetwork/drivers/bridge/labels.go BridgeName) and the bridge is kind0, not br-<id>."""
+    from gpu_tenancy.cli.doctor.known_issues import bridge_name
+
+    network_id = "6b1f5c2a9e3d40c1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f70819"
+    named = {"Name": "kind", "Id": network_id, "Options": {"com.docker.network.bridge.name": "kind0"}}
+    assert bridge_name([named]) == "kind0"
+    assert bridge_name([{**named, "Options": {"com.docker.network.driver.mtu": "1500"}}]) == "br-6b1f5c2a9e3d"
+    assert bridge_name([]) is None
+
+
 def test_doctor_runs_on_the_runtime_dependencies_alone(tmp_path: Path) -> None:
     """`make doctor` and `make up`'s host checks use the runtime venv (`make runtime`): nothing the tests'
     requirements add may be imported."""
