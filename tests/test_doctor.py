@@ -279,6 +279,41 @@ def test_what_is_wrong_inside_the_tenants(tmp_path: Path) -> None:
     assert "kubectl -n kube-system delete secret sh.helm.release.v1.hami.v1" in found[4]
 
 
+def _release_secret(status: str) -> dict[str, Any]:
+    # helm v3 pkg/storage/driver/secrets.go: a release's Secret, labelled with its status (pkg/release/status.go).
+    return {"metadata": {"name": "sh.helm.release.v1.hami.v2", "namespace": "kube-system",
+                         "labels": {"owner": "helm", "name": "hami", "status": status, "version": "2"}}}
+
+
+@pytest.mark.parametrize("status", ["pending-install", "pending-upgrade", "pending-rollback", "uninstalling"])
+def test_a_helm_release_left_mid_operation_is_named(status: str) -> None:
+    from gpu_tenancy.cli.doctor.lab import ClusterFacts, cluster_problems
+
+    cluster = ClusterFacts("tenant-b", "make -s kubeconfig STACK=dev TENANT=tenant-b",
+                           helm_secrets=[_release_secret(status), _release_secret("superseded")])
+    assert [(p.subject, p.what.split(" by ")[0]) for p in cluster_problems(cluster, NOW)] == [
+        ("tenant tenant-b Helm release kube-system/hami", f"left {status}")]
+
+
+@pytest.mark.parametrize("status", ["deployed", "superseded", "failed", "uninstalled", "unknown"])
+def test_a_helm_release_at_rest_is_no_problem(status: str) -> None:
+    from gpu_tenancy.cli.doctor.lab import ClusterFacts, cluster_problems
+
+    cluster = ClusterFacts("tenant-b", "make -s kubeconfig STACK=dev TENANT=tenant-b",
+                           helm_secrets=[_release_secret(status)])
+    assert cluster_problems(cluster, NOW) == []
+
+
+def test_a_node_without_a_ready_condition_yet_is_not_ready() -> None:
+    """A Node just registered has no conditions until the kubelet's first status update."""
+    from gpu_tenancy.cli.doctor.lab import ClusterFacts, cluster_problems
+
+    node = {**_node("gpu-tenancy-dev-tenant-b-worker"), "status": {}}
+    cluster = ClusterFacts("tenant-b", "make -s kubeconfig STACK=dev TENANT=tenant-b", nodes=[node])
+    assert [(p.subject, p.what) for p in cluster_problems(cluster, NOW)] == [
+        ("tenant tenant-b node gpu-tenancy-dev-tenant-b-worker", "not Ready (no Ready condition)")]
+
+
 def test_an_unreachable_tenant(tmp_path: Path) -> None:
     case = _lab().answer("kubectl", ["tenant-b.kubeconfig", "get nodes"], "",
                          "Unable to connect to the server: dial tcp 172.18.255.251:6443: i/o timeout\n", 1)
