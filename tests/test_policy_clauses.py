@@ -448,3 +448,12 @@ def test_a_control_plane_under_no_tenant_is_named_by_its_kubernetes_name() -> No
     assert _overlaps(stack) == [(
         "tenant 'stray' pod CIDR 10.174.16.0/24 overlaps tenant 'tenant-a' pod CIDR 10.174.16.0/20; give every tenant "
         "disjoint podCidr/serviceCidr.", stray.urn)]
+
+
+def test_a_tenants_registered_gpu_nodes_keep_their_numa_and_pods() -> None:
+    # components/tenant.py registers `gpuNodes`: each node's name, gpus, its cards' NUMA nodes and maxPods.
+    node = {"name": "gpu-1", "gpus": [A100], "numa": [1, 0], "maxPods": 103}
+    tenant = Res(tp.TENANT_TYPE, "team", "urn:pulumi:dev::p::gpu-tenancy:tenant:Tenant::team",
+                 {"gpuNodes": [node], "workloads": [], "quota": {}})
+    declared = plan_policies._declaration(tenant)
+    assert declared is not None and declared["nodes"] == [("gpu-1", [A100], [1, 0], 103)]
