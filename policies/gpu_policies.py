@@ -130,7 +130,8 @@ def _stack_mode(args: StackValidationArgs, resources: list[Res], report: ReportV
             if mode:
                 modes[mode].append(res.name)
     if len(modes) > 1:
-        report("the stack mixes modes: " + "; ".join(f"{m}: {', '.join(n)}" for m, n in sorted(modes.items())), None)
+        found = "; ".join(f"{mode}: {', '.join(sorted(names))}" for mode, names in sorted(modes.items()))
+        report(f"the stack mixes modes: {found}", None)
         return None
     if modes:
         return next(iter(modes))
