@@ -153,3 +153,81 @@ def test_without_a_terminal_the_table_is_120_columns(tmp_path: Path, capsys: pyt
     strip = [line for line in fallback.splitlines() if " at " not in line]  # the title's clock
     assert strip == [line for line in explicit.splitlines() if " at " not in line]
     assert max(map(len, fallback.splitlines())) == 120
+
+
+# --------------------------------------------------------------------------- promotion: which layer a resource is in
+
+# docs/modes-and-promotion.md "make promotion-diff": the platform layer is kind or an existing cluster with what the
+# tenants share on it (MetalLB's pool, cert-manager, Kamaji and its DataStore); the device layer is the node
+# containers or SSH hosts, bootstrap tokens, the mock-GPU agent, the mock NVML, what HAMi's device plugin is pointed
+# at, kubelet settings; everything else a tenant has is the tenant layer.
+@pytest.mark.parametrize(("typ", "name", "inputs", "layer"), [
+    ("gpu-tenancy:kind_cluster:KindCluster", "lab", {}, "platform"),
+    ("kubernetes:kamaji.clastix.io/v1alpha1:DataStore", "default", {}, "platform"),
+    ("kubernetes:helm.sh/v3:Release", "kamaji-chart", {"chart": "kamaji"}, "platform"),
+    ("kubernetes:helm.sh/v3:Release", "metallb-chart", {"chart": "metallb"}, "platform"),
+    ("kubernetes:helm.sh/v3:Release", "cert-manager", {"chart": "cert-manager"}, "platform"),
+    ("kubernetes:helm.sh/v3:Release", "tenant-a-hami-chart", {"chart": "hami"}, "tenant"),
+    ("random:index/randomPassword:RandomPassword", "tenant-a-token", {}, "device"),
+    ("kubernetes:apps/v1:DaemonSet", "tenant-a-node", {"metadata": {"labels": {"gpu-tenancy.io/component": "worker"}}},
+     "device"),
+    ("kubernetes:apps/v1:DaemonSet", "tenant-a-app", {"metadata": {"labels": {"gpu-tenancy.io/component": "app"}}},
+     "tenant"),
+])
+def test_each_resource_is_in_the_layer_the_promotion_docs_put_it(
+    typ: str, name: str, inputs: dict[str, Any], layer: str
+) -> None:
+    from gpu_tenancy.cli.promotion.layers import Record, layer_of
+
+    assert layer_of(Record(typ, name, inputs)) == layer
+
+
+TCP_TYPE = "kubernetes:kamaji.clastix.io/v1alpha1:TenantControlPlane"
+VAP_TYPE = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
+RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
+
+
+@pytest.mark.parametrize(("typ", "before", "after", "field"), [
+    (TCP_TYPE, {"spec": {"kubernetes": {"kubelet": {"cgroupfs": "systemd"}, "version": "v1"}}},
+     {"spec": {"kubernetes": {"kubelet": {"cgroupfs": "cgroupfs"}, "version": "v1"}}}, "spec.kubernetes.kubelet"),
+    (TCP_TYPE, {"spec": {"controlPlane": {"deployment": {"extraArgs": {"apiServer": ["--a"]}, "replicas": 1}}}},
+     {"spec": {"controlPlane": {"deployment": {"extraArgs": {}, "replicas": 1}}}},
+     "spec.controlPlane.deployment.extraArgs"),
+    (VAP_TYPE, {"spec": {"variables": [{"name": "cudaControlMarker", "expression": "'T'"}, {"name": "x"}]}},
+     {"spec": {"variables": [{"name": "cudaControlMarker", "expression": "''"}, {"name": "x"}]}},
+     "spec.variables.@cudaControlMarker"),
+    (RELEASE_TYPE, {"chart": "hami", "values": {"devicePlugin": {"enabled": False}, "global": {}}},
+     {"chart": "hami", "values": {"devicePlugin": {"enabled": True}, "global": {}}}, "values.devicePlugin"),
+    (RELEASE_TYPE, {"chart": "hami", "values": {"scheduler": {"extender": {"extraArgs": ["--t=30s"]}, "x": 1}}},
+     {"chart": "hami", "values": {"scheduler": {"extender": {"extraArgs": []}, "x": 1}}},
+     "values.scheduler.extender.extraArgs"),
+])
+def test_a_device_field_of_a_tenant_resource_is_a_device_change(
+    typ: str, before: dict[str, Any], after: dict[str, Any], field: str
+) -> None:
+    from gpu_tenancy.cli.promotion.layers import Record, promotion_diff
+
+    diff = promotion_diff([Record(typ, "tenant-a-x", before)], [Record(typ, "tenant-a-x", after)])
+    assert diff.tenant == [] and diff.platform == []
+    assert len(diff.device) == 1 and f": {field}" in diff.device[0]
+
+
+@pytest.mark.parametrize(("typ", "before", "after", "field"), [
+    (TCP_TYPE, {"spec": {"kubernetes": {"kubelet": {}, "version": "v1.35.0"}}},
+     {"spec": {"kubernetes": {"kubelet": {}, "version": "v1.36.0"}}}, "spec.kubernetes.version"),
+    (TCP_TYPE, {"spec": {"controlPlane": {"deployment": {"extraArgs": {}, "replicas": 1}}}},
+     {"spec": {"controlPlane": {"deployment": {"extraArgs": {}, "replicas": 2}}}}, "spec.controlPlane.deployment.replicas"),
+    (RELEASE_TYPE, {"chart": "hami", "values": {"devicePlugin": {}, "global": {"imageTag": "v2.10.0"}}},
+     {"chart": "hami", "values": {"devicePlugin": {}, "global": {"imageTag": "v2.11.0"}}}, "values.global.imageTag"),
+    (RELEASE_TYPE, {"chart": "hami", "values": {"scheduler": {"extender": {"extraArgs": [], "replicas": 1}}}},
+     {"chart": "hami", "values": {"scheduler": {"extender": {"extraArgs": [], "replicas": 2}}}},
+     "values.scheduler.extender.replicas"),
+])
+def test_the_field_beside_a_device_field_stays_in_the_tenant_layer(
+    typ: str, before: dict[str, Any], after: dict[str, Any], field: str
+) -> None:
+    from gpu_tenancy.cli.promotion.layers import Record, promotion_diff
+
+    diff = promotion_diff([Record(typ, "tenant-a-x", before)], [Record(typ, "tenant-a-x", after)])
+    assert diff.device == [] and diff.platform == []
+    assert len(diff.tenant) == 1 and f": {field}: " in diff.tenant[0]
