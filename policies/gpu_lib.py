@@ -12,7 +12,7 @@ from typing import Any
 from resource_lib import STACK_CONFIG_NAMESPACE
 
 from gpu_tenancy.builders.mock_nvml import nvml_mock
-from gpu_tenancy.contract.device_layers import LAYERS, DeviceLayer
+from gpu_tenancy.contract.device_layers import DeviceLayer, find_layer
 from gpu_tenancy.hami.protocol import NVIDIA
 
 GPU = NVIDIA.resource_count
@@ -38,8 +38,7 @@ def stack_config(key: str) -> Any:
 
 def stack_device_layer() -> DeviceLayer | None:
     """The device layer of the stack config's `gpu-tenancy:mode`; None for a mode no layer registers."""
-    mode = stack_config("mode")
-    return LAYERS.get(mode) if isinstance(mode, str) else None
+    return find_layer(stack_config("mode"))
 
 
 def stack_config_in(full_key: str) -> Any:

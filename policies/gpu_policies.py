@@ -44,7 +44,7 @@ from resource_lib import (
 from tenancy_lib import COMPONENT_LABEL, ancestor_tenant, resource_tenant, tenant_component_name
 from value_lib import as_dict, as_list, contains_unknown, dig, is_unknown, known_str, quantity
 
-from gpu_tenancy.contract.device_layers import LAYERS
+from gpu_tenancy.contract.device_layers import LAYERS, find_layer
 from gpu_tenancy.hami.protocol import NVIDIA
 
 DEFAULT_SPLIT_COUNT = 10
@@ -329,7 +329,7 @@ def validate_no_mock_gpus_in_real(args: StackValidationArgs, report: ReportViola
     resources = from_policy_resources(args.resources)
     mode = _stack_mode(args, resources, report)
     found = _gpu_providers(resources)
-    layer = LAYERS.get(mode) if mode else None
+    layer = find_layer(mode)
     if layer is None:
         _check_unknown_mode(found, report)
     elif layer.registrar in _CHECKS_BY_REGISTRAR:

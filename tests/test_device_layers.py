@@ -11,7 +11,7 @@ import pytest
 from policy_support import copy_stack, dev_stack, run_stack_policy
 
 from gpu_tenancy.builders import gpu_nodes
-from gpu_tenancy.contract.device_layers import LAYERS, DeviceLayer, layer
+from gpu_tenancy.contract.device_layers import LAYERS, DeviceLayer, find_layer, layer
 from gpu_tenancy.contract.stack_config import StackConfig
 from gpu_tenancy.contract.tenant_config import TenantConfig
 
@@ -46,6 +46,10 @@ def test_each_layer_states_who_registers_its_cards(
 def test_an_unregistered_mode_is_no_layer() -> None:
     with pytest.raises(KeyError):
         layer("cloud")
+    # Read from a stack file, an export or the engine's config, anything but a registered mode is no layer.
+    for unknown in ("cloud", "", None, 3, ["sim"], {"mode": "sim"}):
+        assert find_layer(unknown) is None
+    assert find_layer("sim-nvml") is layer("sim-nvml")
 
 
 def _tenant(**extra: object) -> TenantConfig:

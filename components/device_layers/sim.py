@@ -8,14 +8,15 @@ from components.worker import Worker, WorkerArgs
 from gpu_tenancy.builders import gpu_nodes
 
 
-def kind_worker(site: TenantSite) -> Worker:
-    """The tenant's kind worker container, joined to its control plane (sim and sim-nvml)."""
+def kind_worker(site: TenantSite) -> tuple[Worker, str]:
+    """The tenant's kind worker container, joined to its control plane (sim and sim-nvml), and its name."""
     control_plane = site.control_plane
-    return Worker(
+    container = gpu_nodes.worker_container_name(site.cluster_name, site.config.name)
+    worker = Worker(
         f"{site.name}-worker",
         WorkerArgs(
             tenant=site.config.name,
-            container_name=gpu_nodes.worker_container_name(site.cluster_name, site.config.name),
+            container_name=container,
             image=site.stack.versions.worker_image,
             network=site.stack.kind_network,
             endpoint=control_plane.endpoint,
@@ -27,12 +28,12 @@ def kind_worker(site: TenantSite) -> Worker:
         ),
         site.child(control_plane),
     )
+    return worker, container
 
 
 class Sim(DeviceLayerWiring):
     def deploy(self, site: TenantSite) -> Devices:
-        worker = kind_worker(site)
-        container = gpu_nodes.worker_container_name(site.cluster_name, site.config.name)
+        worker, container = kind_worker(site)
         network = site.network([worker.join])
         hami = site.hami([network, worker])
         agent = MockGpuAgent(

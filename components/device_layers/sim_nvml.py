@@ -7,7 +7,6 @@ from components.device_layers.sim import kind_worker
 from components.inventory_check import InventoryCheck, InventoryCheckArgs
 from components.mock_nvml import MockNvml, MockNvmlArgs
 from components.nvml_mock_image import NvmlMockImage, NvmlMockImageArgs
-from gpu_tenancy.builders import gpu_nodes
 from gpu_tenancy.builders.mock_nvml import cuda_control
 from gpu_tenancy.contract.stack_config import StackConfig
 
@@ -27,8 +26,7 @@ class SimNvml(DeviceLayerWiring):
         image = site.stack_parts
         if not isinstance(image, NvmlMockImage):
             raise TypeError("sim-nvml deploys a tenant only with the stack's mock NVML image (stack_parts)")
-        worker = kind_worker(site)
-        container = gpu_nodes.worker_container_name(site.cluster_name, site.config.name)
+        worker, container = kind_worker(site)
         network = site.network([worker.join])
         mock = MockNvml(
             f"{site.name}-mock-nvml",

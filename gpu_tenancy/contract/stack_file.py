@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from gpu_tenancy.contract.config import NAMESPACE, SECRET_KEYS, ConfigError, load_config
-from gpu_tenancy.contract.device_layers import LAYERS
+from gpu_tenancy.contract.device_layers import find_layer
 from gpu_tenancy.contract.stack_config import StackConfig
 
 # Stands for an encrypted value: never parsed, only present.
@@ -48,8 +48,7 @@ def stack_file_values(path: str | Path) -> tuple[dict[str, Any], frozenset[str]]
             secrets.add(short)
             value = SECRET_PLACEHOLDER
         raw[short] = value
-    mode = raw.get("mode")
-    layer = LAYERS.get(mode) if isinstance(mode, str) else None
+    layer = find_layer(raw.get("mode"))
     # A layer on GPU hosts needs the credentials a stack file never shows (they are set as secrets).
     if layer is not None and not layer.simulated:
         for key in SECRET_KEYS:

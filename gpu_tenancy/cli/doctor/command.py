@@ -47,7 +47,7 @@ from gpu_tenancy.cli.doctor.known_issues import (
 from gpu_tenancy.cli.doctor.lab import ClusterFacts, LabFacts, lab_problems
 from gpu_tenancy.cli.status_codes import FAILURE, SUCCESS, USAGE
 from gpu_tenancy.contract.config import ConfigError
-from gpu_tenancy.contract.device_layers import LAYERS
+from gpu_tenancy.contract.device_layers import find_layer
 from gpu_tenancy.contract.stack_file import load_stack_file
 
 NAMESPACE = "gpu-tenancy"
@@ -397,7 +397,7 @@ def lab_gone(args: argparse.Namespace) -> bool:
     except stack_outputs.OutputsError:
         return False
     cluster = outputs.get("kindClusterName")
-    layer = LAYERS.get(str(outputs.get("mode")))
+    layer = find_layer(outputs.get("mode"))
     if not cluster or layer is None or not layer.simulated:
         return False
     listed = run(["kind", "get", "clusters"])

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 from gpu_tenancy.cli.tools import TOOLS_BY_NAME
 from gpu_tenancy.contract import versions
-from gpu_tenancy.contract.device_layers import LAYERS, DeviceLayer
+from gpu_tenancy.contract.device_layers import DeviceLayer, find_layer
 
 GIB = 1024**3
 
@@ -62,7 +62,7 @@ class LabShape:
     @property
     def layer(self) -> DeviceLayer | None:
         """The mode's device layer; None for a mode no layer registers (the stack file's check names it)."""
-        return LAYERS.get(self.mode)
+        return find_layer(self.mode)
 
     @property
     def simulated(self) -> bool:

@@ -27,7 +27,7 @@ from gpu_tenancy.cli.base_command import CommandParser, command_parser
 from gpu_tenancy.cli.plan import order_verdicts, plan_input
 from gpu_tenancy.cli.plan.plan_input import UNASSIGNED, InputError, load
 from gpu_tenancy.cli.status_codes import USAGE
-from gpu_tenancy.contract.device_layers import LAYERS
+from gpu_tenancy.contract.device_layers import find_layer
 from gpu_tenancy.hami.allocation import AllocationView, GpuView, QuotaUse, Slice, TenantView, Unplaced
 from gpu_tenancy.hami.planner.model import QUOTA_GPU, QUOTA_GPUCORES, QUOTA_GPUMEM, Node, Quota, Workload
 from gpu_tenancy.hami.planner.report import PlanResult
@@ -43,7 +43,7 @@ CARD_CHOICE_NOTE = (
 
 def card_order_note(nodes: Sequence[Node], mode: str | None) -> str:
     """What of the plan holds whatever order HAMi registers the cards in (nothing to say for sim)."""
-    layer = LAYERS.get(mode) if mode else None
+    layer = find_layer(mode)
     if layer is not None and layer.stable_card_order:
         return ""
     mixed = sorted(n.name for n in nodes if len({(d.type, d.devmem) for d in n.devices}) > 1)

@@ -78,6 +78,12 @@ def _registry() -> dict[str, DeviceLayer]:
 LAYERS: dict[str, DeviceLayer] = _registry()
 
 
+def find_layer(mode: object) -> DeviceLayer | None:
+    """The layer of a mode as read from a stack file, an export or the engine's config; None for anything no layer
+    registers (a missing or non-string mode included), which callers treat as no known layer."""
+    return LAYERS.get(mode) if isinstance(mode, str) else None
+
+
 def layer(mode: str) -> DeviceLayer:
     """The layer of a mode; KeyError for a mode no layer registers."""
     return LAYERS[mode]
