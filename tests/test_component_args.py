@@ -18,6 +18,7 @@ from typing import Any
 
 import pulumi
 import pytest
+from recording_mocks import RecordingMocks
 
 import components
 from components import options
@@ -105,18 +106,6 @@ def test_no_args_field_carries_a_provider_or_dependencies(module: ModuleType, cl
 
 
 # --------------------------------------------------------------------------- what components take from opts
-
-
-class RecordingMocks(pulumi.runtime.Mocks):
-    def __init__(self) -> None:
-        self.resources: list[pulumi.runtime.MockResourceArgs] = []
-
-    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
-        self.resources.append(args)
-        return f"{args.name}-id", dict(args.inputs)
-
-    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
-        return {}, None
 
 
 @pytest.fixture

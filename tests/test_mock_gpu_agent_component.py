@@ -4,6 +4,7 @@ from typing import Any
 
 import pulumi
 import pytest
+from recording_mocks import RecordingMocks
 
 from gpu_tenancy.builders import image_load
 
@@ -14,21 +15,6 @@ K8S_TYPES = {
     "kubernetes:core/v1:ConfigMap",
     "kubernetes:apps/v1:DaemonSet",
 }
-
-
-class RecordingMocks(pulumi.runtime.Mocks):
-    def __init__(self) -> None:
-        self.resources: list[pulumi.runtime.MockResourceArgs] = []
-
-    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
-        self.resources.append(args)
-        outputs = dict(args.inputs)
-        if args.typ == "docker:index/image:Image":
-            outputs.setdefault("repoDigest", "sha256:0")
-        return f"{args.name}-id", outputs
-
-    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
-        return {}, None
 
 
 @pytest.fixture
