@@ -28,6 +28,13 @@ clean time plus 20 s) and writes `mutants/extra/<module>.json`; tests/mutation_s
 tests, quickest first (`-x` stops at the first failure); the record names them:
 
     .venv/bin/python tests/mutation_operators.py run policies/gpu_lib.py --tests tests/test_policy_values.py tests/test_policies.py
+
+A module whose whole selection takes minutes per mutant runs quicker in two passes: its quickest tests on every
+mutant, then `--survivors-only` with the whole selection on what the first pass left (the record keeps both
+selections):
+
+    .venv/bin/python tests/mutation_operators.py run policies/workload_lib.py --tests tests/test_workload_findings.py
+    .venv/bin/python tests/mutation_operators.py run policies/workload_lib.py --survivors-only
 """
 
 from __future__ import annotations
@@ -382,10 +389,26 @@ def _pytest(copy: Path, tests: list[str], timeout: float | None) -> tuple[int | 
     return code, time.monotonic() - started
 
 
-def run(module: str, tests: list[str], out_dir: Path, repo: Path = REPO) -> dict[str, object]:
-    """Each mutant of `module` against `tests` in a copy of the repository; the record written to out_dir."""
+def _key(entry: dict[str, object]) -> tuple[object, object, object]:
+    return entry["line"], entry["operator"], entry["description"]
+
+
+def run(module: str, tests: list[str], out_dir: Path, repo: Path = REPO, survivors_only: bool = False
+        ) -> dict[str, object]:
+    """Each mutant of `module` against `tests` in a copy of the repository; the record written to out_dir.
+    With survivors_only, a mutant the module's last record counts killed keeps that status and only the
+    others run (a quick test selection first, then the whole one on what it left)."""
     original = (repo / module).read_text()
     made = mutants(original)
+    path = out_dir / f"{module}.json"
+    earlier: dict[tuple[object, object, object], str] = {}
+    earlier_tests: list[str] = []
+    if survivors_only:
+        if not path.is_file():
+            raise SystemExit(f"{module}: no earlier record to take the survivors of ({path})")
+        previous = json.loads(path.read_text())
+        earlier = {_key(entry): entry["status"] for entry in previous["mutants"]}
+        earlier_tests = [*previous.get("earlier_tests", []), previous["tests"]]
     results = []
     with tempfile.TemporaryDirectory(prefix="mutation-operators-") as tmp:
         copy = Path(tmp)
@@ -395,15 +418,19 @@ def run(module: str, tests: list[str], out_dir: Path, repo: Path = REPO) -> dict
             raise SystemExit(f"{module}: its tests fail without a mutant (pytest exit {code}): {' '.join(tests)}")
         limit = 2 * clean + 20
         for number, mutant in enumerate(made, 1):
-            (copy / module).write_text(mutant.source)
-            code, _ = _pytest(copy, tests, limit)
-            status = "timeout" if code is None else "survived" if code == 0 else "killed"
-            results.append({**{k: v for k, v in asdict(mutant).items() if k != "source"}, "status": status})
+            entry = {k: v for k, v in asdict(mutant).items() if k != "source"}
+            status = earlier.get(_key(entry), "survived")
+            if status == "survived":
+                (copy / module).write_text(mutant.source)
+                code, _ = _pytest(copy, tests, limit)
+                status = "timeout" if code is None else "survived" if code == 0 else "killed"
+            results.append({**entry, "status": status})
             print(f"  {number}/{len(made)} {status:8} line {mutant.line} {mutant.operator}: {mutant.description}",
                   flush=True)
         (copy / module).write_text(original)
     record: dict[str, object] = {"module": module, "tests": tests, "mutants": results}
-    path = out_dir / f"{module}.json"
+    if survivors_only:
+        record["earlier_tests"] = earlier_tests  # the selections that killed the rest, in the order they ran
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=1) + "\n")
     return record
@@ -415,6 +442,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("modules", nargs="+", help="source paths, e.g. gpu_tenancy/builders/metallb/netpool.py")
     parser.add_argument("--tests", nargs="*", help="test files to run (default: covering_tests)")
     parser.add_argument("--out", type=Path, default=REPO / "mutants" / "extra")
+    parser.add_argument("--survivors-only", action="store_true",
+                        help="run only the mutants the module's last record has surviving; keep its kills")
     args = parser.parse_args(argv)
     for module in args.modules:
         if args.action == "list":
@@ -426,7 +455,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"== {module}: no test imports it; give --tests")
                 return 1
             print(f"== {module}: {len(tests)} test files", flush=True)
-            run(module, tests, args.out)
+            run(module, tests, args.out, survivors_only=args.survivors_only)
         else:
             record_path = args.out / f"{module}.json"
             if not record_path.is_file():

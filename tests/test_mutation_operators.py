@@ -151,7 +151,8 @@ def test_run_takes_the_tests_given_after_the_module(monkeypatch: pytest.MonkeyPa
     import mutation_operators
 
     ran: list[tuple[str, list[str]]] = []
-    monkeypatch.setattr(mutation_operators, "run", lambda module, tests, out: ran.append((module, tests)))
+    monkeypatch.setattr(mutation_operators, "run",
+                        lambda module, tests, out, survivors_only: ran.append((module, tests)))
     module = "policies/gpu_lib.py"
     given = ["tests/test_policy_values.py", "tests/test_policies.py::test_dev_stack_passes"]
     assert main(["run", module, "--tests", *given, "--out", str(tmp_path)]) == 0
@@ -160,3 +161,42 @@ def test_run_takes_the_tests_given_after_the_module(monkeypatch: pytest.MonkeyPa
     assert main(["run", module, "--out", str(tmp_path)]) == 0
     assert ran[1] == (module, covering_tests(module))
     assert ran[1][1] != given
+
+
+def test_a_second_pass_runs_only_the_first_passs_survivors_and_keeps_its_kills(tmp_path: Path) -> None:
+    import subprocess
+
+    from mutation_operators import run
+
+    repo = tmp_path / "repo"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "ops.py").write_text('OPERATIONS = ["CREATE", "UPDATE", "DELETE"]\n')
+    # The quick test pins CREATE only; the whole selection pins all three.
+    (repo / "tests" / "test_quick.py").write_text(
+        "from ops import OPERATIONS\n\ndef test_create():\n    assert 'CREATE' in OPERATIONS\n")
+    (repo / "tests" / "test_whole.py").write_text(
+        "from ops import OPERATIONS\n\ndef test_all():\n    assert OPERATIONS == ['CREATE', 'UPDATE', 'DELETE']\n")
+    (repo / "conftest.py").write_text("")
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    out = tmp_path / "out"
+    first = run("ops.py", ["tests/test_quick.py"], out, repo=repo)
+    statuses = {(m["operator"], m["description"]): m["status"] for m in first["mutants"]}  # type: ignore[union-attr]
+    # Dropping CREATE or swapping it for UPDATE is caught; dropping UPDATE or DELETE, or swapping them, is not.
+    assert statuses == {
+        ("drop-entry", 'drop "CREATE" from ["CREATE", "UPDATE", "DELETE"]'): "killed",
+        ("drop-entry", 'drop "DELETE" from ["CREATE", "UPDATE", "DELETE"]'): "survived",
+        ("drop-entry", 'drop "UPDATE" from ["CREATE", "UPDATE", "DELETE"]'): "survived",
+        ("enum", "'CREATE' -> 'UPDATE'"): "killed",
+        ("enum", "'DELETE' -> 'UPDATE'"): "survived",
+        ("enum", "'UPDATE' -> 'CREATE'"): "survived",
+    }
+    # A second pass with a selection that kills nothing: the first pass's kills are kept, not run again.
+    (repo / "tests" / "test_nothing.py").write_text("def test_passes():\n    pass\n")
+    second = run("ops.py", ["tests/test_nothing.py"], out, repo=repo, survivors_only=True)
+    assert [m["status"] for m in second["mutants"]] == [m["status"] for m in first["mutants"]]  # type: ignore[index]
+    # The whole selection on what is left: every survivor killed; the record names each pass's selection.
+    third = run("ops.py", ["tests/test_whole.py"], out, repo=repo, survivors_only=True)
+    assert [m["status"] for m in third["mutants"]] == ["killed"] * 6  # type: ignore[index]
+    assert third["tests"] == ["tests/test_whole.py"]
+    assert third["earlier_tests"] == [["tests/test_quick.py"], ["tests/test_nothing.py"]]
+    assert json.loads((out / "ops.py.json").read_text()) == third
