@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import policy_support  # noqa: F401  (puts policies/ on the import path, as the engine runs the pack from there)
+import pytest
 from resource_lib import Res
 from value_lib import UNKNOWN
 from workload_lib import findings
@@ -131,3 +132,66 @@ def test_a_pod_reaching_gpus_around_hami_is_found_once_its_spec_is_known() -> No
         ("gpuAccess", "container 'c' sets NVIDIA_VISIBLE_DEVICES, which HAMi's device plugin owns")]
     spec["runtimeClassName"] = UNKNOWN  # a preview: the admission policy's verdict waits for the whole spec
     assert findings(_res("kubernetes:core/v1:Pod", {"spec": spec})) == []
+
+
+# Pod Security Standards baseline at the pinned Kubernetes (k8s.io/pod-security-admission v0.36.3,
+# policy/check_sysctls.go sysctlsAllowedV1Dot32): the sysctls a baseline pod may set.
+BASELINE_SYSCTLS = [
+    "kernel.shm_rmid_forced", "net.ipv4.ip_local_port_range", "net.ipv4.tcp_syncookies", "net.ipv4.ping_group_range",
+    "net.ipv4.ip_unprivileged_port_start", "net.ipv4.ip_local_reserved_ports", "net.ipv4.tcp_keepalive_time",
+    "net.ipv4.tcp_fin_timeout", "net.ipv4.tcp_keepalive_intvl", "net.ipv4.tcp_keepalive_probes", "net.ipv4.tcp_rmem",
+    "net.ipv4.tcp_wmem",
+]
+# policy/check_seLinuxOptions.go selinuxAllowedTypes1_31: the SELinux types a baseline pod may set ("" = none).
+BASELINE_SELINUX_TYPES = ["", "container_t", "container_init_t", "container_kvm_t", "container_engine_t"]
+
+
+def _pod(spec: dict[str, Any]) -> Res:
+    return _res("kubernetes:core/v1:Pod", {"spec": {"containers": [{"name": "c"}], **spec}})
+
+
+@pytest.mark.parametrize("name", BASELINE_SYSCTLS)
+def test_each_sysctl_baseline_allows_is_no_finding(name: str) -> None:
+    assert findings(_pod({"securityContext": {"sysctls": [{"name": name, "value": "1"}]}})) == []
+
+
+@pytest.mark.parametrize("name", [
+    # Namespaced, yet not on baseline's list: the kubelet's own safe list had it (v1.4), PSA never did.
+    "net.ipv4.tcp_max_syn_backlog",
+    # Siblings of allowed names: the match is by the whole name, not a prefix.
+    "kernel.shm_rmid_forced_x", "kernel.shmmax", "net.ipv4.tcp_keepalive", "net.ipv4.tcp_mem",
+])
+def test_the_closest_sysctls_baseline_refuses_are_findings(name: str) -> None:
+    assert findings(_pod({"securityContext": {"sysctls": [{"name": name, "value": "1"}]}})) == [
+        (f"sysctl:{name}", f"sets unsafe sysctl {name}")]
+
+
+@pytest.mark.parametrize("selinux_type", BASELINE_SELINUX_TYPES)
+@pytest.mark.parametrize("where", ["pod", "container"])
+def test_each_selinux_type_baseline_allows_is_no_finding(selinux_type: str, where: str) -> None:
+    options = {"seLinuxOptions": {"type": selinux_type, "level": "s0:c123,c456"}}
+    spec = {"securityContext": options} if where == "pod" else {"containers": [{"name": "c", "securityContext": options}]}
+    assert findings(_pod(spec)) == []
+
+
+def test_an_selinux_level_alone_is_no_finding() -> None:
+    # Baseline restricts type, user and role; a level (MCS categories) is what isolates containers from each other.
+    assert findings(_pod({"securityContext": {"seLinuxOptions": {"level": "s0:c1,c2"}}})) == []
+
+
+@pytest.mark.parametrize("selinux_type", ["spc_t", "unconfined_t", "container_file_t", "container_tt"])
+def test_the_closest_selinux_types_baseline_refuses_are_findings(selinux_type: str) -> None:
+    assert findings(_pod({"securityContext": {"seLinuxOptions": {"type": selinux_type}}})) == [
+        ("seLinux", "the pod sets a custom SELinux user, role or type")]
+
+
+def test_an_allocation_annotation_hami_never_made_is_a_finding_and_a_scheduling_policy_is_not() -> None:
+    # HAMi v2.10.0's device plugin reads hami.io/vgpu-devices-allocated as the devices it granted; a pod writing it
+    # itself claims an allocation. The two scheduling-policy annotations are HAMi's documented user settings.
+    forged = {"hami.io/vgpu-devices-allocated": "GPU-0,NVIDIA,24576,100:;", "hami.io/gpu-scheduler-policy": "binpack"}
+    pod = _res("kubernetes:core/v1:Pod", {"metadata": {"annotations": forged}, "spec": {"containers": [{"name": "c"}]}})
+    assert findings(pod) == [
+        ("gpuAccess", "sets annotation hami.io/vgpu-devices-allocated, which only HAMi's scheduler and device plugin "
+                      "write")]
+    del forged["hami.io/vgpu-devices-allocated"]
+    assert findings(pod) == []
