@@ -8,13 +8,16 @@ import ipaddress
 import json
 from typing import Any
 
+import policy_support
 import pytest
 from policy_support import (
     Recorded,
     add_resource,
     copy_stack,
+    craft,
     dev_stack,
     find,
+    nvml_stack,
     owned,
     run_resource_policy,
     run_stack_policy,
@@ -23,6 +26,8 @@ from policy_support import (
 from pulumi_policy import proxy
 from resource_lib import Res
 
+import allowlist_policies  # isort: skip
+import controls_policies as cp  # isort: skip
 import fields_lib  # isort: skip
 import gpu_lib  # isort: skip
 import plan_policies  # isort: skip
@@ -457,3 +462,276 @@ def test_a_tenants_registered_gpu_nodes_keep_their_numa_and_pods() -> None:
                  {"gpuNodes": [node], "workloads": [], "quota": {}})
     declared = plan_policies._declaration(tenant)
     assert declared is not None and declared["nodes"] == [("gpu-1", [A100], [1, 0], 103)]
+
+
+# --------------------------------------------------------------------------- allowlist_policies
+
+ALLOWANCES = "gpu-tenancy-policy:allowedTypes"
+RUNTIME_CLASS = "kubernetes:node.k8s.io/v1:RuntimeClass"
+
+
+def _stack_config(monkeypatch: pytest.MonkeyPatch, **values: Any) -> None:
+    # The engine hands the pack the stack's config as PULUMI_CONFIG, each value JSON-encoded as a string.
+    monkeypatch.setenv("PULUMI_CONFIG", json.dumps({k: json.dumps(v) for k, v in values.items()}))
+
+
+def test_a_stack_without_allowances_allows_nothing_more(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PULUMI_CONFIG", raising=False)
+    assert allowlist_policies.allowances() == ({}, [])
+    _stack_config(monkeypatch, **{"gpu-tenancy:mode": "sim"})
+    assert allowlist_policies.allowances() == ({}, [])
+
+
+def test_an_allowance_is_a_list_of_type_and_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    reason = "the team's own cert-manager Issuer"
+    _stack_config(monkeypatch, **{ALLOWANCES: [{"type": "kubernetes:cert-manager.io/v1:Issuer", "reason": reason}]})
+    assert allowlist_policies.allowances() == ({"kubernetes:cert-manager.io/v1:Issuer": reason}, [])
+    _stack_config(monkeypatch, **{ALLOWANCES: {"type": "kubernetes:cert-manager.io/v1:Issuer", "reason": reason}})
+    assert allowlist_policies.allowances() == ({}, [f"{ALLOWANCES} must be a list of {{type, reason}}, not dict"])
+
+
+def test_a_bad_allowance_is_named_by_index_and_key_and_the_good_ones_still_count(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    good = {"type": "kubernetes:cert-manager.io/v1:Issuer", "reason": "the team's own cert-manager Issuer"}
+    _stack_config(monkeypatch, **{ALLOWANCES: [
+        {"type": "kubernetes:cert-manager.io/v1:Issuer", "reason": "short"}, good,
+        {"type": "kubernetes:apps/v1:DeploymentPatch", "reason": "patch the kube-proxy DaemonSet"}]})
+    allowed, problems = allowlist_policies.allowances()
+    assert allowed == {good["type"]: good["reason"]}
+    assert problems[0].startswith(f"{ALLOWANCES}[0].reason: String should have at least 10 characters")
+    assert problems[1] == (f"{ALLOWANCES}[2].type: kubernetes:apps/v1:DeploymentPatch patches objects the program "
+                           "does not own and cannot be allowed; remove it")
+    assert len(problems) == 2
+
+
+def test_a_bad_allowance_is_reported_on_the_stack_resource_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    _stack_config(monkeypatch, **{ALLOWANCES: "x"})
+    stack = copy_stack(dev_stack())
+    root = craft(stack, "pulumi:pulumi:Stack", "gpu-tenancy-dev", {})
+    found = run_resource_policy(allowlist_policies.known_types, [root, find(stack, TCP)])
+    assert found == [("gpu-tenancy-dev", f"{ALLOWANCES} must be a list of {{type, reason}}, not str", None)]
+
+
+def test_an_allowed_type_passes_known_types_and_is_printed_with_its_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    typ = "kubernetes:cert-manager.io/v1:Issuer"
+    stack = copy_stack(dev_stack())
+    issuer = craft(stack, typ, "issuer", {"spec": {"selfSigned": {}}})
+    unknown = (f"{typ} 'issuer' is of type {typ}, which the program never registers, so no policy reads it; remove "
+               f"it, or allow the type in the stack config ({ALLOWANCES}: [{{type, reason}}]).")
+    monkeypatch.delenv("PULUMI_CONFIG", raising=False)
+    assert [m for _, m, _ in run_resource_policy(allowlist_policies.known_types, [issuer])] == [unknown]
+    assert [u for _, u in run_stack_policy(allowlist_policies.known_types_in_stack, stack)] == [issuer.urn]
+    assert run_stack_policy(allowlist_policies.type_allowances, stack) == []
+    _stack_config(monkeypatch, **{ALLOWANCES: [{"type": typ, "reason": "the team's own cert-manager Issuer"}]})
+    assert run_resource_policy(allowlist_policies.known_types, [issuer]) == []
+    assert run_stack_policy(allowlist_policies.known_types_in_stack, stack) == []
+    assert run_stack_policy(allowlist_policies.type_allowances, stack) == [(
+        f"{typ} 'issuer': type allowed by the stack config ({ALLOWANCES}): the team's own cert-manager Issuer",
+        issuer.urn)]
+
+
+def test_an_allowance_of_a_known_type_prints_nothing() -> None:
+    stack = dev_stack()
+    config = {ALLOWANCES: [{"type": TCP, "reason": "already registered by the program"}]}
+    assert run_stack_policy(allowlist_policies.type_allowances, stack, config) == []
+
+
+@pytest.mark.parametrize(("store", "admitted"), [
+    ("default", True),  # the shared etcd's DataStore (gpu_tenancy/builders/kamaji)
+    ("tenant-a-etcd", True),  # its own (gpu_tenancy/builders/tenant_datastore)
+    ("tenant-b-etcd", False),  # another tenant's
+    ("defaults", False),
+])
+def test_a_control_plane_names_the_shared_or_its_own_datastore(store: str, admitted: bool) -> None:
+    stack = copy_stack(dev_stack())
+    tcp = owned(stack, TCP, "tenant-a")
+    set_both(tcp, ["spec", "dataStore"], store)
+    found = [m for _, m, _ in run_resource_policy(allowlist_policies.field_allowlist, [tcp])]
+    assert found == ([] if admitted else [
+        f"{TCP} 'tenant-a-control-plane-tcp' names DataStore {store!r}, neither the shared 'default' nor its own "
+        "'tenant-a-etcd'."])
+
+
+def test_a_control_plane_passes_only_the_api_server_flags_its_device_layer_sets(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # sim-nvml on Kubernetes 1.35 turns on the beta MutatingAdmissionPolicy API (gpu_tenancy/builders/mock_nvml
+    # cuda_control.api_server_args); any other flag, or those flags in a mode without CUDA control, is refused.
+    own = ["--feature-gates=MutatingAdmissionPolicy=true", "--runtime-config=admissionregistration.k8s.io/v1beta1=true"]
+    stack = copy_stack(dev_stack())
+    tcp = owned(stack, TCP, "tenant-a")
+    set_both(tcp, ["spec", "controlPlane", "deployment", "extraArgs"], {"apiServer": own})
+
+    def flags() -> list[str]:
+        return [m for _, m, _ in run_resource_policy(allowlist_policies.field_allowlist, [tcp]) if "flag" in m]
+
+    _stack_config(monkeypatch, **{"gpu-tenancy:mode": "sim-nvml"})
+    assert flags() == []
+    set_both(tcp, ["spec", "controlPlane", "deployment", "extraArgs"], {"apiServer": [*own, "--anonymous-auth=true"]})
+    assert flags() == [f"{TCP} 'tenant-a-control-plane-tcp' passes apiServer flag '--anonymous-auth=true', which the "
+                       "program never sets."]
+    set_both(tcp, ["spec", "controlPlane", "deployment", "extraArgs"], {"apiServer": own})
+    _stack_config(monkeypatch, **{"gpu-tenancy:mode": "sim"})
+    assert flags() == [f"{TCP} 'tenant-a-control-plane-tcp' passes apiServer flag {flag!r}, which the program never sets."
+                       for flag in own]
+
+
+@pytest.mark.parametrize(("repository", "admitted"), [(None, True), ({}, True),
+                                                      ({"repo": "https://charts.example.org"}, False)])
+def test_a_release_names_no_repository(repository: Any, admitted: bool) -> None:
+    stack = copy_stack(dev_stack())
+    release = next(r for r in stack if r.type == "kubernetes:helm.sh/v3:Release" and r.custom)
+    if repository is None:
+        release.inputs.pop("repositoryOpts", None)
+        release.state.pop("repositoryOpts", None)
+    else:
+        set_both(release, ["repositoryOpts"], repository)
+    found = [m for _, m, _ in run_resource_policy(allowlist_policies.field_allowlist, [release]) if "installs" in m]
+    if admitted:
+        assert found == []
+    else:
+        assert len(found) == 1 and " from 'https://charts.example.org', which names a repository; " in found[0]
+
+
+@pytest.mark.parametrize(("handler", "admitted"), [("nvidia", False), ("runc", True), ("nvidia-cdi", True)])
+def test_a_runtime_class_with_the_vendors_handler_is_refused_under_any_name(handler: str, admitted: bool) -> None:
+    # The NVIDIA container toolkit's runtime handler is `nvidia` (gpu_tenancy/hami/protocol.py NVIDIA).
+    stack = copy_stack(dev_stack())
+    runtime_class = craft(stack, RUNTIME_CLASS, "fast", {"metadata": {"name": "fast"}, "handler": handler})
+    found = [m for _, m, _ in run_resource_policy(allowlist_policies.field_allowlist, [runtime_class])
+             if "uses handler" in m]
+    assert found == ([] if admitted else [
+        f"{RUNTIME_CLASS} 'fast' uses handler 'nvidia' (GPUs by runtime, around HAMi) under any class name."])
+
+
+# --------------------------------------------------------------------------- controls_policies
+
+CLUSTER_ROLE = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"
+VAP = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
+VAP_BINDING = VAP + "Binding"
+MAP = "kubernetes:admissionregistration.k8s.io/v1beta1:MutatingAdmissionPolicy"
+MAP_BINDING = MAP + "Binding"
+
+
+def _user_access_stack() -> list[Recorded]:
+    from test_tenant_access import with_user_access
+
+    return policy_support._once(("user access",), lambda: policy_support.record_engine_view(with_user_access()))
+
+
+def _control(stack: list[Recorded], component: str, typ: str) -> Recorded:
+    return next(r for r in stack if r.type == typ and f"{component}$" in r.urn and "tenant-a" in r.urn)
+
+
+def _rbac(stack: list[Recorded]) -> list[str]:
+    return [m for m, _ in run_stack_policy(cp.rbac_contained, stack)]
+
+
+# What RBAC's good practices name as escalation paths (kubernetes.io/docs/concepts/security/rbac-good-practices):
+# the escalate, bind and impersonate verbs, wildcards, Secrets, exec/attach/port-forward, nodes/proxy, token
+# requests, RBAC and admission objects themselves, and approving certificate requests.
+FORBIDDEN_RULES = [
+    ({"apiGroups": [""], "resources": ["pods"], "verbs": ["*"]}, "grants ['*'] on ['']"),
+    ({"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"], "verbs": ["escalate"]},
+     "grants ['escalate'] on ['rbac.authorization.k8s.io']"),
+    ({"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"], "verbs": ["bind"]},
+     "grants ['bind'] on ['rbac.authorization.k8s.io']"),
+    ({"apiGroups": [""], "resources": ["users"], "verbs": ["impersonate"]}, "grants ['impersonate'] on ['']"),
+    ({"apiGroups": ["*"], "resources": ["pods"], "verbs": ["get"]}, "grants ['get'] on ['*']"),
+    *(({"apiGroups": [""], "resources": [resource], "verbs": ["get"]}, f"grants ['get'] on {resource}")
+      for resource in ["*", "secrets", "pods/exec", "pods/attach", "pods/portforward", "nodes/proxy",
+                       "serviceaccounts/token", "clusterroles", "clusterrolebindings", "roles", "rolebindings",
+                       "validatingadmissionpolicies", "validatingadmissionpolicybindings", "mutatingadmissionpolicies",
+                       "mutatingadmissionpolicybindings", "validatingwebhookconfigurations",
+                       "mutatingwebhookconfigurations", "certificatesigningrequests/approval"]),
+]
+
+
+@pytest.mark.parametrize(("rule", "fragment"), FORBIDDEN_RULES, ids=[f for _, f in FORBIDDEN_RULES])
+def test_a_role_granting_an_escalation_path_is_refused(rule: dict[str, Any], fragment: str) -> None:
+    stack = copy_stack(dev_stack())
+    role = find(stack, CLUSTER_ROLE, "tenant-a-mock-gpu-agent-role")
+    rules = role.inputs["rules"]
+    assert _rbac(stack) == []
+    # The closest admitted: the same rule reading pods, which the agent's role grants already.
+    set_both(role, ["rules"], [*rules, {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}])
+    assert _rbac(stack) == []
+    set_both(role, ["rules"], [*rules, rule])
+    assert [m for m in _rbac(stack) if fragment in m] != [], _rbac(stack)
+    assert all(m.startswith(f"{CLUSTER_ROLE} 'tenant-a-mock-gpu-agent-role' ") for m in _rbac(stack))
+
+
+def test_kube_proxy_may_bind_the_built_in_node_proxier_role_and_nothing_else_built_in() -> None:
+    # kind's kube-proxy binds system:node-proxier, as kubeadm does (kubernetes/kubernetes cmd/kubeadm/app/phases/
+    # addons/proxy: NodeProxierClusterRoleName).
+    stack = copy_stack(dev_stack())
+    binding = next(r for r in stack if r.type == "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding"
+                   and r.inputs.get("roleRef", {}).get("name") == "system:node-proxier" and "tenant-a" in r.urn)
+    assert _rbac(stack) == []
+    set_both(binding, ["roleRef", "name"], "system:node")
+    assert _rbac(stack) == [f"kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding {binding.name!r} binds "
+                            "ClusterRole 'system:node', not a role its own component makes; the program's roles grant "
+                            "what its components use, to their own service accounts."]
+
+
+REQUIRED_CONTROLS = [
+    ("gpu-tenancy:gpu_access:GpuAccessPolicy", VAP), ("gpu-tenancy:gpu_access:GpuAccessPolicy", VAP_BINDING),
+    ("gpu-tenancy:tenant_access:TenantAccess", "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"),
+    ("gpu-tenancy:tenant_access:TenantAccess", "kubernetes:core/v1:ResourceQuota"),
+    ("gpu-tenancy:tenant_access:TenantAccess", VAP), ("gpu-tenancy:tenant_access:TenantAccess", VAP_BINDING),
+    ("gpu-tenancy:workloads:Workloads", "kubernetes:core/v1:Namespace"),
+    ("gpu-tenancy:workloads:Workloads", "kubernetes:networking.k8s.io/v1:NetworkPolicy"),
+    ("gpu-tenancy:mock_gpu_agent:MockGpuAgent", VAP), ("gpu-tenancy:mock_gpu_agent:MockGpuAgent", VAP_BINDING),
+]
+
+
+@pytest.mark.parametrize(("component", "typ"), REQUIRED_CONTROLS)
+def test_each_control_removed_is_named(component: str, typ: str) -> None:
+    stack = copy_stack(_user_access_stack())
+    removed = _control(stack, component, typ)
+    owner = next(r for r in stack if r.urn == removed.parent)
+    assert [m for m, _ in run_stack_policy(cp.controls_present, stack)] == []
+    stack.remove(removed)
+    found = [m for m, _ in run_stack_policy(cp.controls_present, stack) if "lacks" in m]
+    assert found == [f"{component} {owner.name!r} lacks its {typ}; the program installs it and it may not be removed."]
+
+
+@pytest.mark.parametrize(("component", "typ", "name"), [
+    ("gpu-tenancy:gpu_access:GpuAccessPolicy", VAP, "gpu-tenancy-gpu-access"),
+    ("gpu-tenancy:gpu_access:GpuAccessPolicy", VAP_BINDING, "gpu-tenancy-gpu-access"),
+    ("gpu-tenancy:tenant_access:TenantAccess", VAP, "gpu-tenancy-user-services"),
+    ("gpu-tenancy:tenant_access:TenantAccess", VAP_BINDING, "gpu-tenancy-user-services"),
+])
+def test_a_control_renamed_is_refused(component: str, typ: str, name: str) -> None:
+    stack = copy_stack(_user_access_stack())
+    control = _control(stack, component, typ)
+    assert control.inputs["metadata"]["name"] == name
+    assert run_resource_policy(cp.installed_controls, [control]) == []
+    set_both(control, ["metadata", "name"], name + "-v2")
+    found = [m for _, m, _ in run_resource_policy(cp.installed_controls, [control]) if "is named" in m]
+    assert found == [f"{typ} {control.name!r} (made by {component}) is named {name + '-v2'!r}, not {name!r}: its "
+                     "binding and policy find each other by that name."]
+
+
+@pytest.mark.parametrize(("component", "typ"), [
+    ("gpu-tenancy:gpu_access:GpuAccessPolicy", VAP_BINDING), ("gpu-tenancy:tenant_access:TenantAccess", VAP_BINDING),
+    ("gpu-tenancy:mock_gpu_agent:MockGpuAgent", VAP_BINDING), ("gpu-tenancy:mock_nvml:MockNvml", MAP_BINDING),
+])
+def test_a_binding_naming_no_policy_of_its_component_is_refused(component: str, typ: str) -> None:
+    stack = copy_stack(nvml_stack() if component.endswith("MockNvml") else _user_access_stack())
+    binding = _control(stack, component, typ)
+    assert [m for m, _ in run_stack_policy(cp.controls_present, stack)] == []
+    set_both(binding, ["spec", "policyName"], "someone-elses-policy")
+    assert [m for m, _ in run_stack_policy(cp.controls_present, stack)] == [
+        f"{typ} {binding.name!r} binds policy 'someone-elses-policy', which its component does not make; it binds "
+        "nothing."]
+
+
+@pytest.mark.parametrize("typ", [MAP, MAP_BINDING])
+def test_a_mutating_admission_policy_outside_sim_nvmls_mutation_is_refused(typ: str) -> None:
+    stack = copy_stack(nvml_stack())
+    own = _control(stack, "gpu-tenancy:mock_nvml:MockNvml", typ)
+    assert run_resource_policy(cp.installed_controls, [own]) == []
+    other = craft(stack, typ, "rewrite", own.inputs)
+    assert [m for _, m, _ in run_resource_policy(cp.installed_controls, [other])] == [
+        f"{typ} 'rewrite': a MutatingAdmissionPolicy rewrites pods after every check of their spec; the program "
+        "installs one only, sim-nvml's CUDA-control mutation (gpu-tenancy:mock_nvml:MockNvml)."]
