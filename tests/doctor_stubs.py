@@ -5,6 +5,11 @@ one tool answers (`case.answer(tool, match, stdout=..., rc=...)`, matched agains
 recent answer first) or removes a tool (`case.without(tool)`), then `case.run(tmp_path, *doctor_args)` runs
 `python -m gpu_tenancy doctor` with a PATH holding only the stubs. Every call is logged.
 
+A call answers only in a shape listed in COMMAND_SHAPES, each the whole command line a real tool needs to print
+what the answers below print (`docker info` without `--format '{{json .}}'` prints text, `sysctl` without `-n`
+prints `key = value`, `df` without `-P` may wrap lines); any other call exits 127 as an unmodelled command, so a
+doctor that asks in another shape fails its tests instead of reading an answer the real tool would not give.
+
 What each answer follows:
 * `docker info --format '{{json .}}'`: moby v28.5 `api/types/system.Info` marshalled (`ServerVersion`,
   `CgroupVersion` "2"/"1", `SecurityOptions` as "name=seccomp,profile=builtin" etc., `OperatingSystem`
@@ -36,12 +41,44 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 
+# Each shape: the arguments' regular expressions, matched in full one for one; "..." takes any arguments after it.
+COMMAND_SHAPES: dict[str, list[list[str]]] = {
+    "docker": [["info", "--format", "{{json .}}"], ["network", "inspect", "[^-].*"],
+               ["inspect", "--format", r"{{\.State\.Status}}|{{json \.NetworkSettings\.Networks}}", "[^-].*"],
+               ["ps", "-a", "--filter", "label=[^=]+(=.+)?", "--filter", "network=.+", "--format", r"{{\.Names}}"],
+               ["image", "inspect", "--format", r"{{\.Id}}", "[^-].*"]],
+    "kind": [["version"], ["get", "clusters"]],
+    "kubectl": [["version", "--client", "-o", "json"],
+                ["--kubeconfig", "/.+", "--request-timeout=10s", "get", "[a-z]+", "..."]],
+    "pulumi": [["version"], ["stack", "output", "--json", "--show-secrets", "--stack", "[^-].*"],
+               ["stack", "export", "--stack", "[^-].*"]],
+    "sysctl": [["-n", r"fs\.inotify\.max_user_(instances|watches)"]],
+    "df": [["-Pk", "/.*"]],
+    "free": [["-b"]],
+    "findmnt": [["-n", "-o", "SOURCE", "--target", "/.*"]],
+    "firewall-cmd": [["--state"]],
+}
+
 STUB = r'''#!{python}
-import json, os, sys
+import json, os, re, sys
 tool = os.path.basename(sys.argv[0])
-argv = " ".join(sys.argv[1:])
+args = sys.argv[1:]
+argv = " ".join(args)
 with open(os.environ["FAKE_LOG"], "a") as log:
-    log.write(json.dumps([tool, *sys.argv[1:]]) + "\n")
+    log.write(json.dumps([tool, *args]) + "\n")
+
+def fits(shape):
+    if "..." in shape:
+        head = shape[:shape.index("...")]
+        return len(args) >= len(head) and all(re.fullmatch(p, a) for p, a in zip(head, args))
+    return len(args) == len(shape) and all(re.fullmatch(p, a) for p, a in zip(shape, args))
+
+if not any(fits(shape) for shape in json.load(open(os.environ["FAKE_SHAPES"])).get(tool, [])):
+    sys.stderr.write(f"stub {{tool}}: unmodelled {{argv!r}}\n")
+    sys.exit(127)
+if tool == "kubectl" and args[-2:] != ["-o", "json"]:  # kubectl prints tables unless asked for JSON
+    sys.stderr.write(f"stub {{tool}}: unmodelled {{argv!r}}\n")
+    sys.exit(127)
 for answer in json.load(open(os.environ["FAKE_TOOLS"])).get(tool, []):
     if all(part in argv for part in answer["match"]):
         sys.stdout.write(answer["stdout"])
@@ -130,6 +167,20 @@ class HostCase:
         return self
 
     def run(self, tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], list[list[str]]]:
+        env, log = self._host(tmp_path)
+        done = subprocess.run([sys.executable, "-m", "gpu_tenancy", "doctor", *args], cwd=REPO, env=env,
+                              capture_output=True, text=True, timeout=120)
+        calls = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+        return done, calls
+
+    def call(self, tmp_path: Path, tool: str, *args: str) -> subprocess.CompletedProcess[str]:
+        """One stub called as doctor would call it."""
+        env, _ = self._host(tmp_path)
+        return subprocess.run([str(tmp_path / "stub-bin" / tool), *args], env=env, capture_output=True, text=True,
+                              timeout=60)
+
+    def _host(self, tmp_path: Path) -> tuple[dict[str, str], Path]:
+        """The stubs, answers and host files written under tmp_path; the environment to run with, the call log."""
         bin_dir = tmp_path / "stub-bin"
         bin_dir.mkdir(parents=True, exist_ok=True)
         tools = {"docker", "kind", "kubectl", "pulumi", "sysctl", "df", "free", "findmnt", "firewall-cmd"} - self.missing
@@ -141,14 +192,12 @@ class HostCase:
             path = bin_dir / tool
             path.write_text(STUB.format(python=sys.executable))
             path.chmod(path.stat().st_mode | stat.S_IXUSR)
-        answers, log = tmp_path / "answers.json", tmp_path / "calls.jsonl"
+        answers, log, shapes = tmp_path / "answers.json", tmp_path / "calls.jsonl", tmp_path / "shapes.json"
         answers.write_text(json.dumps(self.answers))
-        env = {"PATH": str(bin_dir), "FAKE_TOOLS": str(answers), "FAKE_LOG": str(log),
+        shapes.write_text(json.dumps(COMMAND_SHAPES))
+        env = {"PATH": str(bin_dir), "FAKE_TOOLS": str(answers), "FAKE_LOG": str(log), "FAKE_SHAPES": str(shapes),
                "PYTHONPATH": str(REPO), "HOME": str(tmp_path), "GPU_TENANCY_DOCTOR_HOST_ROOT": str(host_root), **self.env}
-        done = subprocess.run([sys.executable, "-m", "gpu_tenancy", "doctor", *args], cwd=REPO, env=env,
-                              capture_output=True, text=True, timeout=120)
-        calls = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-        return done, calls
+        return env, log
 
 
 def problems(result: subprocess.CompletedProcess[str]) -> list[str]:

@@ -561,3 +561,33 @@ def test_doctor_runs_on_the_runtime_dependencies_alone(tmp_path: Path) -> None:
     result, _ = case.run(tmp_path, "--stack", "dev")
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
     assert "pytest" in dev_only and "jsonschema" in dev_only
+
+
+@pytest.mark.parametrize(("tool", "args", "modelled"), [
+    ("docker", ["info", "--format", "{{json .}}"], True),
+    ("docker", ["info"], False),  # prints text, not JSON
+    ("sysctl", ["-n", "fs.inotify.max_user_watches"], True),
+    ("sysctl", ["fs.inotify.max_user_watches"], False),  # prints "key = value"
+    ("df", ["-Pk", "/var/lib/docker"], True),
+    ("df", ["-k", "/var/lib/docker"], False),  # without -P a long device name wraps the line
+    ("kubectl", ["--kubeconfig", "/k", "--request-timeout=10s", "get", "nodes", "-o", "json"], True),
+    ("kubectl", ["--kubeconfig", "/k", "--request-timeout=10s", "get", "nodes"], False),  # a table
+    ("kind", ["get", "clusters"], True),
+    ("kind", ["get"], False),
+])
+def test_a_stub_answers_only_a_command_line_the_real_tool_answers_that_way(
+        tmp_path: Path, tool: str, args: list[str], modelled: bool) -> None:
+    done = HostCase().answer("kubectl", ["get", "nodes"], _items()).call(tmp_path, tool, *args)
+    if modelled:
+        assert done.returncode == 0 and "unmodelled" not in done.stderr, done.stderr
+    else:
+        assert done.returncode == 127 and f"stub {tool}: unmodelled" in done.stderr
+
+
+def test_every_call_a_lab_check_makes_fits_a_modelled_shape(tmp_path: Path) -> None:
+    # The healthy and the deployed cases together make every kind of call doctor has; none is refused as unmodelled.
+    for number, case in enumerate([HostCase(), _lab()]):
+        _, calls = case.run(tmp_path / str(number), "--stack", "dev", "--state-dir", str(tmp_path / "state"))
+        assert calls
+        refused = [call for call in calls if case.call(tmp_path / str(number), call[0], *call[1:]).returncode == 127]
+        assert refused == []
