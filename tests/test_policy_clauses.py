@@ -735,3 +735,24 @@ def test_a_mutating_admission_policy_outside_sim_nvmls_mutation_is_refused(typ: 
     assert [m for _, m, _ in run_resource_policy(cp.installed_controls, [other])] == [
         f"{typ} 'rewrite': a MutatingAdmissionPolicy rewrites pods after every check of their spec; the program "
         "installs one only, sim-nvml's CUDA-control mutation (gpu-tenancy:mock_nvml:MockNvml)."]
+
+
+@pytest.mark.parametrize(("stack_name", "mode"), [("user access", "sim"), ("dev-nvml", "sim-nvml"), ("gpu", "real")])
+def test_every_control_the_program_installs_passes_as_built(
+        monkeypatch: pytest.MonkeyPatch, stack_name: str, mode: str) -> None:
+    stack = {"user access": _user_access_stack, "dev-nvml": nvml_stack, "gpu": policy_support.gpu_stack}[stack_name]()
+    _stack_config(monkeypatch, **{"gpu-tenancy:mode": mode})
+    assert run_resource_policy(cp.installed_controls, stack) == []
+    assert run_stack_policy(cp.controls_present, stack) == []
+
+
+def test_the_mock_agents_policy_with_one_validation_changed_is_refused() -> None:
+    # Its first validation names the agent's node; the policy is rebuilt for that node and compared whole.
+    stack = copy_stack(dev_stack())
+    policy = _control(stack, "gpu-tenancy:mock_gpu_agent:MockGpuAgent", VAP)
+    validations = policy.inputs["spec"]["validations"]
+    assert "object.spec.nodeName == '" in validations[0]["expression"]
+    set_both(policy, ["spec", "validations"], [*validations[:-1], {**validations[-1], "expression": "true"}])
+    [(_, message, _)] = run_resource_policy(cp.installed_controls, [policy])
+    assert message.startswith(f"{VAP} {policy.name!r} (made by gpu-tenancy:mock_gpu_agent:MockGpuAgent) has spec "
+                              "other than the program builds")
