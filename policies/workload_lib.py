@@ -1,12 +1,12 @@
 """What in a resource hands it the node or the GPUs around HAMi: pure findings for `workload-safety`.
 
-A finding is a stable key (what an exemption names) and a sentence. The pod-level checks follow the Pod
-Security Standards' baseline profile (kubernetes/pod-security-admission policy/check_*.go: host namespaces,
-privileged, added capabilities, hostPath, hostPort, AppArmor, SELinux, /proc mount, seccomp, sysctls,
-Windows HostProcess), with two stricter choices: every added capability is a finding (the multi-tenancy
-benchmark MTB-PL1-BC-CPI-3 "block add capabilities"), and `allowPrivilegeEscalation: true` is one
-(restricted's check). GPU access around HAMi is gpu_tenancy.builders.gpu_access.gpu_access's rule, the one the admission
-policy in every tenant enforces. A PersistentVolume's hostPath/local path, Docker containers' host access
+A finding is a stable key (what an exemption names) and a sentence. The pod-level checks follow Pod Security
+baseline (pod-security-admission policy/check_*.go; held against the real one in tests/realcp/test_pod_security.py),
+three choices stricter: every added capability (MTB-PL1-BC-CPI-3 "block add capabilities"; baseline allows 13),
+`allowPrivilegeEscalation: true` (restricted's check), an unmasked /proc in a user namespace (baseline allows it
+from 1.35 with `hostUsers: false`; without it the API refuses the pod). GPU access around HAMi is
+gpu_tenancy.builders.gpu_access.gpu_access's rule, which the admission policy in every tenant enforces.
+A PersistentVolume's hostPath/local path, Docker containers' host access
 and Helm releases (whose rendered objects the pack never sees) are findings too.
 """
 
