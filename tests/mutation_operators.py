@@ -310,6 +310,35 @@ def mutants(source: str) -> list[Mutant]:
     return sorted(out, key=lambda m: (m.line, m.operator, m.description))
 
 
+def mutmut_mutants(source: str, filename: str = "module.py") -> list[Mutant]:
+    """mutmut's own mutants of the module (mutmut 3.8.1 `create_mutations`: those inside a top-level function or a
+    top-level class's method, as `mutmut run` makes them), each as the whole source with that one change, for
+    a module whose every test run records the program: `mutmut run` then takes hours to learn which test reaches
+    which function, and a fresh pytest per mutant on the module's own tests takes minutes."""
+    import libcst as cst
+    from mutmut.mutation.file_mutation import create_mutations
+
+    module, made, ignored_classes, ignored_functions = create_mutations(filename, source)
+    mutated: set[cst.CSTNode] = set()
+    for statement in module.body:
+        if isinstance(statement, cst.FunctionDef) and statement.name.value not in ignored_functions:
+            mutated.add(statement)
+        elif (isinstance(statement, cst.ClassDef) and isinstance(statement.body, cst.IndentedBlock)
+              and statement.name.value not in ignored_classes):
+            mutated.update(m for m in statement.body.body if isinstance(m, cst.FunctionDef))
+    positions = cst.metadata.MetadataWrapper(module, unsafe_skip_copy=True).resolve(cst.metadata.PositionProvider)
+    out = []
+    for mutation in made:
+        if mutation.contained_by_top_level_function not in mutated:
+            continue
+        before, after = (module.code_for_node(n) for n in (mutation.original_node, mutation.mutated_node))
+        line = positions[mutation.original_node].start.line
+        new = module.deep_replace(mutation.original_node, mutation.mutated_node)
+        assert isinstance(new, cst.Module)
+        out.append(Mutant("mutmut", line, f"{_short(before)} -> {_short(after)}", new.code))
+    return out
+
+
 # --------------------------------------------------------------------------- running a module's mutants
 
 REPO = Path(__file__).resolve().parents[1]
@@ -393,13 +422,13 @@ def _key(entry: dict[str, object]) -> tuple[object, object, object]:
     return entry["line"], entry["operator"], entry["description"]
 
 
-def run(module: str, tests: list[str], out_dir: Path, repo: Path = REPO, survivors_only: bool = False
-        ) -> dict[str, object]:
+def run(module: str, tests: list[str], out_dir: Path, repo: Path = REPO, survivors_only: bool = False,
+        operators: str = "extra") -> dict[str, object]:
     """Each mutant of `module` against `tests` in a copy of the repository; the record written to out_dir.
     With survivors_only, a mutant the module's last record counts killed keeps that status and only the
     others run (a quick test selection first, then the whole one on what it left)."""
     original = (repo / module).read_text()
-    made = mutants(original)
+    made = mutmut_mutants(original, module) if operators == "mutmut" else mutants(original)
     path = out_dir / f"{module}.json"
     earlier: dict[tuple[object, object, object], str] = {}
     earlier_tests: list[str] = []
@@ -441,13 +470,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("action", choices=("list", "run", "survivors"))
     parser.add_argument("modules", nargs="+", help="source paths, e.g. gpu_tenancy/builders/metallb/netpool.py")
     parser.add_argument("--tests", nargs="*", help="test files to run (default: covering_tests)")
-    parser.add_argument("--out", type=Path, default=REPO / "mutants" / "extra")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="where records go (default mutants/extra, with --mutmut mutants/fresh)")
+    parser.add_argument("--mutmut", action="store_true",
+                        help="mutmut's own mutants, each in a fresh pytest, instead of the operators it lacks")
     parser.add_argument("--survivors-only", action="store_true",
                         help="run only the mutants the module's last record has surviving; keep its kills")
     args = parser.parse_args(argv)
+    args.out = args.out or REPO / "mutants" / ("fresh" if args.mutmut else "extra")
     for module in args.modules:
         if args.action == "list":
-            for mutant in mutants((REPO / module).read_text()):
+            source = (REPO / module).read_text()
+            for mutant in mutmut_mutants(source, module) if args.mutmut else mutants(source):
                 print(f"{module}:{mutant.line} {mutant.operator}: {mutant.description}")
         elif args.action == "run":
             tests = args.tests or covering_tests(module)
@@ -455,7 +489,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"== {module}: no test imports it; give --tests")
                 return 1
             print(f"== {module}: {len(tests)} test files", flush=True)
-            run(module, tests, args.out, survivors_only=args.survivors_only)
+            run(module, tests, args.out, survivors_only=args.survivors_only,
+                operators="mutmut" if args.mutmut else "extra")
         else:
             record_path = args.out / f"{module}.json"
             if not record_path.is_file():

@@ -1,7 +1,9 @@
 """Per-module scores of the last `make mutation` run: what share of each module's mutants the tests killed.
 
-Reads mutmut's per-file results (mutants/<path>.meta, written by `mutmut run`) and those of the operators
-mutmut lacks (mutants/extra/<path>.json, written by tests/mutation_operators.py) and prints one row per
+Reads mutmut's per-file results (mutants/<path>.meta, written by `mutmut run`; where there is none,
+mutants/fresh/<path>.json: mutmut's mutants each run in a fresh pytest by `tests/mutation_operators.py run
+--mutmut`) and those of the operators mutmut lacks (mutants/extra/<path>.json, written by
+tests/mutation_operators.py) and prints one row per
 module: killed (a test failed, or the mutant hung past its timeout), survived and not run (no test reaches
 the function, or the run was cut short) for mutmut's mutants, killed and survived for the extra ones, and the
 killed share of all the mutants that were run. With --fail-under the exit status is 1 when any module that
@@ -24,6 +26,13 @@ def module_rows(mutants_dir: Path, modules: list[str]) -> list[tuple[str, int, i
     rows = []
     for module in modules:
         meta = mutants_dir / f"{module}.meta"
+        fresh = mutants_dir / "fresh" / f"{module}.json"
+        if not meta.is_file() and fresh.is_file():
+            # mutmut's mutants each run in a fresh pytest (tests/mutation_operators.py run --mutmut)
+            statuses = [m["status"] for m in json.loads(fresh.read_text())["mutants"]]
+            killed = sum(1 for s in statuses if s in ("killed", "timeout"))
+            rows.append((module, killed, len(statuses) - killed, 0))
+            continue
         if not meta.is_file():
             rows.append((module, 0, 0, -1))
             continue

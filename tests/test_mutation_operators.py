@@ -200,3 +200,31 @@ def test_a_second_pass_runs_only_the_first_passs_survivors_and_keeps_its_kills(t
     assert third["tests"] == ["tests/test_whole.py"]
     assert third["earlier_tests"] == [["tests/test_quick.py"], ["tests/test_nothing.py"]]
     assert json.loads((out / "ops.py.json").read_text()) == third
+
+
+def test_mutmuts_own_mutants_are_the_ones_mutmut_run_makes() -> None:
+    from mutation_operators import mutmut_mutants
+    from mutmut.mutation.file_mutation import mutate_file_contents
+
+    module = "gpu_tenancy/builders/mock_nvml/cuda_control.py"
+    source = (Path(__file__).resolve().parents[1] / module).read_text()
+    made = mutmut_mutants(source, module)
+    # As many as `mutmut run` switches on (its trampolines name one per mutant), each one change of the source.
+    assert len(made) == len(mutate_file_contents(module, source).mutant_names) == 70
+    assert all(m.source != source and m.operator == "mutmut" for m in made)
+    tiny = "def f(x):\n    return x + 1\n\nLIMIT = 2 + 3\n"
+    # Inside a function only, as mutmut: the module-level constant is left alone.
+    assert {m.source for m in mutmut_mutants(tiny)} == {
+        "def f(x):\n    return x - 1\n\nLIMIT = 2 + 3\n", "def f(x):\n    return x + 2\n\nLIMIT = 2 + 3\n"}
+
+
+def test_scores_read_mutmuts_mutants_run_fresh_where_mutmut_run_left_no_results(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    module = "gpu_tenancy/builders/tenant_datastore/datastore.py"
+    fresh = tmp_path / "fresh" / f"{module}.json"
+    fresh.parent.mkdir(parents=True)
+    fresh.write_text(json.dumps({"module": module, "tests": [], "mutants": [
+        {"status": s} for s in ["killed"] * 8 + ["timeout", "survived"]]}))
+    assert scores_main(["--mutants", str(tmp_path), "--fail-under", "90", module]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith(module))
+    assert row.split()[1:] == ["9", "1", "0", "0", "0", "90.0%"]
