@@ -152,7 +152,7 @@ def test_run_takes_the_tests_given_after_the_module(monkeypatch: pytest.MonkeyPa
 
     ran: list[tuple[str, list[str]]] = []
     monkeypatch.setattr(mutation_operators, "run",
-                        lambda module, tests, out, survivors_only: ran.append((module, tests)))
+                        lambda module, tests, out, survivors_only, operators: ran.append((module, tests)))
     module = "policies/gpu_lib.py"
     given = ["tests/test_policy_values.py", "tests/test_policies.py::test_dev_stack_passes"]
     assert main(["run", module, "--tests", *given, "--out", str(tmp_path)]) == 0
