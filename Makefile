@@ -167,7 +167,9 @@ test: lint typecheck unit ## lint + typecheck + unit
 # ALL=1 runs every module of only_mutate. The first run collects which tests reach which function (about a full
 # suite's time); later runs reuse that and rerun only the mutants of changed functions. After adding or changing
 # tests, remove mutants/ first: mutmut 3.8.1's incremental stats for new tests replaced the older tests' coverage
-# here, so mutants then ran against the new tests only. Property tests run derandomised.
+# here, so mutants then ran against the new tests only. Property tests run derandomised. FRESH=1 runs mutmut's own
+# mutants each in a fresh pytest on the module's covering tests instead (no stats run: for a module every program
+# run reaches, where `mutmut run` takes hours).
 MUTATION_MODULES = $(shell sed -n '/^only_mutate = \[/,/^\]/s/^ *"\([^"]*\)",*/\1/p' pyproject.toml 2>/dev/null)
 BASE ?= main
 CHANGED_FILES = $(shell git diff --name-only "$$(git merge-base $(BASE) HEAD)" 2>/dev/null; git ls-files --others --exclude-standard 2>/dev/null)
@@ -176,13 +178,13 @@ $(BIN)/mutmut: requirements-mutation.txt | venv
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-mutation.txt
 	touch $@
 
-mutation: $(BIN)/mutmut ## Mutation score (mutmut and tests/mutation_operators.py) per module changed since BASE=main (MODULES="a.py ..." or ALL=1 for others); exit 1 below 90 %
+mutation: $(BIN)/mutmut ## Mutation score (mutmut and tests/mutation_operators.py) per module changed since BASE=main (MODULES="a.py ..." or ALL=1 for others, FRESH=1: mutmut's mutants in fresh pytests); exit 1 below 90 %
 	@if [ -z "$(strip $(MODULES))" ]; then echo "mutation: no module of only_mutate changed since $(BASE) (MODULES=... or ALL=1 picks some)"; exit 0; fi; \
 	mkdir -p mutants && ln -sfn ../.venv mutants/.venv; \
 	for module in $(MODULES); do \
 	  name=$$(echo "$${module%.py}" | tr / .); \
 	  echo "== $$module"; \
-	  CI= HYPOTHESIS_PROFILE=ci GPU_TENANCY_SHARED=$(CURDIR)/../shared $(BIN)/mutmut run --max-children $(or $(JOBS),2) "$$name.*" \
+	  $(if $(FRESH),GPU_TENANCY_SHARED=$(CURDIR)/../shared $(BIN)/python tests/mutation_operators.py run --mutmut "$$module",CI= HYPOTHESIS_PROFILE=ci GPU_TENANCY_SHARED=$(CURDIR)/../shared $(BIN)/mutmut run --max-children $(or $(JOBS),2) "$$name.*") \
 	    > mutants/last-run.log 2>&1 || { tail -20 mutants/last-run.log; exit 1; }; \
 	  GPU_TENANCY_SHARED=$(CURDIR)/../shared $(BIN)/python tests/mutation_operators.py run "$$module" \
 	    > mutants/last-extra.log 2>&1 || { tail -20 mutants/last-extra.log; exit 1; }; \

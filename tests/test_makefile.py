@@ -471,3 +471,17 @@ def test_destroy_with_an_unknown_host_off_changes_nothing(tmp_path: Path) -> Non
     run = run_make(tmp_path, "destroy", "STACK=gpu", "CONFIRM=1", "HOSTS_OFF=gpu-l4-99", FAKE_DOCTOR="2")
     assert run.returncode != 0
     assert not [c for c in run.of("pulumi") if c.startswith(("pulumi destroy", "pulumi state"))], run.calls
+
+
+@pytest.mark.parametrize(("fresh", "runs", "not_runs"), [
+    ("", "mutmut run --max-children 2", "run --mutmut"),
+    ("1", 'tests/mutation_operators.py run --mutmut "$module"', "mutmut run"),
+])
+def test_mutation_runs_mutmut_or_with_fresh_its_mutants_each_in_a_fresh_pytest(
+        fresh: str, runs: str, not_runs: str) -> None:
+    repo = Path(__file__).resolve().parents[1]
+    installed = [f"-o.venv/bin/{name}" for name in (".installed", "mutmut", "gpu-tenancy")]
+    done = subprocess.run([str(MAKE), "-n", *installed, "mutation", "MODULES=gpu_tenancy/builders/x.py",
+                           f"FRESH={fresh}"], cwd=repo, capture_output=True, text=True, timeout=60, check=True)
+    assert runs in done.stdout and not_runs not in done.stdout
+    assert "tests/mutation_operators.py run \"$module\"" in done.stdout  # the operators mutmut lacks, either way
