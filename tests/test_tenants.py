@@ -213,3 +213,30 @@ def test_without_a_terminal_the_table_is_120_columns_wide(monkeypatch: pytest.Mo
                         lambda fallback=(80, 24): os.terminal_size(fallback))  # what it returns off a terminal
     tenants_cli.main(["--stack", "dev"])
     assert widths == [120]
+
+
+@pytest.mark.parametrize("value", [
+    "[1]",  # JSON, but not a list of objects
+    "[{",  # not JSON
+    "GPU-0,10,24576",  # the pre-2.8 form cut short
+    7,  # not text: a hand-edited `--objects` dump
+])
+def test_a_register_annotation_that_cannot_be_read_is_a_problem_of_its_node(value: Any) -> None:
+    from gpu_tenancy.cli.status.report import TenantObjects
+
+    node = {"metadata": {"name": "w", "annotations": {hami.NODE_REGISTER_ANNOTATION: value}},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    row = tenants.health("tenant-a", TenantObjects([node], [], [], "v1.35.5", "ok"), "10.0.0.1:6443", None)
+    assert row.problems == (f"node w: unreadable {hami.NODE_REGISTER_ANNOTATION}",)
+
+
+@pytest.mark.parametrize("text", [
+    "config: [\n",  # not YAML
+    "- a list\n",  # YAML, but no mapping
+    "config:\n  - a list\n",
+])
+def test_a_stack_file_that_is_no_stack_config_is_one_line(tmp_path: Path, text: str) -> None:
+    bad = tmp_path / "Pulumi.bad.yaml"
+    bad.write_text(text)
+    with pytest.raises(ValueError, match=r"^\S*Pulumi.bad.yaml: gpu-tenancy:tenants: "):
+        tenants.declared_gpus(bad)

@@ -81,7 +81,7 @@ def health(
         value = ((node.get("metadata") or {}).get("annotations") or {}).get(hami.NODE_REGISTER_ANNOTATION)
         try:
             devices = hami.parse_register_annotation(value) if value else []
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, AttributeError):  # malformed text; not text at all (a hand-edited `--objects` dump)
             problems.append(f"node {_name(node)}: unreadable {hami.NODE_REGISTER_ANNOTATION}")
             continue
         registered += len(devices)
