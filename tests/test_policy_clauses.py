@@ -756,3 +756,85 @@ def test_the_mock_agents_policy_with_one_validation_changed_is_refused() -> None
     [(_, message, _)] = run_resource_policy(cp.installed_controls, [policy])
     assert message.startswith(f"{VAP} {policy.name!r} (made by gpu-tenancy:mock_gpu_agent:MockGpuAgent) has spec "
                               "other than the program builds")
+
+
+HOST_WORKER = "gpu-tenancy:host_worker:HostWorker"
+FENCE_COMMAND = "command:remote:Command"
+
+
+def _fence_messages(stack: list[Recorded]) -> list[str]:
+    return [m for m, _ in run_stack_policy(cp.controls_present, stack)]
+
+
+def _fence(stack: list[Recorded], tenant: str) -> Recorded:
+    return next(r for r in stack if r.type == FENCE_COMMAND and r.name.startswith(f"host-fences-{tenant}-"))
+
+
+def test_a_gpu_host_without_its_firewall_is_refused() -> None:
+    stack = copy_stack(policy_support.gpu_stack())
+    host = next(r for r in stack if r.type == HOST_WORKER and r.inputs["tenant"] == "tenant-a")
+    stack.remove(_fence(stack, "tenant-a"))
+    assert _fence_messages(stack) == [
+        f"{HOST_WORKER} {host.name!r} has 0 host firewalls (gpu-tenancy:host_fence:HostFences), not one."]
+
+
+@pytest.mark.parametrize("field", ["create", "delete"])
+def test_a_firewall_running_another_script_is_refused(field: str) -> None:
+    stack = copy_stack(policy_support.gpu_stack())
+    command = _fence(stack, "tenant-a")
+    set_both(command, [field], command.inputs[field] + "\n# and something else")
+    assert _fence_messages(stack) == [
+        f"{FENCE_COMMAND} {command.name!r} runs another script than the host firewall's."]
+
+
+def test_a_firewall_loading_other_rules_is_refused() -> None:
+    stack = copy_stack(policy_support.gpu_stack())
+    command = _fence(stack, "tenant-a")
+    rules = command.inputs["stdin"]
+    set_both(command, ["stdin"], rules.replace("reject", "accept", 1))
+    assert _fence_messages(stack) == [
+        f"{FENCE_COMMAND} {command.name!r} loads other rules than the other tenants' control planes and hosts ask."]
+
+
+def _host_output(host: Recorded, key: str, value: Any) -> None:
+    # A component's properties, as the engine hands them to a stack policy, are the outputs it registered.
+    set_both(host, [key], value)
+    assert host.registered_outputs is not None
+    host.registered_outputs[key] = value
+
+
+def test_node_port_control_planes_are_fenced_by_port_and_load_balancer_ones_are_not() -> None:
+    # NodePort control planes listen on every management node's address: their ports are fenced everywhere
+    # (gpu_tenancy/builders/host_worker/fence.py); a TenantControlPlane's serviceType says which.
+    from gpu_tenancy.builders.host_worker import fence
+
+    stack = copy_stack(policy_support.gpu_stack())
+    hosts = {r.inputs["tenant"]: r for r in stack if r.type == HOST_WORKER}
+    # Two management nodes: a foreign control plane on another address is fenced whole, and as a NodePort also
+    # by its port on every address.
+    endpoints = {"tenant-a": "172.18.0.2:31004", "tenant-b": "172.18.0.3:31010"}
+    for tenant, host in hosts.items():
+        _host_output(host, "controlPlaneEndpoint", endpoints[tenant])
+    for tenant in hosts:
+        other = "tenant-b" if tenant == "tenant-a" else "tenant-a"
+        rules = fence.fence_rules(endpoints[tenant], [endpoints[other]], [hosts[other].inputs["address"]],
+                                  node_ports=True)
+        set_both(_fence(stack, tenant), ["stdin"], rules)
+    tcps = [r for r in stack if r.type == TCP]
+    for tcp in tcps:
+        set_both(tcp, ["spec", "controlPlane", "service", "serviceType"], "NodePort")
+    assert _fence_messages(stack) == []
+    set_both(tcps[0], ["spec", "controlPlane", "service", "serviceType"], "LoadBalancer")
+    set_both(tcps[1], ["spec", "controlPlane", "service", "serviceType"], "LoadBalancer")
+    assert sorted(_fence_messages(stack)) == sorted(
+        f"{FENCE_COMMAND} {_fence(stack, t).name!r} loads other rules than the other tenants' control planes and "
+        "hosts ask." for t in hosts)
+
+
+def test_a_gpu_host_whose_peer_has_no_address_to_fence_is_refused() -> None:
+    stack = copy_stack(policy_support.gpu_stack())
+    peer = next(r for r in stack if r.type == HOST_WORKER and r.inputs["tenant"] == "tenant-b")
+    host = next(r for r in stack if r.type == HOST_WORKER and r.inputs["tenant"] == "tenant-a")
+    _host_output(peer, "address", "gpu-b.lab")
+    found = _fence_messages(stack)
+    assert f"{HOST_WORKER} {host.name!r} cannot be fenced: " in found[0] and "'gpu-b.lab'" in found[0]
