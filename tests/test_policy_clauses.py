@@ -838,3 +838,18 @@ def test_a_gpu_host_whose_peer_has_no_address_to_fence_is_refused() -> None:
     _host_output(peer, "address", "gpu-b.lab")
     found = _fence_messages(stack)
     assert f"{HOST_WORKER} {host.name!r} cannot be fenced: " in found[0] and "'gpu-b.lab'" in found[0]
+
+
+@pytest.mark.parametrize("repository", [None, {}])
+def test_a_chart_not_from_the_cache_without_a_repository_names_no_repository(repository: Any) -> None:
+    stack = copy_stack(dev_stack())
+    release = next(r for r in stack if r.type == "kubernetes:helm.sh/v3:Release" and r.custom)
+    set_both(release, ["chart"], "metallb")
+    if repository is None:
+        release.inputs.pop("repositoryOpts", None)
+        release.state.pop("repositoryOpts", None)
+    else:
+        set_both(release, ["repositoryOpts"], repository)
+    [found] = [m for _, m, _ in run_resource_policy(allowlist_policies.field_allowlist, [release]) if "installs" in m]
+    assert found.startswith(f"kubernetes:helm.sh/v3:Release {release.name!r} installs chart 'metallb', which ")
+    assert " from " not in found.split("; charts come only")[0]
