@@ -853,3 +853,38 @@ def test_a_chart_not_from_the_cache_without_a_repository_names_no_repository(rep
     [found] = [m for _, m, _ in run_resource_policy(allowlist_policies.field_allowlist, [release]) if "installs" in m]
     assert found.startswith(f"kubernetes:helm.sh/v3:Release {release.name!r} installs chart 'metallb', which ")
     assert " from " not in found.split("; charts come only")[0]
+
+
+@pytest.mark.parametrize(("who", "key"), [("host", "controlPlaneEndpoint"), ("fence", "stdin"),
+                                          ("peer", "controlPlaneEndpoint"), ("peer", "address")])
+def test_a_firewall_is_checked_once_what_it_is_built_from_is_known(who: str, key: str) -> None:
+    # A preview before the control planes exist: an endpoint, a peer's address or the rules are not known yet.
+    from pulumi.runtime.rpc import UNKNOWN as ENGINE_UNKNOWN
+
+    stack = copy_stack(policy_support.gpu_stack())
+    hosts = {r.inputs["tenant"]: r for r in stack if r.type == HOST_WORKER}
+    if who == "fence":
+        set_both(_fence(stack, "tenant-a"), [key], ENGINE_UNKNOWN)
+    else:
+        _host_output(hosts["tenant-a" if who == "host" else "tenant-b"], key, ENGINE_UNKNOWN)
+    # The firewall built from the unknown value waits. An endpoint is in both hosts' rules, so both wait; tenant-a's
+    # rules or tenant-b's address leave tenant-b's firewall to be checked: changed, it is refused.
+    assert _fence_messages(stack) == []
+    set_both(_fence(stack, "tenant-b"), ["stdin"], "table inet other {}\n")
+    assert _fence_messages(stack) == (
+        [] if key == "controlPlaneEndpoint" else
+        [f"{FENCE_COMMAND} {_fence(stack, 'tenant-b').name!r} loads other rules than the other tenants' control "
+         "planes and hosts ask."])
+
+
+def test_sim_nvmls_mock_nvml_and_its_marker_in_a_stack_of_real_hosts_are_refused() -> None:
+    stack = copy_stack(nvml_stack())
+    assert _fence_messages(stack) == []
+    mock = next(r for r in stack if r.type == "gpu-tenancy:mock_nvml:MockNvml" and "tenant-a" in r.name)
+    policy = _control(stack, "gpu-tenancy:gpu_access:GpuAccessPolicy", VAP)
+    marker = policy.inputs["spec"]["variables"][0]["expression"]
+    craft(stack, HOST_WORKER, "tenant-a-gpu-1", {"tenant": "tenant-a", "nodeName": "gpu-1"})
+    found = _fence_messages(stack)
+    assert f"gpu-tenancy:mock_nvml:MockNvml {mock.name!r} is sim-nvml's mock NVML in a stack of real GPU hosts." in found
+    assert (f"{VAP} {policy.name!r} lets pods set CUDA_DISABLE_CONTROL to {marker}, which only sim-nvml's own mutation "
+            "may write (a tenant with gpu-tenancy:mock_nvml:MockNvml and no real host).") in found
