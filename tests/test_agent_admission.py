@@ -93,3 +93,13 @@ def test_the_program_installs_it_before_the_agent_runs() -> None:
     assert spec == agent_admission.policy_spec(AGENT, NODE)
     kubernetes_validate.validate({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
                                   "metadata": {"name": "x"}, "spec": spec}, "1.35.0", strict=True)
+
+
+def test_a_node_write_beyond_its_registration_is_refused_in_words_naming_what_it_may_write() -> None:
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE, "annotations": {}},
+            "spec": {}, "status": {"capacity": {"nvidia.com/gpu": "10"}}}
+    changed = merge(node, {"metadata": {"labels": {"gpu": "yes"}}})
+    message = ("the mock-GPU agent changes only its node gpu-tenancy-dev-tenant-a-worker's hami.io/node-nvidia-register, "
+               "hami.io/mutex.lock annotations and nvidia.com/gpu capacity")
+    assert denials(agent_admission.policy_spec(AGENT, NODE), Request("nodes", "UPDATE", "", changed, old=node,
+                                                                      username=AGENT)) == [message]
