@@ -33,6 +33,10 @@ def test_a_user_gets_edit_in_the_workloads_namespace_only() -> None:
         assert unwrap(binding.inputs)["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                                                      "name": "edit"}
         assert unwrap(binding.inputs)["metadata"]["namespace"] == "workloads"
+        # Named after the identity it binds (the realcp user-access tests refuse the user deleting it by that name).
+        assert unwrap(binding.inputs)["metadata"]["name"] == "tenant-user"
+        assert unwrap(binding.inputs)["subjects"] == [{"kind": "ServiceAccount", "name": "tenant-user",
+                                                       "namespace": "workloads"}]
         namespace = find(stack, "kubernetes:core/v1:Namespace", f"{tenant}-workloads-namespace")
         assert namespace.inputs["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
         quota = find(stack, "kubernetes:core/v1:ResourceQuota", f"{tenant}-user-access-quota")
