@@ -35,6 +35,9 @@ def test_a_user_gets_edit_in_the_workloads_namespace_only() -> None:
         assert unwrap(binding.inputs)["metadata"]["namespace"] == "workloads"
         # Named after the identity it binds (the realcp user-access tests refuse the user deleting it by that name).
         assert unwrap(binding.inputs)["metadata"]["name"] == "tenant-user"
+        # The labels the pack reads a resource's tenant and component from (policies/tenancy_lib.py label_tenant).
+        assert unwrap(binding.inputs)["metadata"]["labels"] == {"gpu-tenancy.io/tenant": tenant,
+                                                                "gpu-tenancy.io/component": "tenant-user"}
         assert unwrap(binding.inputs)["subjects"] == [{"kind": "ServiceAccount", "name": "tenant-user",
                                                        "namespace": "workloads"}]
         namespace = find(stack, "kubernetes:core/v1:Namespace", f"{tenant}-workloads-namespace")
