@@ -59,7 +59,12 @@ def test_the_user_kubeconfig_is_a_secret_with_the_accounts_token() -> None:
     assert user["contexts"][0]["context"]["namespace"] == "workloads"
     token = find(record_engine_view(with_user_access()), "kubernetes:core/v1:Secret", "tenant-a-user-access-token")
     assert token.inputs["type"] == "kubernetes.io/service-account-token"
-    assert token.inputs["metadata"]["annotations"]["pulumi.com/waitFor"] == '["jsonpath={.data.token}"]'
+    # The token controller fills the Secret in seconds; `up` waits for it five minutes at most.
+    assert token.inputs["metadata"]["annotations"] == {
+        "kubernetes.io/service-account.name": "tenant-user", "pulumi.com/waitFor": '["jsonpath={.data.token}"]',
+        "pulumi.com/timeoutSeconds": "300"}
+    assert token.inputs["metadata"]["labels"] == {"gpu-tenancy.io/tenant": "tenant-a",
+                                                  "gpu-tenancy.io/component": "tenant-user"}
     assert "tenantUserKubeconfigs" not in stack_outputs(dev_config(), "dev")
 
 
@@ -115,3 +120,16 @@ def test_the_kubeconfig_builder_decodes_the_token() -> None:
     built = yaml.safe_load(tenant_access.kubeconfig("t", tenant_kubeconfig("t"), token, "workloads"))
     assert built["users"] == [{"name": "t-user", "user": {"token": "abc"}}]
     assert built["current-context"] == "t-user"
+
+
+def test_every_object_of_the_identity_is_valid_kubernetes_with_no_unknown_field() -> None:
+    # The tenant's API server (1.35) drops or refuses a misspelt field: strict validation against its schemas.
+    import kubernetes_validate
+
+    stack = record_engine_view(with_user_access())
+    made = [r for r in stack if r.custom and "$gpu-tenancy:tenant_access:TenantAccess$kubernetes:" in r.urn]
+    assert {r.type.rsplit(":", 1)[1] for r in made} == {"RoleBinding", "Secret", "ResourceQuota", "ServiceAccount",
+                                                        "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
+    for resource in made:
+        body = {k: v for k, v in unwrap(resource.inputs).items() if not k.startswith("__")}
+        kubernetes_validate.validate(body, "1.35.0", strict=True)
