@@ -888,3 +888,13 @@ def test_sim_nvmls_mock_nvml_and_its_marker_in_a_stack_of_real_hosts_are_refused
     assert f"gpu-tenancy:mock_nvml:MockNvml {mock.name!r} is sim-nvml's mock NVML in a stack of real GPU hosts." in found
     assert (f"{VAP} {policy.name!r} lets pods set CUDA_DISABLE_CONTROL to {marker}, which only sim-nvml's own mutation "
             "may write (a tenant with gpu-tenancy:mock_nvml:MockNvml and no real host).") in found
+
+
+def test_a_gpu_host_whose_peer_registers_no_address_is_refused() -> None:
+    # A HostWorker made otherwise (a crafted component) may register no address at all: refused, not a crash.
+    stack = copy_stack(policy_support.gpu_stack())
+    peer = next(r for r in stack if r.type == HOST_WORKER and r.inputs["tenant"] == "tenant-b")
+    host = next(r for r in stack if r.type == HOST_WORKER and r.inputs["tenant"] == "tenant-a")
+    for props in (peer.inputs, peer.state, peer.registered_outputs or {}):
+        props.pop("address")
+    assert _fence_messages(stack) == [f"{HOST_WORKER} {host.name!r} cannot be fenced: 'address'."]
