@@ -95,7 +95,8 @@ SERVICE_REQUESTS: list[tuple[str, str, str, dict[str, Any] | None, dict[str, Any
 
 def test_services_with_external_ips_are_refused_in_the_users_namespace() -> None:
     spec = tenant_access.services_policy_spec("workloads")
-    assert denials(spec, Request("services", "CREATE", "workloads", service(externalIPs=["10.20.0.11"])))
+    assert denials(spec, Request("services", "CREATE", "workloads", service(externalIPs=["10.20.0.11"]))) == [
+        "Services of tenant users take no externalIPs (they could capture other addresses' traffic)"]
     assert denials(spec, Request("services", "CREATE", "workloads", service())) == []
     assert denials(spec, Request("services", "CREATE", "other", service(externalIPs=["10.20.0.11"]))) == []
 
@@ -120,6 +121,16 @@ def test_the_kubeconfig_builder_decodes_the_token() -> None:
     built = yaml.safe_load(tenant_access.kubeconfig("t", tenant_kubeconfig("t"), token, "workloads"))
     assert built["users"] == [{"name": "t-user", "user": {"token": "abc"}}]
     assert built["current-context"] == "t-user"
+    # What the official client (and kubectl's clientcmd) reads: a v1 Config whose current context resolves.
+    from kubernetes import client
+    from kubernetes.config.kube_config import KubeConfigLoader
+
+    assert (built["apiVersion"], built["kind"]) == ("v1", "Config")
+    configuration = client.Configuration()
+    KubeConfigLoader(config_dict=built).load_and_set(configuration)
+    admin = yaml.safe_load(tenant_kubeconfig("t"))
+    assert configuration.host == admin["clusters"][0]["cluster"]["server"]
+    assert configuration.api_key == {"BearerToken": "Bearer abc"}
 
 
 def test_every_object_of_the_identity_is_valid_kubernetes_with_no_unknown_field() -> None:
