@@ -4,6 +4,7 @@ reads, the closest case it lets pass. tests/test_doctor.py runs the whole comman
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -112,3 +113,38 @@ def test_free_output_without_an_available_figure_is_none(text: str) -> None:
 ])
 def test_a_networks_subnets_are_read_from_its_ipam_config(text: str, subnets: list[str] | None) -> None:
     assert host.parse_network_subnets(text) == subnets
+
+
+# --------------------------------------------------------------------------- how a tool is asked (command.run)
+
+
+def test_a_tool_that_does_not_answer_in_time_is_a_timeout_in_words(tmp_path: Path) -> None:
+    from gpu_tenancy.cli.doctor import command
+
+    slow = tmp_path / "slow"
+    slow.write_text("#!/bin/sh\nexec sleep 5\n")
+    slow.chmod(0o755)
+    # 124 as timeout(1) exits; the words end up in the problem doctor prints (`docker info` not answering).
+    assert command.run([str(slow)], timeout=0.2) == (124, "", "no answer in 0 s")
+    assert command.run([str(slow)], timeout=1.4) == (124, "", "no answer in 1 s")
+
+
+def test_a_tool_that_cannot_be_run_is_126_with_the_reason(tmp_path: Path) -> None:
+    from gpu_tenancy.cli.doctor import command
+
+    broken = tmp_path / "broken"
+    broken.write_text("#!/nonexistent/interpreter\n")
+    broken.chmod(0o755)
+    code, out, err = command.run([str(broken)]) or (None, None, None)
+    # 126 as a shell reports a command found but not executable (POSIX 2.8.2).
+    assert (code, out) == (126, "") and "No such file or directory" in err
+    assert command.run([str(tmp_path / "absent")]) is None
+
+
+def test_a_tool_answers_with_its_exit_code_output_and_errors(tmp_path: Path) -> None:
+    from gpu_tenancy.cli.doctor import command
+
+    tool = tmp_path / "tool"
+    tool.write_text("#!/bin/sh\ncat\necho warn >&2\nexit 3\n")
+    tool.chmod(0o755)
+    assert command.run([str(tool)], stdin="in\n") == (3, "in\n", "warn\n")
