@@ -214,6 +214,9 @@ CASES: list[tuple[str, dict[str, Any], bool]] = [
     ("GPU pod under the class", pod(ctr(gpu=True), runtimeClassName="nvidia"), True),
     ("sidecar under the class", pod(ctr(gpu=True), ctr("side"), runtimeClassName="nvidia"), False),
     ("blinded sidecar under the class", pod(ctr(gpu=True), ctr("side", env=nvd("none")), runtimeClassName="nvidia"), True),
+    # Only NVIDIA_VISIBLE_DEVICES=none blinds a container (nvidia-container-toolkit): "none" in another variable does not.
+    ("sidecar with another variable none, under the class",
+     pod(ctr(gpu=True), ctr("side", env=[{"name": "MODE", "value": "none"}]), runtimeClassName="nvidia"), False),
     ("init container under the class", pod(ctr(gpu=True), runtimeClassName="nvidia", initContainers=[ctr("init")]), False),
     ("debug container under the class", pod(ctr(gpu=True), runtimeClassName="nvidia",
                                             ephemeralContainers=[ctr("dbg")]), False),
@@ -227,6 +230,7 @@ CASES: list[tuple[str, dict[str, Any], bool]] = [
                                                  schedulerName="my-scheduler"), False),
     ("GPU class, another scheduler", pod(ctr(env=nvd("none")), runtimeClassName="nvidia", schedulerName="x"), False),
     ("plain pod, another scheduler", pod(ctr(), schedulerName="my-scheduler"), True),
+    ("blinded pod, another scheduler", pod(ctr(env=nvd("none")), schedulerName="my-scheduler"), True),
     ("placed on a node", pod(ctr(gpu=True), nodeName="gpu-a100-01"), False),
     ("plain pod placed on a node", pod(ctr(), nodeName="gpu-a100-01"), False),
     ("forged allocation", pod(ctr(gpu=True), annotations={
