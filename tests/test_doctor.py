@@ -591,3 +591,21 @@ def test_every_call_a_lab_check_makes_fits_a_modelled_shape(tmp_path: Path) -> N
         assert calls
         refused = [call for call in calls if case.call(tmp_path / str(number), call[0], *call[1:]).returncode == 127]
         assert refused == []
+
+
+def test_a_tool_printing_no_version_is_an_unknown_version(tmp_path: Path) -> None:
+    (found,) = problems(HostCase().answer("kind", ["version"], "").run(tmp_path, "--stack", "dev")[0])
+    assert found.startswith(f"kind: an unknown version is not the pinned {versions.KIND_BINARY}. Fix: `make tools`")
+
+
+def test_docker_roots_filesystem_is_read_and_the_root_filesystem_while_it_is_not_there_yet(tmp_path: Path) -> None:
+    # Docker creates its data root on first start; before that `df` of it fails, and "/" is where it will be.
+    case = (HostCase().answer("df", ["-Pk /"], df_output(1024 * 1024))
+            .answer("df", ["/var/lib/docker"], "", "df: /var/lib/docker: No such file or directory\n", 1))
+    result, calls = case.run(tmp_path, "--stack", "dev")
+    assert [c for c in calls if c[0] == "df"] == [["df", "-Pk", "/var/lib/docker"], ["df", "-Pk", "/"]]
+    (found,) = problems(result)
+    assert found.startswith("disk: 1.0 GiB free under /var/lib/docker, the lab needs")
+    # The data root there: only it is asked.
+    _, calls = HostCase().run(tmp_path / "there", "--stack", "dev")
+    assert [c for c in calls if c[0] == "df"] == [["df", "-Pk", "/var/lib/docker"]]

@@ -135,7 +135,8 @@ def gather_host(shape: LabShape, environ: Mapping[str, str]) -> HostFacts:
         except ValueError:
             facts.docker_error = "`docker info` printed no JSON"
     root = str((facts.docker_info or {}).get("DockerRootDir") or "/")
-    disk = run(["df", "-Pk", root]) or run(["df", "-Pk", "/"])
+    disk = run(["df", "-Pk", root])
+    disk = disk if disk is None or disk[0] == 0 or root == "/" else run(["df", "-Pk", "/"])  # root not there (yet)
     facts.disk_free_bytes = parse_df_available(disk[1]) if disk and disk[0] == 0 else None
     if facts.docker_info is None:
         return facts

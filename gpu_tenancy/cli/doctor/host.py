@@ -241,7 +241,8 @@ def tool_problems(facts: HostFacts, shape: LabShape) -> list[Problem]:
             continue
         found = tool.parse_version(text)
         if found != tool.version:
-            problems.append(Problem(name, f"{found or repr(text.strip()) or 'an unknown version'} is not the pinned "
+            seen = found or (repr(text.strip()) if text.strip() else "an unknown version")
+            problems.append(Problem(name, f"{seen} is not the pinned "
                                     f"{tool.version}", f"`make tools` installs {tool.version} into .tools/bin, "
                                     "which make puts first on PATH"))
     return problems
