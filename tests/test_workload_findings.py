@@ -195,3 +195,12 @@ def test_an_allocation_annotation_hami_never_made_is_a_finding_and_a_scheduling_
                       "write")]
     del forged["hami.io/vgpu-devices-allocated"]
     assert findings(pod) == []
+
+
+def test_a_pod_placed_on_a_node_by_itself_is_found() -> None:
+    # spec.nodeName skips every scheduler, HAMi's among them (kubernetes: the scheduler binds only unbound pods).
+    spec = {"nodeName": "gpu-a100-01", "containers": [{"name": "c"}]}
+    assert findings(_res("kubernetes:core/v1:Pod", {"spec": spec})) == [
+        ("gpuAccess", "sets spec.nodeName, which places the pod around every scheduler")]
+    del spec["nodeName"]
+    assert findings(_res("kubernetes:core/v1:Pod", {"spec": spec})) == []
