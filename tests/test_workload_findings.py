@@ -204,3 +204,20 @@ def test_a_pod_placed_on_a_node_by_itself_is_found() -> None:
         ("gpuAccess", "sets spec.nodeName, which places the pod around every scheduler")]
     del spec["nodeName"]
     assert findings(_res("kubernetes:core/v1:Pod", {"spec": spec})) == []
+
+
+def test_the_ways_around_hami_a_container_has_are_found_in_its_words() -> None:
+    nvd_none = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "none"}]
+    gpu = {"limits": {"nvidia.com/gpu": "1"}}
+    spec = {
+        "schedulerName": "hami-scheduler", "runtimeClassName": "nvidia",
+        "containers": [{"name": "main", "resources": gpu}, {"name": "side"},
+                       {"name": "env", "resources": gpu, "envFrom": [{"configMapRef": {"name": "c"}}]}],
+        "ephemeralContainers": [{"name": "dbg"}, {"name": "blind", "env": nvd_none}],
+    }
+    assert findings(_res("kubernetes:core/v1:Pod", {"spec": spec})) == [
+        ("gpuAccess", "container 'env' uses envFrom without a prefix that keeps out NVIDIA_/CUDA_ names"),
+        ("gpuAccess", "container 'side' runs under RuntimeClass 'nvidia' without requesting nvidia.com/gpu "
+                      "(set NVIDIA_VISIBLE_DEVICES=none)"),
+        ("gpuAccess", "ephemeral container 'dbg' needs NVIDIA_VISIBLE_DEVICES=none"),
+    ]
