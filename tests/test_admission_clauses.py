@@ -188,6 +188,7 @@ def test_memory_alone_makes_a_gpu_container() -> None:
     ("tenant user's Services", lambda: (services(), DENY)),
     ("mock-GPU agent's", lambda: (agent_spec(), agent_binding())),
     ("CUDA control", lambda: (cuda(), None)),
+    ("GPU access", lambda: (gpu_access_spec(), gpu_access.binding_spec())),
 ])
 def test_the_api_server_accepts_every_enum_of_the_policies(
     case: str, specs: Callable[[], tuple[dict[str, Any], dict[str, Any] | None]]
