@@ -148,3 +148,23 @@ def test_a_tool_answers_with_its_exit_code_output_and_errors(tmp_path: Path) -> 
     tool.write_text("#!/bin/sh\ncat\necho warn >&2\nexit 3\n")
     tool.chmod(0o755)
     assert command.run([str(tool)], stdin="in\n") == (3, "in\n", "warn\n")
+
+
+def test_a_lock_file_that_cannot_be_read_is_skipped_and_the_others_are_read(tmp_path: Path) -> None:
+    import socket
+
+    from gpu_tenancy.cli.doctor import command
+
+    # The file backend's locks: <state>/.pulumi/locks/<org>/<project>/<stack>/<id>.json (pulumi pkg/backend/diy).
+    folder = tmp_path / ".pulumi" / "locks" / "organization" / "gpu-tenancy" / "dev"
+    folder.mkdir(parents=True)
+    (folder / "1-half-written.json").write_text('{"pid": 12')  # not JSON: a lock being written
+    (folder / "2-a-folder.json").mkdir()  # cannot be read as a file (OSError)
+    dead_pid = 2**22 + 12345  # above the kernel's default pid_max: never running
+    (folder / "3-stale.json").write_text(json.dumps({"pid": dead_pid, "hostname": socket.gethostname()}))
+    (folder / "4-other-host.json").write_text(json.dumps({"pid": dead_pid, "hostname": "elsewhere"}))
+    assert command.stack_locks(tmp_path, "dev") == [
+        {"path": str(folder / "3-stale.json"), "pid": dead_pid, "hostname": socket.gethostname(), "alive": False},
+        # Another host's process cannot be asked: counted alive, as the backend would wait for it.
+        {"path": str(folder / "4-other-host.json"), "pid": dead_pid, "hostname": "elsewhere", "alive": True},
+    ]
