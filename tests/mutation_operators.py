@@ -387,7 +387,8 @@ def covering_tests(module: str, repo: Path = REPO) -> list[str]:
 
 
 def _copy_repository(repo: Path, target: Path) -> None:
-    """The working tree's tracked and untracked-but-not-ignored files (what `make mutation` would test)."""
+    """The working tree's tracked and untracked-but-not-ignored files (what `make mutation` would test), and links
+    to the virtual environment and the pinned tools (tests run shellcheck from .venv/bin, as `make test` does)."""
     listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=repo, check=True,
                             capture_output=True).stdout.decode().split("\0")
     for name in filter(None, listed):
@@ -395,6 +396,9 @@ def _copy_repository(repo: Path, target: Path) -> None:
         if source.is_file():
             (target / name).parent.mkdir(parents=True, exist_ok=True)
             (target / name).write_bytes(source.read_bytes())
+    for folder in (".venv", ".tools"):
+        if (repo / folder).is_dir():
+            (target / folder).symlink_to(repo / folder)
 
 
 def _pytest(copy: Path, tests: list[str], timeout: float | None) -> tuple[int | None, float]:

@@ -228,3 +228,23 @@ def test_scores_read_mutmuts_mutants_run_fresh_where_mutmut_run_left_no_results(
     assert scores_main(["--mutants", str(tmp_path), "--fail-under", "90", module]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith(module))
     assert row.split()[1:] == ["9", "1", "0", "0", "0", "90.0%"]
+
+
+def test_the_copy_holds_the_repositorys_files_and_links_its_environment(tmp_path: Path) -> None:
+    import subprocess
+
+    from mutation_operators import _copy_repository
+
+    repo, copy = tmp_path / "repo", tmp_path / "copy"
+    (repo / ".venv" / "bin").mkdir(parents=True)
+    (repo / "src").mkdir()
+    (repo / "src" / "m.py").write_text("X = 1\n")
+    (repo / "ignored.log").write_text("x")
+    (repo / ".gitignore").write_text(".venv/\n*.log\n")
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    copy.mkdir()
+    _copy_repository(repo, copy)
+    assert (copy / "src" / "m.py").read_text() == "X = 1\n" and not (copy / "ignored.log").exists()
+    # Tests run tools from .venv/bin (shellcheck): the copy reaches the same environment.
+    assert (copy / ".venv").is_symlink() and (copy / ".venv").resolve() == (repo / ".venv").resolve()
+    assert not (copy / ".tools").exists()
