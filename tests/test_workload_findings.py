@@ -221,3 +221,10 @@ def test_the_ways_around_hami_a_container_has_are_found_in_its_words() -> None:
                       "(set NVIDIA_VISIBLE_DEVICES=none)"),
         ("gpuAccess", "ephemeral container 'dbg' needs NVIDIA_VISIBLE_DEVICES=none"),
     ]
+
+
+def test_a_gpu_pod_of_another_scheduler_is_found_naming_that_scheduler() -> None:
+    spec = {"schedulerName": "my-scheduler", "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}
+    assert findings(_res("kubernetes:core/v1:Pod", {"spec": spec})) == [
+        ("gpuAccess", "reaches a GPU but is not scheduled by hami-scheduler (schedulerName 'my-scheduler'), so HAMi "
+                      "neither checks nor counts it")]
