@@ -609,3 +609,24 @@ def test_docker_roots_filesystem_is_read_and_the_root_filesystem_while_it_is_not
     # The data root there: only it is asked.
     _, calls = HostCase().run(tmp_path / "there", "--stack", "dev")
     assert [c for c in calls if c[0] == "df"] == [["df", "-Pk", "/var/lib/docker"]]
+
+
+def test_images_the_stack_built_and_docker_lost_are_named_for_up_to_replace(tmp_path: Path) -> None:
+    image_urn = "urn:pulumi:dev::gpu-tenancy::gpu-tenancy:mock_gpu_agent:MockGpuAgent$docker:index/image:Image::agent"
+    build_urn = ("urn:pulumi:dev::gpu-tenancy::gpu-tenancy:nvml_mock_image:NvmlMockImage$command:local:Command::"
+                 "nvml-build")
+    export = {"version": 3, "deployment": {"resources": [
+        {"urn": image_urn, "type": "docker:index/image:Image", "inputs": {"imageName": "gpu-tenancy/agent:1"}},
+        {"urn": build_urn, "type": "command:local:Command", "inputs": {"environment": {"IMAGE": "gpu-tenancy/nvml:2"}}},
+        {"urn": "urn:pulumi:dev::gpu-tenancy::pulumi:pulumi:Stack::s", "type": "pulumi:pulumi:Stack"},
+    ]}}
+    case = HostCase().deployed(OUTPUTS, ["gpu-tenancy-dev"], export)
+    # docker/cli `image inspect` of an image it does not have: "Error: No such image: NAME", exit 1.
+    case.answer("docker", ["image inspect", "gpu-tenancy/agent:1"], "", "Error: No such image: gpu-tenancy/agent:1\n", 1)
+    case.answer("docker", ["image inspect", "gpu-tenancy/nvml:2"], "sha256:0123\n")
+    result, _ = case.run(tmp_path, "--stack", "dev", "--missing-images")
+    assert result.returncode == 0 and result.stdout == f"--replace {image_urn}\n"
+    assert "image gpu-tenancy/agent:1 is gone from Docker (pruned?)" in result.stderr
+    case.answer("docker", ["image inspect", "gpu-tenancy/nvml:2"], "", "Error: No such image: gpu-tenancy/nvml:2\n", 1)
+    result, _ = case.run(tmp_path / "both", "--stack", "dev", "--missing-images")
+    assert result.stdout == f"--replace {image_urn}\n--replace {build_urn}\n"
