@@ -225,6 +225,9 @@ def test_the_daemonset_is_the_charts_with_the_program_s_image_and_config() -> No
     assert probe[-1] == f"{nvml_mock.DRIVER_ROOT}/config/config.yaml" and "num_devices:" in probe
     assert "num_devices" not in nvml_mock.config_yaml(nvml_mock.mock_config("tenant-a", CASES["one A100"]))
     assert spec["template"]["metadata"]["annotations"] == {"checksum/config": "abc"}
+    # The tenant's own labels, which the pack reads the tenant from; the selector picks the template's pods.
+    labels = {"gpu-tenancy.io/tenant": "tenant-a", "gpu-tenancy.io/component": "nvml-mock"}
+    assert spec["selector"] == {"matchLabels": labels} and spec["template"]["metadata"]["labels"] == labels
 
 
 def test_the_image_is_built_from_the_pinned_commit_and_named_after_it() -> None:
