@@ -388,3 +388,23 @@ def test_the_host_gpu_check_passes_shellcheck(tmp_path: Path) -> None:
     shellcheck = shutil.which("shellcheck") or str(Path(sys.executable).parent / "shellcheck")
     result = subprocess.run([shellcheck, "-s", "sh", str(path)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout
+
+
+def test_the_daemonset_is_valid_kubernetes_and_runs_on_the_tenants_gpu_worker_within_its_footprint() -> None:
+    import kubernetes_validate
+
+    from gpu_tenancy.builders import kube_objects
+
+    spec = nvml_mock.daemon_set_spec("tenant-a", nvml_mock.image_name(), "cm", "sa", 1, "abc")
+    body = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "m", "namespace": "kube-system"},
+            "spec": spec}
+    kubernetes_validate.validate(body, "1.35.0", strict=True)  # a misspelt field fails
+    pod = spec["template"]["spec"]
+    assert pod["serviceAccountName"] == "sa"
+    # Only the tenant's GPU worker, by the label every worker joins with.
+    assert pod["nodeSelector"].items() <= kube_objects.gpu_node_labels("tenant-a").items() and pod["nodeSelector"]
+    (container,) = pod["containers"]
+    # docs/live-suite.md "Footprint": the mock NVML requests 10m/32Mi and may use 128 MiB.
+    assert container["resources"] == {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "128Mi"}}
+    # HAMi's device plugin starts when this turns Ready: polled every 2 s, it waits at most that long after setup.
+    assert container["readinessProbe"]["periodSeconds"] == 2
