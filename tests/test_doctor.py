@@ -630,3 +630,19 @@ def test_images_the_stack_built_and_docker_lost_are_named_for_up_to_replace(tmp_
     case.answer("docker", ["image inspect", "gpu-tenancy/nvml:2"], "", "Error: No such image: gpu-tenancy/nvml:2\n", 1)
     result, _ = case.run(tmp_path / "both", "--stack", "dev", "--missing-images")
     assert result.stdout == f"--replace {image_urn}\n--replace {build_urn}\n"
+
+
+def test_a_lab_read_without_kubectl_says_so_for_each_cluster(tmp_path: Path) -> None:
+    found = problems(_lab().without("kubectl").run(tmp_path, "--stack", "dev")[0])
+    assert "kubectl: not found on PATH. Fix: `make tools`" in found[0]
+    assert [line for line in found if "kubectl not on PATH" in line][:1] and all(
+        "Traceback" not in line for line in found)
+
+
+def test_kubectls_last_error_line_or_no_answer_is_the_reason(tmp_path: Path) -> None:
+    case = _lab().answer("kubectl", ["tenant-b.kubeconfig", "get nodes"], "", "", 1)
+    (found,) = problems(case.run(tmp_path, "--stack", "dev")[0])
+    assert found.startswith("tenant tenant-b: its API server does not answer (no answer)")
+    case = _lab().answer("kubectl", ["tenant-b.kubeconfig", "get nodes"], "not json")
+    (found,) = problems(case.run(tmp_path / "json", "--stack", "dev")[0])
+    assert found.startswith("tenant tenant-b: its API server does not answer (kubectl printed no JSON)")
