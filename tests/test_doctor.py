@@ -646,3 +646,28 @@ def test_kubectls_last_error_line_or_no_answer_is_the_reason(tmp_path: Path) -> 
     case = _lab().answer("kubectl", ["tenant-b.kubeconfig", "get nodes"], "not json")
     (found,) = problems(case.run(tmp_path / "json", "--stack", "dev")[0])
     assert found.startswith("tenant tenant-b: its API server does not answer (kubectl printed no JSON)")
+
+
+def test_hosts_off_names_the_deletes_that_need_the_host_and_refuses_what_it_cannot_read(tmp_path: Path) -> None:
+    join = ("urn:pulumi:gpu::gpu-tenancy::gpu-tenancy:tenant:Tenant$gpu-tenancy:host_worker:HostWorker$"
+            "command:remote:Command::tenant-b-gpu-l4-01-join")
+    prepare = join.replace("-join", "-prepare")  # no delete: the provider never connects for it
+    other = join.replace("tenant-b-gpu-l4-01", "tenant-a-gpu-a100-01")
+    export = {"version": 3, "deployment": {"resources": [
+        {"urn": join, "type": "command:remote:Command", "inputs": {"delete": "kubeadm reset -f"}},
+        {"urn": prepare, "type": "command:remote:Command", "inputs": {"create": "true"}},
+        {"urn": other, "type": "command:remote:Command", "inputs": {"delete": "kubeadm reset -f"}},
+    ]}}
+    args = ("--stack", "gpu", "--stack-file", "Pulumi.gpu.yaml", "--hosts-off", "gpu-l4-01")
+    result, _ = HostCase().deployed({"mode": "real"}, [], export).run(tmp_path, *args)
+    assert (result.returncode, result.stdout) == (0, f"{join}\n")
+    # An export that is not the deployment JSON (or no object): nothing to drop, not a traceback.
+    for number, text in enumerate(["not json", "[]"]):
+        case = HostCase().answer("pulumi", ["stack", "export"], text)
+        result, _ = case.run(tmp_path / str(number), *args)
+        assert (result.returncode, result.stdout) == (0, "") and "Traceback" not in result.stderr
+    # A stack file that does not validate: one line, usage.
+    bad = tmp_path / "Pulumi.bad.yaml"
+    bad.write_text("config:\n  gpu-tenancy:mode: quantum\n")
+    result, _ = HostCase().run(tmp_path / "bad", "--stack", "bad", "--stack-file", str(bad), "--hosts-off", "x")
+    assert result.returncode == 2 and result.stderr.startswith("doctor: ") and "Traceback" not in result.stderr
