@@ -618,6 +618,8 @@ def test_images_the_stack_built_and_docker_lost_are_named_for_up_to_replace(tmp_
     export = {"version": 3, "deployment": {"resources": [
         {"urn": image_urn, "type": "docker:index/image:Image", "inputs": {"imageName": "gpu-tenancy/agent:1"}},
         {"urn": build_urn, "type": "command:local:Command", "inputs": {"environment": {"IMAGE": "gpu-tenancy/nvml:2"}}},
+        # A command of the build component that names no image builds none.
+        {"urn": build_urn + "-tag", "type": "command:local:Command", "inputs": {"environment": {"TAG": "x"}}},
         {"urn": "urn:pulumi:dev::gpu-tenancy::pulumi:pulumi:Stack::s", "type": "pulumi:pulumi:Stack"},
     ]}}
     case = HostCase().deployed(OUTPUTS, ["gpu-tenancy-dev"], export)
@@ -630,6 +632,9 @@ def test_images_the_stack_built_and_docker_lost_are_named_for_up_to_replace(tmp_
     case.answer("docker", ["image inspect", "gpu-tenancy/nvml:2"], "", "Error: No such image: gpu-tenancy/nvml:2\n", 1)
     result, _ = case.run(tmp_path / "both", "--stack", "dev", "--missing-images")
     assert result.stdout == f"--replace {image_urn}\n--replace {build_urn}\n"
+    assert result.stderr.splitlines() == [
+        f"make up: image {name} is gone from Docker (pruned?): building it again"
+        for name in ("gpu-tenancy/agent:1", "gpu-tenancy/nvml:2")]
 
 
 def test_a_lab_read_without_kubectl_says_so_for_each_cluster(tmp_path: Path) -> None:
@@ -666,6 +671,9 @@ def test_hosts_off_names_the_deletes_that_need_the_host_and_refuses_what_it_cann
         case = HostCase().answer("pulumi", ["stack", "export"], text)
         result, _ = case.run(tmp_path / str(number), *args)
         assert (result.returncode, result.stdout) == (0, "") and "Traceback" not in result.stderr
+    # A worker the stack file does not declare: one line, usage.
+    result, _ = HostCase().run(tmp_path / "unknown", *args[:-1], "gpu-l4-99")
+    assert result.returncode == 2 and result.stderr.startswith("doctor: gpu-l4-99: no such worker in Pulumi.gpu.yaml")
     # A stack file that does not validate: one line, usage.
     bad = tmp_path / "Pulumi.bad.yaml"
     bad.write_text("config:\n  gpu-tenancy:mode: quantum\n")
