@@ -35,6 +35,12 @@ selections):
 
     .venv/bin/python tests/mutation_operators.py run policies/workload_lib.py --tests tests/test_workload_findings.py
     .venv/bin/python tests/mutation_operators.py run policies/workload_lib.py --survivors-only
+
+mutmut's own mutants of a module whose tests reach it in a subprocess (the commands' tests run
+`python -m gpu_tenancy`), which `mutmut run`'s coverage does not see: after a `mutmut run` with a narrow test
+selection, `--after-mutmut-run mutants` keeps what it killed and runs the rest, each in a fresh pytest:
+
+    .venv/bin/python tests/mutation_operators.py run --mutmut gpu_tenancy/cli/tools.py --after-mutmut-run mutants --tests tests/test_tools.py
 """
 
 from __future__ import annotations
@@ -104,6 +110,7 @@ class Mutant:
     line: int
     description: str
     source: str
+    name: str = ""  # mutmut's key for its own mutants (`<module>.x_<function>__mutmut_<n>`), else empty
 
 
 def _short(text: str, width: int = 60) -> str:
@@ -317,25 +324,34 @@ def mutmut_mutants(source: str, filename: str = "module.py") -> list[Mutant]:
     which function, and a fresh pytest per mutant on the module's own tests takes minutes."""
     import libcst as cst
     from mutmut.mutation.file_mutation import create_mutations
+    from mutmut.mutation.trampoline_templates import mangle_function_name
 
     module, made, ignored_classes, ignored_functions = create_mutations(filename, source)
-    mutated: set[cst.CSTNode] = set()
+    # Each mutated function by the mangled name `mutmut run` gives it (file_mutation.py `combine_mutations_to_source`).
+    mutated: dict[cst.CSTNode, str] = {}
     for statement in module.body:
         if isinstance(statement, cst.FunctionDef) and statement.name.value not in ignored_functions:
-            mutated.add(statement)
+            mutated[statement] = mangle_function_name(name=statement.name.value, class_name=None)
         elif (isinstance(statement, cst.ClassDef) and isinstance(statement.body, cst.IndentedBlock)
               and statement.name.value not in ignored_classes):
-            mutated.update(m for m in statement.body.body if isinstance(m, cst.FunctionDef))
+            mutated.update((m, mangle_function_name(name=m.name.value, class_name=statement.name.value))
+                           for m in statement.body.body if isinstance(m, cst.FunctionDef))
+    dotted = filename.removesuffix(".py").replace("/", ".")
+    numbered: dict[cst.CSTNode, int] = {}
     positions = cst.metadata.MetadataWrapper(module, unsafe_skip_copy=True).resolve(cst.metadata.PositionProvider)
     out = []
     for mutation in made:
-        if mutation.contained_by_top_level_function not in mutated:
+        function = mutation.contained_by_top_level_function
+        if function not in mutated:
             continue
+        # Numbered from 1 per function in create_mutations' order (`function_trampoline_arrangement`).
+        numbered[function] = numbered.get(function, 0) + 1
         before, after = (module.code_for_node(n) for n in (mutation.original_node, mutation.mutated_node))
         line = positions[mutation.original_node].start.line
         new = module.deep_replace(mutation.original_node, mutation.mutated_node)
         assert isinstance(new, cst.Module)
-        out.append(Mutant("mutmut", line, f"{_short(before)} -> {_short(after)}", new.code))
+        out.append(Mutant("mutmut", line, f"{_short(before)} -> {_short(after)}", new.code,
+                          f"{dotted}.{mutated[function]}__mutmut_{numbered[function]}"))
     return out
 
 
@@ -426,17 +442,38 @@ def _key(entry: dict[str, object]) -> tuple[object, object, object]:
     return entry["line"], entry["operator"], entry["description"]
 
 
+def killed_by_mutmut_run(mutants_dir: Path, module: str) -> tuple[set[str], list[str]]:
+    """The mutants a `mutmut run` killed (its mutants/<module>.meta, keyed by mutant name) and the test selection
+    it ran them on (`pytest_add_cli_args_test_selection` of the pyproject.toml beside that mutants/)."""
+    from mutation_scores import KILLED
+
+    meta = mutants_dir / f"{module}.meta"
+    if not meta.is_file():
+        raise SystemExit(f"{module}: `mutmut run` left no results in {mutants_dir} ({meta})")
+    codes = json.loads(meta.read_text())["exit_code_by_key"]
+    pyproject = mutants_dir.parent / "pyproject.toml"
+    selection = (tomllib.loads(pyproject.read_text()).get("tool", {}).get("mutmut", {}).get(
+        "pytest_add_cli_args_test_selection", []) if pyproject.is_file() else [])
+    return {name for name, code in codes.items() if code in KILLED}, [f"mutmut run: {' '.join(selection)}"]
+
+
 def run(module: str, tests: list[str], out_dir: Path, repo: Path = REPO, survivors_only: bool = False,
-        operators: str = "extra") -> dict[str, object]:
+        operators: str = "extra", after_mutmut_run: Path | None = None) -> dict[str, object]:
     """Each mutant of `module` against `tests` in a copy of the repository; the record written to out_dir.
     With survivors_only, a mutant the module's last record counts killed keeps that status and only the
-    others run (a quick test selection first, then the whole one on what it left)."""
+    others run (a quick test selection first, then the whole one on what it left). With after_mutmut_run (a
+    `mutmut run`'s mutants/ folder), mutmut's own mutants that run killed keep that status, and the rest (those
+    it left alive, and those it ran no test on: tests that reach the module only in a subprocess, which its
+    coverage does not see) run here."""
     original = (repo / module).read_text()
     made = mutmut_mutants(original, module) if operators == "mutmut" else mutants(original)
     path = out_dir / f"{module}.json"
     earlier: dict[tuple[object, object, object], str] = {}
     earlier_tests: list[str] = []
-    if survivors_only:
+    killed_by_name: set[str] = set()  # by mutmut's name: two of its mutants may share a line and description
+    if after_mutmut_run is not None:
+        killed_by_name, earlier_tests = killed_by_mutmut_run(after_mutmut_run, module)
+    elif survivors_only:
         if not path.is_file():
             raise SystemExit(f"{module}: no earlier record to take the survivors of ({path})")
         previous = json.loads(path.read_text())
@@ -451,8 +488,8 @@ def run(module: str, tests: list[str], out_dir: Path, repo: Path = REPO, survivo
             raise SystemExit(f"{module}: its tests fail without a mutant (pytest exit {code}): {' '.join(tests)}")
         limit = 2 * clean + 20
         for number, mutant in enumerate(made, 1):
-            entry = {k: v for k, v in asdict(mutant).items() if k != "source"}
-            status = earlier.get(_key(entry), "survived")
+            entry = {k: v for k, v in asdict(mutant).items() if k != "source" and (k != "name" or v)}
+            status = "killed" if mutant.name in killed_by_name else earlier.get(_key(entry), "survived")
             if status == "survived":
                 (copy / module).write_text(mutant.source)
                 code, _ = _pytest(copy, tests, limit)
@@ -462,7 +499,7 @@ def run(module: str, tests: list[str], out_dir: Path, repo: Path = REPO, survivo
                   flush=True)
         (copy / module).write_text(original)
     record: dict[str, object] = {"module": module, "tests": tests, "mutants": results}
-    if survivors_only:
+    if survivors_only or after_mutmut_run is not None:
         record["earlier_tests"] = earlier_tests  # the selections that killed the rest, in the order they ran
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=1) + "\n")
@@ -480,6 +517,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="mutmut's own mutants, each in a fresh pytest, instead of the operators it lacks")
     parser.add_argument("--survivors-only", action="store_true",
                         help="run only the mutants the module's last record has surviving; keep its kills")
+    parser.add_argument("--after-mutmut-run", type=Path, metavar="MUTANTS_DIR",
+                        help="with --mutmut: keep the kills of the `mutmut run` whose mutants/ folder this is, "
+                             "run the rest")
     args = parser.parse_args(argv)
     args.out = args.out or REPO / "mutants" / ("fresh" if args.mutmut else "extra")
     for module in args.modules:
@@ -493,8 +533,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"== {module}: no test imports it; give --tests")
                 return 1
             print(f"== {module}: {len(tests)} test files", flush=True)
+            if args.after_mutmut_run and (not args.mutmut or args.survivors_only):
+                parser.error("--after-mutmut-run takes --mutmut and not --survivors-only")
             run(module, tests, args.out, survivors_only=args.survivors_only,
-                operators="mutmut" if args.mutmut else "extra")
+                operators="mutmut" if args.mutmut else "extra", after_mutmut_run=args.after_mutmut_run)
         else:
             record_path = args.out / f"{module}.json"
             if not record_path.is_file():

@@ -152,7 +152,8 @@ def test_run_takes_the_tests_given_after_the_module(monkeypatch: pytest.MonkeyPa
 
     ran: list[tuple[str, list[str]]] = []
     monkeypatch.setattr(mutation_operators, "run",
-                        lambda module, tests, out, survivors_only, operators: ran.append((module, tests)))
+                        lambda module, tests, out, survivors_only, operators, after_mutmut_run:
+                        ran.append((module, tests)))
     module = "policies/gpu_lib.py"
     given = ["tests/test_policy_values.py", "tests/test_policies.py::test_dev_stack_passes"]
     assert main(["run", module, "--tests", *given, "--out", str(tmp_path)]) == 0
@@ -213,11 +214,54 @@ def test_mutmuts_own_mutants_are_the_ones_mutmut_run_makes() -> None:
     made = mutmut_mutants(source, module)
     # As many as `mutmut run` switches on (its trampolines name one per mutant), each one change of the source.
     assert len(made) == len(mutate_file_contents(module, source).mutant_names) == 70
+    # Named as `mutmut run` names them, in its order, so a mutmut run's results can be read per mutant.
+    for named in ("policies/resource_lib.py", "gpu_tenancy/cli/tools.py", module):
+        text = (Path(__file__).resolve().parents[1] / named).read_text()
+        dotted = named.removesuffix(".py").replace("/", ".")
+        assert [m.name for m in mutmut_mutants(text, named)] == [
+            f"{dotted}.{name}" for name in mutate_file_contents(named, text).mutant_names]
+    # A method's name carries its class (`xǁToolǁurl__mutmut_1`), a function's an `x_` prefix.
+    assert mutmut_mutants("class A:\n    def f(self):\n        return 1\n", "pkg/mod.py")[0].name == \
+        "pkg.mod.xǁAǁf__mutmut_1"
     assert all(m.source != source and m.operator == "mutmut" for m in made)
     tiny = "def f(x):\n    return x + 1\n\nLIMIT = 2 + 3\n"
     # Inside a function only, as mutmut: the module-level constant is left alone.
     assert {m.source for m in mutmut_mutants(tiny)} == {
         "def f(x):\n    return x - 1\n\nLIMIT = 2 + 3\n", "def f(x):\n    return x + 2\n\nLIMIT = 2 + 3\n"}
+
+
+def test_after_a_mutmut_run_only_what_it_did_not_kill_runs_fresh(tmp_path: Path) -> None:
+    pytest.importorskip("mutmut", reason="mutmut is not installed: `make mutation` installs requirements-mutation.txt")
+    import subprocess
+
+    from mutation_operators import run
+
+    repo = tmp_path / "repo"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "calc.py").write_text("def f(x):\n    return x + 1\n")
+    # Only a subprocess reaches f (as the doctor's tests reach it): the test kills both mutants when run.
+    (repo / "tests" / "test_calc.py").write_text(
+        "import subprocess, sys\n\ndef test_f():\n    out = subprocess.run([sys.executable, '-c', "
+        "'import calc; print(calc.f(2))'], capture_output=True, text=True, check=True).stdout\n"
+        "    assert out == '3\\n'\n")
+    (repo / "conftest.py").write_text("")
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    # The mutmut run killed `x + 2` and ran no test on `x - 1` (its coverage does not see the subprocess).
+    mutants_dir = tmp_path / "mutmut" / "mutants"
+    mutants_dir.mkdir(parents=True)
+    (mutants_dir / "calc.py.meta").write_text(json.dumps({"exit_code_by_key": {
+        "calc.x_f__mutmut_1": 33, "calc.x_f__mutmut_2": 1}}))
+    (mutants_dir.parent / "pyproject.toml").write_text(
+        '[tool.mutmut]\npytest_add_cli_args_test_selection = ["tests/test_calc.py"]\n')
+    # A selection that kills nothing shows which mutant ran here: only the one mutmut run did not kill.
+    (repo / "tests" / "test_nothing.py").write_text("def test_passes():\n    pass\n")
+    out = tmp_path / "out"
+    record = run("calc.py", ["tests/test_nothing.py"], out, repo=repo, operators="mutmut", after_mutmut_run=mutants_dir)
+    assert [(m["name"], m["description"], m["status"]) for m in record["mutants"]] == [  # type: ignore[union-attr]
+        ("calc.x_f__mutmut_1", "x + 1 -> x - 1", "survived"), ("calc.x_f__mutmut_2", "1 -> 2", "killed")]
+    assert record["earlier_tests"] == ["mutmut run: tests/test_calc.py"]
+    record = run("calc.py", ["tests/test_calc.py"], out, repo=repo, operators="mutmut", after_mutmut_run=mutants_dir)
+    assert [m["status"] for m in record["mutants"]] == ["killed", "killed"]  # type: ignore[index]
 
 
 def test_scores_read_mutmuts_mutants_run_fresh_where_mutmut_run_left_no_results(
