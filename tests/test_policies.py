@@ -1667,6 +1667,43 @@ def test_ordered_workloads_make_the_creation_order_certain(
     assert run(tp.gpu_plan_order, stack) == []
 
 
+def test_ordered_workloads_in_the_stack_config_make_the_order_certain_too(
+    stack: list[Recorded], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before the Tenant registers its outputs the pack reads the stack config, orderedWorkloads included.
+    config = {**dev_config(), "orderDependentPlan": "refuse"}
+    config["tenants"][1].update(gpus=[{"model": "NVIDIA L4", "count": 1}], workloads=ORDER_CASE, quota={})
+    undeclare(stack)
+    monkeypatch.setenv("PULUMI_CONFIG", engine_config(config))
+    (message,) = run(tp.gpu_plan_fits, stack)
+    assert "workload 'w0' replica 0 fits only in some orders (orderDependentPlan: refuse)" in message
+    monkeypatch.setenv("PULUMI_CONFIG", engine_config({**config, "orderedWorkloads": True}))
+    assert run(tp.gpu_plan_fits, stack) == []
+
+
+def test_a_quota_met_in_some_orders_only_makes_those_replicas_depend(
+    stack: list[Recorded], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ORDER_CASE's three one-GPU pods under a quota of two GPUs: HAMi's webhook admits the first two created.
+    # w1 first: both its replicas placed and w0 refused; w0 first: w0 and one of w1's. So w0's replica and w1's
+    # second depend on the order; w1's first is placed in every order.
+    monkeypatch.setenv("PULUMI_CONFIG", engine_config(dev_config()))
+    declare(stack, "tenant-b", gpus=[{"model": "NVIDIA L4", "count": 1}], workloads=ORDER_CASE,
+            quota={"limits.nvidia.com/gpu": 2})
+    assert run(tp.gpu_plan_fits, stack) == []
+    assert sorted(m.split(" fits in some orders only")[0] for m in run(tp.gpu_plan_order, stack)) == [
+        "tenant 'tenant-b': workload 'w0' replica 0", "tenant 'tenant-b': workload 'w1' replica 1"]
+
+
+def test_the_order_policy_leaves_an_undeclared_tenant_to_the_fit_policy(
+    stack: list[Recorded], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # gpu-plan-fits names a tenant it cannot plan (test_plan_without_any_declaration_fails_closed); the advisory
+    # policy says nothing more about it, and does not fail.
+    monkeypatch.delenv("PULUMI_CONFIG", raising=False)
+    assert run(tp.gpu_plan_order, undeclare(stack)) == []
+
+
 def test_the_planned_nodes_carry_numa_and_pod_room_from_the_tenant(stack: list[Recorded]) -> None:
     """The Tenant declares its node's cards' NUMA nodes (sim: the mock-GPU agent's 0) and the pods left for
     workloads after the program's DaemonSets."""

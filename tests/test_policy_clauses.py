@@ -407,6 +407,20 @@ def test_each_of_a_tenants_gpu_hosts_is_a_node(monkeypatch: pytest.MonkeyPatch) 
                                                          ("gpu-2", [two], None, REAL_PODS)]
 
 
+def test_a_simulated_tenants_one_worker_carries_all_its_cards(monkeypatch: pytest.MonkeyPatch) -> None:
+    # sim: the mock-GPU agent registers every card on NUMA node 0 (docs/mock-gpu-agent.md); sim-nvml: HAMi reads
+    # NUMA from the mock NVML, not known at preview. The worker container is named `<tenant>-worker`.
+    tenant = {"name": "team", "gpus": [A100, {"model": "NVIDIA L4", "memoryMiB": 23034, "count": 1}]}
+    monkeypatch.setenv("PULUMI_CONFIG", json.dumps({"gpu-tenancy:mode": "sim"}))
+    assert plan_policies._stack_config_nodes(tenant) == [("team-worker", tenant["gpus"], [0, 0, 0], REAL_PODS)]
+    monkeypatch.setenv("PULUMI_CONFIG", json.dumps({"gpu-tenancy:mode": "sim-nvml"}))
+    (node,) = plan_policies._stack_config_nodes(tenant)
+    assert node[:3] == ("team-worker", tenant["gpus"], None)
+    # A mode no device layer registers: no NUMA nodes and no pod room known, and no crash.
+    monkeypatch.setenv("PULUMI_CONFIG", json.dumps({"gpu-tenancy:mode": "quantum"}))
+    assert plan_policies._stack_config_nodes(tenant) == [("team-worker", tenant["gpus"], None, None)]
+
+
 def test_the_split_count_is_hamis_device_plugin_value() -> None:
     # HAMi's chart: devicePlugin.deviceSplitCount, the tasks one card takes (default 10).
     stack = copy_stack(dev_stack())
