@@ -164,6 +164,42 @@ def test_a_type_that_runs_no_code_is_not_allow_listed(typ: str) -> None:
     assert not fields_lib.field_checked(Res(typ, "r", f"urn:pulumi:dev::p::{typ}::r", {}))
 
 
+# Every pod-bearing kind, and its server-side-apply Patch kind (pulumi-kubernetes `<Kind>Patch`), runs code.
+POD_KINDS = ["kubernetes:core/v1:Pod", "kubernetes:apps/v1:Deployment", "kubernetes:batch/v1:CronJob",
+             "kubernetes:apps/v1:DaemonSetPatch", "kubernetes:batch/v1:JobPatch"]
+
+
+@pytest.mark.parametrize("typ", POD_KINDS)
+def test_a_pod_bearing_kind_and_its_patch_have_their_fields_allow_listed(typ: str) -> None:
+    assert fields_lib.field_checked(Res(typ, "r", f"urn:pulumi:dev::p::{typ}::r", {}))
+    # The same kind name from another provider is no Kubernetes object; a Patch prefix is no Patch kind.
+    other = typ.replace("kubernetes:", "docker:", 1)
+    assert not fields_lib.field_checked(Res(other, "r", f"urn:pulumi:dev::p::{other}::r", {}))
+    prefixed = typ.rsplit(":", 1)[0] + ":Patch" + typ.rsplit(":", 1)[1].removesuffix("Patch")
+    assert not fields_lib.field_checked(Res(prefixed, "r", f"urn:pulumi:dev::p::{prefixed}::r", {}))
+
+
+def test_the_providers_defaults_are_no_fields_of_the_program_and_a_lists_items_are_followed() -> None:
+    # pulumi-terraform-bridge names the defaults it filled in under `__defaults`; the fields it names are left out,
+    # the others kept, and the list itself is no field.
+    value = {"__defaults": ["restart", "logDriver"], "restart": "no", "logDriver": "json-file", "image": "x",
+             "ports": [{"internal": 80}, {"external": 8080}], "nested": {"__defaults": []}}
+    assert sorted(fields_lib.paths(value)) == ["image", "nested", "ports[].external", "ports[].internal"]
+
+
+def test_a_resources_allow_list_is_its_component_its_type_and_a_releases_chart() -> None:
+    tenant = "gpu-tenancy:tenant:Tenant"
+    release = "kubernetes:helm.sh/v3:Release"
+    made = Res(release, "r", f"urn:pulumi:dev::p::pulumi:pulumi:Stack${tenant}${release}::r", {"chart": "hami"})
+    assert fields_lib.allowlist_key(made) == f"{tenant}|{release}|hami"
+    stray = Res(release, "r", f"urn:pulumi:dev::p::pulumi:pulumi:Stack${release}::r", {})
+    assert fields_lib.allowlist_key(stray) == f"the stack|{release}|?"
+    # No component, no chart: no allow-list, so every field it sets is named.
+    assert fields_lib.unknown_fields(stray) == []
+    stray.props.update(values={"x": 1}, name="r")
+    assert fields_lib.unknown_fields(stray) == ["name", "values.x"]
+
+
 # --------------------------------------------------------------------------- pod_lib: where each kind keeps its pod
 
 # The Kubernetes API's pod template of each pod-bearing kind (core/v1, apps/v1, batch/v1).
