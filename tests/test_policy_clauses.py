@@ -948,3 +948,91 @@ def test_a_gpu_host_whose_peer_registers_no_address_is_refused() -> None:
     for props in (peer.inputs, peer.state, peer.registered_outputs or {}):
         props.pop("address")
     assert _fence_messages(stack) == [f"{HOST_WORKER} {host.name!r} cannot be fenced: 'address'."]
+
+
+# --------------------------------------------------------------------------- identity_policies: whose provider it is
+
+PROVIDER = "pulumi:providers:kubernetes"
+SECRET = "kubernetes:core/v1:Secret"
+TCP_COMPONENT = "gpu-tenancy:tenant_control_plane:TenantControlPlane"
+
+
+def _identity(stack: list[Recorded]) -> list[tuple[str, str | None]]:
+    return run_stack_policy(tp.attributed_by_identity, stack)
+
+
+def _kubeconfig_from(stack: list[Recorded], *sources: Recorded) -> Recorded:
+    provider = find(stack, PROVIDER, "tenant-a-kubernetes")
+    provider.property_dependencies["kubeconfig"] = [s.urn for s in sources]
+    provider.dependencies = sorted({*provider.dependencies, *(s.urn for s in sources)})
+    return provider
+
+
+def test_a_provider_whose_kubeconfig_is_no_output_is_named_once() -> None:
+    stack = copy_stack(dev_stack())
+    assert _identity(stack) == []
+    provider = _kubeconfig_from(stack)
+    assert _identity(stack) == [(
+        "provider 'tenant-a-kubernetes' of tenant 'tenant-a' takes a kubeconfig that is no output of the stack's "
+        "resources (a literal, an invoke or config): which cluster it reaches cannot be proven; pass the tenant's "
+        "TenantControlPlane kubeconfig.", provider.urn)]
+
+
+def test_each_source_of_a_kubeconfig_is_checked_its_type_and_its_place() -> None:
+    stack = copy_stack(dev_stack())
+    # Made in the tenant's own control-plane component, but of a type that gives no kubeconfig.
+    component = next(r for r in stack if r.type == TCP_COMPONENT and r.name.startswith("tenant-a"))
+    config_map = craft(stack, "kubernetes:core/v1:ConfigMap", "tenant-a-control-plane-extra", {}, parent=component)
+    # And another tenant's control plane and admin Secret, of the right types in the wrong tenant: each is named.
+    other_tcp, other_secret = find(stack, TCP, "tenant-b-control-plane-tcp"), find(
+        stack, SECRET, "tenant-b-control-plane-admin-kubeconfig")
+    provider = _kubeconfig_from(stack, config_map, other_tcp, other_secret)
+    only = ("; only tenant 'tenant-a''s own control plane and its admin Secret may give it (no StackReference, no "
+            "other tenant's output).")
+    assert _identity(stack) == [
+        (f"provider 'tenant-a-kubernetes' of tenant 'tenant-a' takes its kubeconfig from {source.type} "
+         f"{source.name!r}{only}", provider.urn)
+        for source in sorted((config_map, other_tcp, other_secret), key=lambda r: r.urn)]
+
+
+def test_a_secret_read_in_the_tenants_component_counts_only_after_its_own_control_plane() -> None:
+    stack = copy_stack(dev_stack())
+    own = find(stack, SECRET, "tenant-a-control-plane-admin-kubeconfig")
+    namespace = find(stack, "kubernetes:core/v1:Namespace", "tenant-a-control-plane-namespace")
+    # Read after its control plane and anything else of the tenant's: still its own.
+    own.dependencies = sorted({*own.dependencies, namespace.urn})
+    assert _identity(stack) == []
+    # Read after another tenant's control plane only, or after no control plane: named.
+    own.dependencies = [find(stack, TCP, "tenant-b-control-plane-tcp").urn]
+    expected = [(f"provider 'tenant-a-kubernetes' of tenant 'tenant-a' reads {SECRET} "
+                 "'tenant-a-control-plane-admin-kubeconfig', which is not read after tenant 'tenant-a''s own "
+                 "TenantControlPlane, where its admin Secret comes from.",
+                 find(stack, PROVIDER, "tenant-a-kubernetes").urn)]
+    assert _identity(stack) == expected
+    own.dependencies = [namespace.urn]
+    assert _identity(stack) == expected
+
+
+@pytest.mark.parametrize(("typ", "name", "loose"), [
+    ("kubernetes:core/v1:ConfigMap", "management", True),  # the management provider's name, not its type
+    (PROVIDER, "rogue", True),  # another top-level Kubernetes provider
+    ("pulumi:providers:docker", "rogue", True),  # a provider the program makes itself is in a component
+    ("kubernetes:core/v1:ConfigMap", "default-settings", True),  # a default provider's name, not its type
+    ("pulumi:providers:command", "default_1_0_0", False),  # the engine's default providers
+    (PROVIDER, "default", False),
+])
+def test_only_the_stack_its_management_provider_and_the_engines_default_providers_stand_outside(
+        typ: str, name: str, loose: bool) -> None:
+    stack = copy_stack(dev_stack())
+    made = craft(stack, typ, name, {})
+    expected = [(f"{typ} {name!r} is made outside every gpu-tenancy component, so it belongs to no tenant and to no "
+                 "platform component; make it inside the component it serves.", made.urn)]
+    assert _identity(stack) == (expected if loose else [])
+
+
+def test_a_kubernetes_provider_in_another_place_of_a_tenant_is_no_tenant_provider() -> None:
+    # Only `<tenant>-kubernetes` in the tenant's TenantControlPlane component is the tenant's provider; one made
+    # elsewhere in the Tenant reaches no tenant by its place (provider-attribution refuses what goes through it).
+    stack = copy_stack(dev_stack())
+    craft(stack, PROVIDER, "tenant-a-kubernetes", {}, parent=find(stack, tp.TENANT_TYPE, "tenant-a"))
+    assert _identity(stack) == []
