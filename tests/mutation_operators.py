@@ -438,8 +438,9 @@ def _pytest(copy: Path, tests: list[str], timeout: float | None) -> tuple[int | 
     return code, time.monotonic() - started
 
 
-def _key(entry: dict[str, object]) -> tuple[object, object, object]:
-    return entry["line"], entry["operator"], entry["description"]
+def _key(entry: dict[str, object]) -> tuple[object, object, object, object]:
+    # mutmut's name as well where there is one: two of its mutants of a line can share a shortened description.
+    return entry["line"], entry["operator"], entry["description"], entry.get("name")
 
 
 def killed_by_mutmut_run(mutants_dir: Path, module: str) -> tuple[set[str], list[str]]:
@@ -468,7 +469,7 @@ def run(module: str, tests: list[str], out_dir: Path, repo: Path = REPO, survivo
     original = (repo / module).read_text()
     made = mutmut_mutants(original, module) if operators == "mutmut" else mutants(original)
     path = out_dir / f"{module}.json"
-    earlier: dict[tuple[object, object, object], str] = {}
+    earlier: dict[tuple[object, object, object, object], str] = {}
     earlier_tests: list[str] = []
     killed_by_name: set[str] = set()  # by mutmut's name: two of its mutants may share a line and description
     if after_mutmut_run is not None:
@@ -489,7 +490,9 @@ def run(module: str, tests: list[str], out_dir: Path, repo: Path = REPO, survivo
         limit = 2 * clean + 20
         for number, mutant in enumerate(made, 1):
             entry = {k: v for k, v in asdict(mutant).items() if k != "source" and (k != "name" or v)}
-            status = "killed" if mutant.name in killed_by_name else earlier.get(_key(entry), "survived")
+            # A record written before mutants were named matches by line, operator and description.
+            status = ("killed" if mutant.name in killed_by_name
+                      else earlier.get(_key(entry), earlier.get(_key({**entry, "name": None}), "survived")))
             if status == "survived":
                 (copy / module).write_text(mutant.source)
                 code, _ = _pytest(copy, tests, limit)

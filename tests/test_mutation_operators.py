@@ -264,6 +264,30 @@ def test_after_a_mutmut_run_only_what_it_did_not_kill_runs_fresh(tmp_path: Path)
     assert [m["status"] for m in record["mutants"]] == ["killed", "killed"]  # type: ignore[index]
 
 
+def test_a_second_pass_tells_apart_mutmuts_mutants_that_share_a_line_and_description(tmp_path: Path) -> None:
+    pytest.importorskip("mutmut", reason="mutmut is not installed: `make mutation` installs requirements-mutation.txt")
+    import subprocess
+
+    from mutation_operators import run
+
+    repo = tmp_path / "repo"
+    (repo / "tests").mkdir(parents=True)
+    # A long first argument: each mutant of the second or third is described alike once shortened.
+    (repo / "calc.py").write_text('def g(a, b, c):\n    return (b, c)\n\n\n'
+                                  'def f(x):\n    return g("a very long first argument to push the rest past the cut", x, x)\n')
+    (repo / "tests" / "test_b.py").write_text("import calc\n\ndef test_b():\n    assert calc.f(1)[0] == 1\n")
+    (repo / "tests" / "test_nothing.py").write_text("def test_passes():\n    pass\n")
+    (repo / "conftest.py").write_text("")
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    out = tmp_path / "out"
+    first = run("calc.py", ["tests/test_b.py"], out, repo=repo, operators="mutmut")
+    by_name = {m["name"]: m["status"] for m in first["mutants"]}  # type: ignore[union-attr]
+    # `b` as None is killed, `c` as None is not, though both read alike.
+    assert (by_name["calc.x_f__mutmut_2"], by_name["calc.x_f__mutmut_3"]) == ("killed", "survived")
+    second = run("calc.py", ["tests/test_nothing.py"], out, repo=repo, operators="mutmut", survivors_only=True)
+    assert {m["name"]: m["status"] for m in second["mutants"]} == by_name  # type: ignore[union-attr]
+
+
 def test_scores_read_mutmuts_mutants_run_fresh_where_mutmut_run_left_no_results(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     module = "gpu_tenancy/builders/tenant_datastore/datastore.py"
