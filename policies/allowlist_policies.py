@@ -21,7 +21,7 @@ from pulumi_policy import (
 )
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from resource_lib import HELM_RELEASE_TYPE, TCP_TYPE, Res, from_policy_resources, from_resource_args
-from tenancy_lib import ancestor_tenant, resource_tenant
+from tenancy_lib import TENANT_LABEL, resource_tenant
 from value_lib import as_list, dig, known_str
 
 from gpu_tenancy.builders.mock_nvml import cuda_control
@@ -195,11 +195,12 @@ def _value_problems(res: Res) -> list[str]:
                             "only from the chart cache, pulled from the repositories gpu_tenancy/contract/versions.py "
                             f"pins ({', '.join(sorted(CHART_REPOSITORIES))}) by `make charts`")
     elif res.type == TCP_TYPE:
-        tenant = resource_tenant(res) or ancestor_tenant(res)
+        # A resource policy sees no parent, so the label (or the tenant's provider) is all that names the tenant.
+        tenant = resource_tenant(res)
         store = dig(res.props, "spec", "dataStore")
-        if isinstance(store, str) and store not in (SHARED_DATASTORE, f"{tenant}-etcd"):
-            problems.append(f"names DataStore {store!r}, neither the shared {SHARED_DATASTORE!r} nor its own "
-                            f"'{tenant}-etcd'")
+        if isinstance(store, str) and store != SHARED_DATASTORE and (tenant is None or store != f"{tenant}-etcd"):
+            own = f"its own '{tenant}-etcd'" if tenant else f"a tenant's own (it has no {TENANT_LABEL} label)"
+            problems.append(f"names DataStore {store!r}, neither the shared {SHARED_DATASTORE!r} nor {own}")
         # MutatingAdmissionPolicy's API only for sim-nvml's own mutation (gpu_tenancy.builders.mock_nvml).
         layer = stack_device_layer()
         own_args = set(cuda_control.api_server_args("v1.35.0")) if layer and layer.cuda_control else set()

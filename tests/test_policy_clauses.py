@@ -554,6 +554,18 @@ def test_a_bad_allowance_is_named_by_index_and_key_and_the_good_ones_still_count
     assert len(problems) == 2
 
 
+def test_an_allowance_that_is_no_mapping_is_named_as_an_entry_and_a_patch_stops_no_later_one(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    good = {"type": "kubernetes:cert-manager.io/v1:Issuer", "reason": "the team's own cert-manager Issuer"}
+    _stack_config(monkeypatch, **{ALLOWANCES: [
+        "kubernetes:cert-manager.io/v1:Issuer", {"type": "kubernetes:apps/v1:DaemonSetPatch", "reason": "x" * 12}, good]})
+    allowed, problems = allowlist_policies.allowances()
+    assert allowed == {good["type"]: good["reason"]}
+    assert problems[0] == (f"{ALLOWANCES}[0].entry: Input should be a valid dictionary or instance of TypeAllowance "
+                           "(give `type: <pulumi type>` and `reason: <why this stack needs it>`)")
+    assert len(problems) == 2
+
+
 def test_a_bad_allowance_is_reported_on_the_stack_resource_only(monkeypatch: pytest.MonkeyPatch) -> None:
     _stack_config(monkeypatch, **{ALLOWANCES: "x"})
     stack = copy_stack(dev_stack())
@@ -570,7 +582,9 @@ def test_an_allowed_type_passes_known_types_and_is_printed_with_its_reason(monke
                f"it, or allow the type in the stack config ({ALLOWANCES}: [{{type, reason}}]).")
     monkeypatch.delenv("PULUMI_CONFIG", raising=False)
     assert [m for _, m, _ in run_resource_policy(allowlist_policies.known_types, [issuer])] == [unknown]
-    assert [u for _, u in run_stack_policy(allowlist_policies.known_types_in_stack, stack)] == [issuer.urn]
+    assert run_stack_policy(allowlist_policies.known_types_in_stack, stack) == [(
+        f"{typ} 'issuer' is of type {typ}, which the program never registers or reads; remove it, or allow the type "
+        f"in the stack config ({ALLOWANCES}: [{{type, reason}}]).", issuer.urn)]
     assert run_stack_policy(allowlist_policies.type_allowances, stack) == []
     _stack_config(monkeypatch, **{ALLOWANCES: [{"type": typ, "reason": "the team's own cert-manager Issuer"}]})
     assert run_resource_policy(allowlist_policies.known_types, [issuer]) == []
@@ -600,6 +614,21 @@ def test_a_control_plane_names_the_shared_or_its_own_datastore(store: str, admit
     assert found == ([] if admitted else [
         f"{TCP} 'tenant-a-control-plane-tcp' names DataStore {store!r}, neither the shared 'default' nor its own "
         "'tenant-a-etcd'."])
+
+
+def test_a_control_plane_without_its_tenant_label_may_name_the_shared_datastore_only() -> None:
+    # A resource policy sees no parent (pulumi_policy ResourceValidationArgs): without the tenant label nothing
+    # says whose own DataStore it may name.
+    stack = copy_stack(dev_stack())
+    tcp = owned(stack, TCP, "tenant-a")
+    for props in (tcp.inputs, tcp.state):
+        props["metadata"].pop("labels", None)
+    set_both(tcp, ["spec", "dataStore"], "default")
+    assert run_resource_policy(allowlist_policies.field_allowlist, [tcp]) == []
+    set_both(tcp, ["spec", "dataStore"], "tenant-a-etcd")
+    assert [m for _, m, _ in run_resource_policy(allowlist_policies.field_allowlist, [tcp])] == [
+        f"{TCP} 'tenant-a-control-plane-tcp' names DataStore 'tenant-a-etcd', neither the shared 'default' nor a "
+        "tenant's own (it has no gpu-tenancy.io/tenant label)."]
 
 
 def test_a_control_plane_passes_only_the_api_server_flags_its_device_layer_sets(
@@ -639,7 +668,10 @@ def test_a_release_names_no_repository(repository: Any, admitted: bool) -> None:
     if admitted:
         assert found == []
     else:
-        assert len(found) == 1 and " from 'https://charts.example.org', which names a repository; " in found[0]
+        assert len(found) == 1 and found[0].endswith(
+            " from 'https://charts.example.org', which names a repository; charts come only from the chart cache, "
+            "pulled from the repositories gpu_tenancy/contract/versions.py pins (cert-manager, hami, kamaji, "
+            "kamaji-etcd, metallb) by `make charts`.")
 
 
 @pytest.mark.parametrize(("handler", "admitted"), [("nvidia", False), ("runc", True), ("nvidia-cdi", True)])
