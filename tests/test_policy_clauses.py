@@ -819,6 +819,24 @@ def test_a_mutating_admission_policy_outside_sim_nvmls_mutation_is_refused(typ: 
         "installs one only, sim-nvml's CUDA-control mutation (gpu-tenancy:mock_nvml:MockNvml)."]
 
 
+@pytest.mark.parametrize("validations", [
+    [{"expression": "object.spec.nodeName == ''"}],  # names no node the agent's policy names
+    [{"expression": "true"}],  # no node at all
+    [{"message": "no expression"}],
+    [],
+])
+def test_the_agents_policy_that_names_no_node_is_not_as_built(validations: list[Any]) -> None:
+    # agent_admission.policy_spec ties the agent's writes to its node: `object.spec.nodeName == '<node>'`.
+    stack = copy_stack(dev_stack())
+    policy = _control(stack, "gpu-tenancy:mock_gpu_agent:MockGpuAgent", VAP)
+    assert run_resource_policy(cp.installed_controls, [policy]) == []
+    set_both(policy, ["spec", "validations"], validations)
+    found = [m for _, m, _ in run_resource_policy(cp.installed_controls, [policy])]
+    assert len(found) == 1 and found[0].startswith(
+        f"{VAP} {policy.name!r} (made by gpu-tenancy:mock_gpu_agent:MockGpuAgent) has spec other than the program "
+        "builds: ")
+
+
 @pytest.mark.parametrize(("stack_name", "mode"), [("user access", "sim"), ("dev-nvml", "sim-nvml"), ("gpu", "real")])
 def test_every_control_the_program_installs_passes_as_built(
         monkeypatch: pytest.MonkeyPatch, stack_name: str, mode: str) -> None:
