@@ -755,6 +755,74 @@ def test_kube_proxy_may_bind_the_built_in_node_proxier_role_and_nothing_else_bui
                             "what its components use, to their own service accounts."]
 
 
+RBAC_TAIL = "; the program's roles grant what its components use, to their own service accounts."
+CLUSTER_ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding"
+
+
+def test_a_role_aggregating_others_is_refused() -> None:
+    # An aggregationRule's role gets the rules of every ClusterRole its selector matches, now and later.
+    stack = copy_stack(dev_stack())
+    role = find(stack, CLUSTER_ROLE, "tenant-a-mock-gpu-agent-role")
+    set_both(role, ["aggregationRule"], {"clusterRoleSelectors": [{"matchLabels": {"x": "y"}}]})
+    assert _rbac(stack) == [f"{CLUSTER_ROLE} 'tenant-a-mock-gpu-agent-role' aggregates other roles (aggregationRule)"
+                            + RBAC_TAIL]
+
+
+@pytest.mark.parametrize(("change", "problem"), [
+    # A namespaced Role's name in a ClusterRoleBinding's roleRef: not the component's ClusterRole.
+    ({"roleRef": {"kind": "Role", "apiGroup": "rbac.authorization.k8s.io", "name": "tenant-a-mock-gpu-agent"}},
+     "binds Role 'tenant-a-mock-gpu-agent', not a role its own component makes"),
+    # Another component's role (kindnet's), and a user, a group, another component's account, no namespace.
+    ({"roleRef": {"kind": "ClusterRole", "apiGroup": "rbac.authorization.k8s.io", "name": "kindnet"}},
+     "binds ClusterRole 'kindnet', not a role its own component makes"),
+    ({"subjects": [{"kind": "User", "name": "tenant-a-mock-gpu-agent", "namespace": "kube-system"}]},
+     "binds User 'tenant-a-mock-gpu-agent', not a ServiceAccount its own component makes"),
+    ({"subjects": [{"kind": "Group", "name": "system:authenticated"}]},
+     "binds Group 'system:authenticated', not a ServiceAccount its own component makes"),
+    ({"subjects": [{"kind": "ServiceAccount", "name": "kindnet", "namespace": "kube-system"}]},
+     "binds ServiceAccount 'kindnet', not a ServiceAccount its own component makes"),
+    ({"subjects": [{"kind": "ServiceAccount", "name": "tenant-a-mock-gpu-agent", "namespace": "default"}]},
+     "binds ServiceAccount 'tenant-a-mock-gpu-agent', not a ServiceAccount its own component makes"),
+])
+def test_a_binding_binds_its_own_components_role_to_its_own_accounts(change: dict[str, Any], problem: str) -> None:
+    stack = copy_stack(dev_stack())
+    binding = find(stack, CLUSTER_ROLE_BINDING, "tenant-a-mock-gpu-agent-binding")
+    for key, value in change.items():
+        set_both(binding, [key], value)
+    assert _rbac(stack) == [f"{CLUSTER_ROLE_BINDING} 'tenant-a-mock-gpu-agent-binding' {problem}{RBAC_TAIL}"]
+
+
+def test_a_binding_with_no_subjects_binds_nobody_and_one_under_no_component_binds_nothing_of_its_own() -> None:
+    stack = copy_stack(dev_stack())
+    binding = find(stack, CLUSTER_ROLE_BINDING, "tenant-a-mock-gpu-agent-binding")
+    for props in (binding.inputs, binding.state):
+        props.pop("subjects")
+    assert _rbac(stack) == []
+    # The same binding at the stack's top: no sibling role or account is its own.
+    loose = craft(stack, CLUSTER_ROLE_BINDING, "loose-binding", {
+        "metadata": {"name": "loose"}, "roleRef": {"kind": "ClusterRole", "apiGroup": "rbac.authorization.k8s.io", "name": "kindnet"},
+        "subjects": [{"kind": "ServiceAccount", "name": "kindnet", "namespace": "kube-system"}]})
+    assert _rbac(stack) == [
+        f"{CLUSTER_ROLE_BINDING} 'loose-binding' binds ClusterRole 'kindnet', not a role its own component makes"
+        + RBAC_TAIL,
+        f"{CLUSTER_ROLE_BINDING} 'loose-binding' binds ServiceAccount 'kindnet', not a ServiceAccount its own "
+        "component makes" + RBAC_TAIL]
+    assert loose.urn
+
+
+def test_a_role_not_known_yet_is_checked_when_known_and_the_next_one_still_is() -> None:
+    # A preview's unknown outputs: the role is checked before its step runs, when its rules are known.
+    from pulumi.runtime.rpc import UNKNOWN as ENGINE_UNKNOWN
+
+    stack = copy_stack(dev_stack())
+    first = find(stack, CLUSTER_ROLE, "tenant-a-network-kindnet")
+    set_both(first, ["rules"], ENGINE_UNKNOWN)
+    assert _rbac(stack) == []
+    role = find(stack, CLUSTER_ROLE, "tenant-a-mock-gpu-agent-role")
+    set_both(role, ["aggregationRule"], {"clusterRoleSelectors": []})
+    assert len(_rbac(stack)) == 1
+
+
 REQUIRED_CONTROLS = [
     ("gpu-tenancy:gpu_access:GpuAccessPolicy", VAP), ("gpu-tenancy:gpu_access:GpuAccessPolicy", VAP_BINDING),
     ("gpu-tenancy:tenant_access:TenantAccess", "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"),
@@ -1086,3 +1154,113 @@ def test_a_kubernetes_provider_in_another_place_of_a_tenant_is_no_tenant_provide
     stack = copy_stack(dev_stack())
     craft(stack, PROVIDER, "tenant-a-kubernetes", {}, parent=find(stack, tp.TENANT_TYPE, "tenant-a"))
     assert _identity(stack) == []
+
+
+# --------------------------------------------------------------------------- controls_policies: what waits, what is named
+
+GPU_ACCESS_COMPONENT = "gpu-tenancy:gpu_access:GpuAccessPolicy"
+
+
+def _marker(policy: Recorded, expression: Any) -> None:
+    variables = [dict(v) for v in policy.inputs["spec"]["variables"]]
+    variables[0] = {**variables[0], "expression": expression}
+    set_both(policy, ["spec", "variables"], variables)
+
+
+def test_the_cuda_control_marker_in_a_tenant_without_the_mock_nvml_is_named_whichever_tenant_comes_first() -> None:
+    # sim: no MockNvml, so each tenant's GPU-access policy carries the empty marker `''`.
+    stack = copy_stack(dev_stack())
+    first, second = (_control(stack, GPU_ACCESS_COMPONENT, VAP),
+                     next(r for r in stack if r.type == VAP and f"{GPU_ACCESS_COMPONENT}$" in r.urn and "tenant-b" in r.urn))
+    assert first.inputs["spec"]["variables"][0]["expression"] == "''"
+    _marker(second, "'gpu-tenancy-cuda-control'")
+    assert run_stack_policy(cp.controls_present, stack) == [(
+        f"{VAP} {second.name!r} lets pods set CUDA_DISABLE_CONTROL to 'gpu-tenancy-cuda-control', which only "
+        "sim-nvml's own mutation may write (a tenant with gpu-tenancy:mock_nvml:MockNvml and no real host).", second.urn)]
+
+
+def test_a_marker_not_known_yet_waits() -> None:
+    from pulumi.runtime.rpc import UNKNOWN as ENGINE_UNKNOWN
+
+    stack = copy_stack(dev_stack())
+    _marker(_control(stack, GPU_ACCESS_COMPONENT, VAP), ENGINE_UNKNOWN)
+    assert run_stack_policy(cp.controls_present, stack) == []
+
+
+def test_a_tenant_without_its_gpu_access_policy_is_named_on_the_tenant() -> None:
+    stack = copy_stack(dev_stack())
+    component = next(r for r in stack if r.type == GPU_ACCESS_COMPONENT and "tenant-a" in r.name)
+    for r in [r for r in stack if r is component or r.parent == component.urn]:
+        stack.remove(r)
+    tenant = find(stack, tp.TENANT_TYPE, "tenant-a")
+    assert run_stack_policy(cp.controls_present, stack) == [(
+        f"{tp.TENANT_TYPE} 'tenant-a' has no {GPU_ACCESS_COMPONENT}: its GPUs would be reachable around HAMi.",
+        tenant.urn)]
+
+
+def test_a_removed_control_is_named_on_its_component() -> None:
+    stack = copy_stack(dev_stack())
+    component = next(r for r in stack if r.type == GPU_ACCESS_COMPONENT and "tenant-a" in r.name)
+    stack.remove(_control(stack, GPU_ACCESS_COMPONENT, VAP_BINDING))
+    assert run_stack_policy(cp.controls_present, stack) == [(
+        f"{GPU_ACCESS_COMPONENT} {component.name!r} lacks its {VAP_BINDING}; the program installs it and it may not "
+        "be removed.", component.urn)]
+
+
+def test_a_binding_naming_another_policy_is_named_on_the_binding() -> None:
+    stack = copy_stack(dev_stack())
+    binding = _control(stack, GPU_ACCESS_COMPONENT, VAP_BINDING)
+    set_both(binding, ["spec", "policyName"], "another")
+    assert [u for _, u in run_stack_policy(cp.controls_present, stack)] == [binding.urn]
+
+
+@pytest.mark.parametrize("where", ["binding's policyName", "policy's name"])
+def test_a_binding_or_policy_name_not_known_yet_waits(where: str) -> None:
+    from pulumi.runtime.rpc import UNKNOWN as ENGINE_UNKNOWN
+
+    stack = copy_stack(dev_stack())
+    if where == "binding's policyName":
+        set_both(_control(stack, GPU_ACCESS_COMPONENT, VAP_BINDING), ["spec", "policyName"], ENGINE_UNKNOWN)
+    else:
+        set_both(_control(stack, GPU_ACCESS_COMPONENT, VAP), ["metadata", "name"], ENGINE_UNKNOWN)
+    assert run_stack_policy(cp.controls_present, stack) == []
+
+
+@pytest.mark.parametrize("key", ["metadata", "spec"])
+def test_a_controls_name_or_spec_not_known_yet_is_checked_when_known(key: str) -> None:
+    from pulumi.runtime.rpc import UNKNOWN as ENGINE_UNKNOWN
+
+    stack = copy_stack(dev_stack())
+    policy = _control(stack, GPU_ACCESS_COMPONENT, VAP)
+    set_both(policy, [key, "name"] if key == "metadata" else [key], ENGINE_UNKNOWN)
+    assert run_resource_policy(cp.installed_controls, [policy]) == []
+
+
+def test_every_firewall_is_checked_after_one_that_is_missing_or_cannot_be_built() -> None:
+    stack = copy_stack(policy_support.gpu_stack())
+    # The hosts in the order the stack lists them: the first one's problem must not end the check.
+    first, last = [r for r in stack if r.type == HOST_WORKER]
+    later = _fence(stack, last.inputs["tenant"])
+    set_both(later, ["create"], later.inputs["create"] + "\n# and something else")
+    missing = copy_stack(stack)
+    missing.remove(_fence(missing, first.inputs["tenant"]))
+    assert _fence_messages(missing) == [
+        f"{HOST_WORKER} {first.name!r} has 0 host firewalls (gpu-tenancy:host_fence:HostFences), not one.",
+        f"{FENCE_COMMAND} {later.name!r} runs another script than the host firewall's."]
+    # The first host's rules need the last one's address, which the last host does not register.
+    for props in (last.inputs, last.state, last.registered_outputs or {}):
+        props.pop("address")
+    set_both(later, ["create"], later.inputs["create"].removesuffix("\n# and something else"))
+    set_both(later, ["stdin"], "table inet other {}\n")
+    assert _fence_messages(stack) == [
+        f"{HOST_WORKER} {first.name!r} cannot be fenced: 'address'.",
+        f"{FENCE_COMMAND} {later.name!r} loads other rules than the other tenants' control planes and hosts ask."]
+
+
+def test_only_a_remote_command_under_the_host_fences_is_a_firewall() -> None:
+    # Another kind of resource under HostFences, of a firewall's name, is no firewall and hides none.
+    stack = copy_stack(policy_support.gpu_stack())
+    fence_cmd = _fence(stack, "tenant-a")
+    group = next(r for r in stack if r.urn == fence_cmd.parent)
+    craft(stack, "command:local:Command", fence_cmd.name, {"create": "true"}, parent=group)
+    assert [m for m in _fence_messages(stack) if "firewall" in m] == []
