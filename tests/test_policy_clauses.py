@@ -616,6 +616,17 @@ def test_a_control_plane_names_the_shared_or_its_own_datastore(store: str, admit
         "'tenant-a-etcd'."])
 
 
+def test_fields_the_program_never_sets_are_named_with_the_component_that_made_them() -> None:
+    stack = copy_stack(dev_stack())
+    tcp = owned(stack, TCP, "tenant-a")
+    set_both(tcp, ["spec", "zeta"], True)
+    set_both(tcp, ["spec", "alpha"], {"beta": 1})
+    assert [m for _, m, _ in run_resource_policy(allowlist_policies.field_allowlist, [tcp])] == [
+        f"{TCP} 'tenant-a-control-plane-tcp' (made by gpu-tenancy:tenant_control_plane:TenantControlPlane) sets fields "
+        "the program never sets on it: spec.alpha.beta, spec.zeta; on a type that runs code or reaches a host only the "
+        "program's own fields pass."]
+
+
 def test_a_control_plane_without_its_tenant_label_may_name_the_shared_datastore_only() -> None:
     # A resource policy sees no parent (pulumi_policy ResourceValidationArgs): without the tenant label nothing
     # says whose own DataStore it may name.
