@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -311,10 +312,14 @@ def test_the_copy_holds_the_repositorys_files_and_links_its_environment(tmp_path
     (repo / "src" / "m.py").write_text("X = 1\n")
     (repo / "ignored.log").write_text("x")
     (repo / ".gitignore").write_text(".venv/\n*.log\n")
+    # A file older than the environment built from it (`.venv/bin/.runtime` after requirements.txt).
+    os.utime(repo / "src" / "m.py", (1_600_000_000, 1_600_000_000))
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     copy.mkdir()
     _copy_repository(repo, copy)
     assert (copy / "src" / "m.py").read_text() == "X = 1\n" and not (copy / "ignored.log").exists()
+    # Copied with its time: make finds the environment as up to date as in the repository.
+    assert (copy / "src" / "m.py").stat().st_mtime == 1_600_000_000
     # Tests run tools from .venv/bin (shellcheck): the copy reaches the same environment.
     assert (copy / ".venv").is_symlink() and (copy / ".venv").resolve() == (repo / ".venv").resolve()
     assert not (copy / ".tools").exists()
