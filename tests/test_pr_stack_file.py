@@ -94,3 +94,36 @@ def test_an_unknown_key_is_refused_listing_what_a_stack_file_holds() -> None:
     assert str(refused.value) == (
         "Pulumi.dev.yaml: unknown top-level key(s) ['runtime']: a stack file holds only "
         "['config', 'secretsprovider', 'encryptedkey', 'encryptionsalt', 'environment']; remove them")
+
+
+def test_a_pull_request_stack_file_without_config_takes_an_empty_config() -> None:
+    assert yaml.safe_load(take_config("encryptionsalt: v1:abc\n", BASE)) == {"encryptionsalt": "v1:abc", "config": {}}
+
+
+@pytest.mark.parametrize(("theirs", "base", "message"), [
+    ("- a\n", BASE, "the pull request's stack file: a stack file is a mapping, got list"),
+    (BASE, "just text\n", "the default branch's stack file: a stack file is a mapping, got str"),
+    ("encryptionsalt: v1:abc\nconfig: [1]\n", BASE, "the pull request's stack file: `config:` must be a mapping, "
+                                                    "got list"),
+])
+def test_a_file_that_is_no_stack_file_is_named_with_what_it_holds(theirs: str, base: str, message: str) -> None:
+    with pytest.raises(StackFileRefused) as refused:
+        take_config(theirs, base)
+    assert str(refused.value) == message
+
+
+def test_the_base_files_key_order_and_the_configs_own_order_are_kept() -> None:
+    # A stack file rewritten in another order would show as a change in the pull request's preview job's checkout.
+    theirs = "encryptionsalt: v1:abc\nconfig:\n  gpu-tenancy:mode: sim\n  gpu-tenancy:clusterName: lab\n"
+    assert take_config(theirs, BASE) == theirs
+
+
+def test_the_command_names_the_pull_requests_file_in_each_refusal(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base, theirs = tmp_path / "Pulumi.dev.yaml", tmp_path / "pr.yaml"
+    base.write_text(BASE)
+    assert main(["stack-config", str(theirs), str(base)]) == 1
+    assert f"{theirs}: the pull request has no such stack file; nothing to preview" in capsys.readouterr().err
+    theirs.write_text("encryptionsalt: v1:other\nconfig: {}\n")
+    assert main(["stack-config", str(theirs), str(base)]) == 1
+    assert f"{theirs}: ['encryptionsalt'] differ(s) from the default branch" in capsys.readouterr().err
