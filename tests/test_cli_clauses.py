@@ -231,3 +231,42 @@ def test_the_field_beside_a_device_field_stays_in_the_tenant_layer(
     diff = promotion_diff([Record(typ, "tenant-a-x", before)], [Record(typ, "tenant-a-x", after)])
     assert diff.device == [] and diff.platform == []
     assert len(diff.tenant) == 1 and f": {field}: " in diff.tenant[0]
+
+
+# --------------------------------------------------------------------------- promotion: the marker variable, long values
+
+GPU_ACCESS_VAP = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
+MARKER = {"name": "cudaControlMarker", "expression": "''"}
+
+
+def _vap_diff(before: Any, after: Any) -> Any:
+    from gpu_tenancy.cli.promotion.layers import Record, promotion_diff
+
+    return promotion_diff([Record(GPU_ACCESS_VAP, "tenant-a-gpu-access", {"spec": {"variables": before}})],
+                          [Record(GPU_ACCESS_VAP, "tenant-a-gpu-access", {"spec": {"variables": after}})])
+
+
+def test_only_the_marker_variable_is_carved_out_and_the_others_stay_tenant_fields() -> None:
+    # gpu_access.MARKER_VARIABLE is a device field (sim-nvml's value), the policy's other variables are not.
+    other = {"name": "gpus", "expression": "1"}
+    diff = _vap_diff([other, MARKER], [{**other, "expression": "2"}, {**MARKER, "expression": "'on'"}])
+    assert diff.device == ["ValidatingAdmissionPolicy tenant-a-gpu-access: spec.variables.@cudaControlMarker.expression: "
+                           "\"''\" -> \"'on'\""]
+    assert diff.tenant == ["ValidatingAdmissionPolicy tenant-a-gpu-access: spec.variables: [{'name': 'gpus', "
+                           "'expression': '1'}] -> [{'name': 'gpus', 'expression': '2'}]"]
+    # Without the marker (sim, real): nothing to carve out, no crash.
+    assert _vap_diff([other], [{**other, "expression": "2"}]).device == []
+    # Variables that are no list (not what the API takes): compared whole, as a tenant field.
+    diff = _vap_diff({"a": 1}, {"a": 2})
+    assert (diff.device, diff.tenant) == ([], ["ValidatingAdmissionPolicy tenant-a-gpu-access: spec.variables.a: 1 -> 2"])
+
+
+@pytest.mark.parametrize(("length", "shown"), [(78, None), (79, 77)])
+def test_a_long_value_is_cut_at_eighty_characters(length: int, shown: int | None) -> None:
+    from gpu_tenancy.cli.promotion.layers import Record, promotion_diff
+
+    value = "x" * length  # its repr is two characters longer
+    diff = promotion_diff([Record("gpu-tenancy:tenant:Tenant", "t", {"note": "a"})],
+                          [Record("gpu-tenancy:tenant:Tenant", "t", {"note": value})])
+    expected = repr(value) if shown is None else repr(value)[:shown] + "..."
+    assert diff.tenant == [f"Tenant t: note: 'a' -> {expected}"]
