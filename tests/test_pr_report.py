@@ -34,6 +34,9 @@ class FakeGitHub:
         self.read_only = read_only
         self.missing: set[int] = set()  # issue numbers the repository has not: 404 "Not Found"
         self.next_id = 1000
+        self.sent: list[tuple[str, dict[str, str], bool]] = []  # method, headers, whether a body came with it
+        self.link_header = "Link"  # HTTP/2 answers name it `link`
+        self.failure: bytes | None = None  # a 502 answer's raw body, for every request
         fake = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -47,6 +50,13 @@ class FakeGitHub:
                 self.wfile.write(data)
 
             def _authorized(self) -> bool:
+                fake.sent.append((self.command, dict(self.headers), "Content-Length" in self.headers))
+                if fake.failure is not None:
+                    self.send_response(502)
+                    self.send_header("Content-Length", str(len(fake.failure)))
+                    self.end_headers()
+                    self.wfile.write(fake.failure)
+                    return False
                 if self.headers.get("Authorization") != "Bearer t0ken":
                     self._reply(401, {"message": "Requires authentication"})
                     return False
@@ -66,10 +76,14 @@ class FakeGitHub:
                 page = int(query.get("page", ["1"])[0])
                 items = sorted(fake.comments.get(number, []), key=lambda c: c["id"])
                 chunk = items[(page - 1) * per_page: page * per_page]
-                headers = {}
+                # As GitHub's REST docs show it (using-pagination-in-the-rest-api): after the first page `prev` comes
+                # before `next`.
+                base = f"http://{self.headers['Host']}{url.path}?per_page={per_page}"
+                links = [f'<{base}&page={page - 1}>; rel="prev"'] if page > 1 else []
                 if page * per_page < len(items):
-                    base = f"http://{self.headers['Host']}{url.path}"
-                    headers["Link"] = f'<{base}?per_page={per_page}&page={page + 1}>; rel="next", <{base}?page=99>; rel="last"'
+                    links.append(f'<{base}&page={page + 1}>; rel="next"')
+                links.append(f'<{base}&page=99>; rel="last"')
+                headers = {fake.link_header: ", ".join(links)}
                 self._reply(200, chunk, headers)
 
             def _body(self) -> dict[str, Any]:
@@ -145,6 +159,55 @@ def test_our_comment_is_found_past_the_first_page(github: FakeGitHub, tmp_path: 
     assert publish("plan", "new", pr_env(github, tmp_path)) == "comment updated"
     assert [c["body"] for c in github.comments[7] if "plan" in c["body"]] == [f"{marker('plan')}\nnew"]
     assert [method for method, _ in github.requests] == ["GET", "GET", "PATCH"], github.requests
+
+
+@pytest.mark.parametrize("link_header", ["Link", "link"])
+def test_our_comment_is_found_on_the_third_page_whatever_the_links_header_is_called(
+        github: FakeGitHub, tmp_path: Path, link_header: str) -> None:
+    github.link_header = link_header
+    for index in range(230):
+        github.add(7, f"review {index}")
+        if index == 210:
+            github.add(7, f"{marker('plan')}\nold", login=BOT_LOGIN)
+    assert publish("plan", "new", pr_env(github, tmp_path)) == "comment updated"
+    assert [method for method, _ in github.requests] == ["GET", "GET", "GET", "PATCH"], github.requests
+
+
+def test_each_request_says_what_githubs_rest_api_asks(github: FakeGitHub, tmp_path: Path) -> None:
+    # docs.github.com/rest: `Accept: application/vnd.github+json`, `X-GitHub-Api-Version: 2022-11-28`, the token as a
+    # Bearer; a JSON body says so, a GET sends none.
+    github.add(7, f"{marker('plan')}\nold", login=BOT_LOGIN)
+    assert publish("plan", "new", pr_env(github, tmp_path)) == "comment updated"
+    assert publish("preview:dev", "new", pr_env(github, tmp_path)) == "comment created"
+    assert [(method, body) for method, _, body in github.sent] == [("GET", False), ("PATCH", True), ("GET", False),
+                                                                   ("POST", True)]
+    for method, headers, _ in github.sent:
+        assert headers["Accept"] == "application/vnd.github+json"
+        assert headers["X-Github-Api-Version"] == "2022-11-28"
+        assert headers["Authorization"] == "Bearer t0ken"
+        assert headers.get("Content-Type") == (None if method == "GET" else "application/json")
+
+
+def test_githubs_error_is_shown_in_its_first_300_characters_whatever_its_bytes(github: FakeGitHub) -> None:
+    github.failure = b"\xff" + b"e" * 400  # not UTF-8
+    with pytest.raises(github_comments.GitHubError) as error:
+        list(github_comments.GitHub(github.url, "t0ken", REPO).comments(7))
+    assert str(error.value) == "GitHub API answered 502: \ufffd" + "e" * 299
+
+
+def test_a_comment_of_exactly_githubs_limit_is_sent(github: FakeGitHub) -> None:
+    body = "x" * (MAX_COMMENT - len(marker("plan")) - 1)  # the marker's line, then the body
+    assert github_comments.GitHub(github.url, "t0ken", REPO).upsert(7, "plan", body) == "created"
+
+
+def test_the_job_summary_is_written_only_where_github_actions_names_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    summary = tmp_path / "summary.md"
+    assert github_comments.write_step_summary("a", {}) is False
+    assert github_comments.write_step_summary("a", {"GITHUB_STEP_SUMMARY": str(summary)}) is True
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    assert github_comments.write_step_summary("b") is True  # the process's own environment
+    assert summary.read_text() == "a\nb\n"
 
 
 def test_a_comment_quoting_the_marker_is_not_ours(github: FakeGitHub, tmp_path: Path) -> None:
