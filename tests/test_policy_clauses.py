@@ -803,6 +803,23 @@ def test_a_binding_binds_its_own_components_role_to_its_own_accounts(change: dic
     assert _rbac(stack) == [f"{CLUSTER_ROLE_BINDING} 'tenant-a-mock-gpu-agent-binding' {problem}{RBAC_TAIL}"]
 
 
+@pytest.mark.parametrize("field", ["roleRef", "subjects"])
+def test_a_binding_names_its_components_role_and_account_by_their_kind_not_their_name_alone(field: str) -> None:
+    # A ConfigMap of the agent's component in kube-system: its name is no ClusterRole and no ServiceAccount.
+    stack = copy_stack(dev_stack())
+    binding = find(stack, CLUSTER_ROLE_BINDING, "tenant-a-mock-gpu-agent-binding")
+    component = next(r for r in stack if r.urn == binding.parent)
+    craft(stack, "kubernetes:core/v1:ConfigMap", "tenant-a-impostor",
+          {"metadata": {"name": "impostor", "namespace": "kube-system"}}, parent=component)
+    if field == "roleRef":
+        set_both(binding, ["roleRef", "name"], "impostor")
+        problem = "binds ClusterRole 'impostor', not a role its own component makes"
+    else:
+        set_both(binding, ["subjects"], [{"kind": "ServiceAccount", "name": "impostor", "namespace": "kube-system"}])
+        problem = "binds ServiceAccount 'impostor', not a ServiceAccount its own component makes"
+    assert _rbac(stack) == [f"{CLUSTER_ROLE_BINDING} 'tenant-a-mock-gpu-agent-binding' {problem}{RBAC_TAIL}"]
+
+
 def test_a_binding_with_no_subjects_binds_nobody_and_one_under_no_component_binds_nothing_of_its_own() -> None:
     stack = copy_stack(dev_stack())
     binding = find(stack, CLUSTER_ROLE_BINDING, "tenant-a-mock-gpu-agent-binding")
@@ -827,7 +844,7 @@ def test_a_role_not_known_yet_is_checked_when_known_and_the_next_one_still_is() 
 
     stack = copy_stack(dev_stack())
     first = find(stack, CLUSTER_ROLE, "tenant-a-network-kindnet")
-    set_both(first, ["rules"], ENGINE_UNKNOWN)
+    set_both(first, ["aggregationRule"], ENGINE_UNKNOWN)
     assert _rbac(stack) == []
     role = find(stack, CLUSTER_ROLE, "tenant-a-mock-gpu-agent-role")
     set_both(role, ["aggregationRule"], {"clusterRoleSelectors": []})
@@ -896,6 +913,22 @@ def test_a_mutating_admission_policy_outside_sim_nvmls_mutation_is_refused(typ: 
     assert [m for _, m, _ in run_resource_policy(cp.installed_controls, [other])] == [
         f"{typ} 'rewrite': a MutatingAdmissionPolicy rewrites pods after every check of their spec; the program "
         "installs one only, sim-nvml's CUDA-control mutation (gpu-tenancy:mock_nvml:MockNvml)."]
+
+
+@pytest.mark.parametrize(("component", "typ", "path", "value"), [
+    ("gpu-tenancy:gpu_access:GpuAccessPolicy", VAP_BINDING, ["spec", "validationActions"], ["Warn"]),
+    ("gpu-tenancy:mock_gpu_agent:MockGpuAgent", VAP_BINDING, ["spec", "validationActions"], ["Warn"]),
+    ("gpu-tenancy:workloads:Workloads", "kubernetes:core/v1:Namespace",
+     ["metadata", "labels", "pod-security.kubernetes.io/enforce"], "privileged"),
+])
+def test_a_control_changed_from_what_the_program_builds_is_refused(
+        component: str, typ: str, path: list[str], value: Any) -> None:
+    stack = copy_stack(dev_stack())
+    control = _control(stack, component, typ)
+    assert run_resource_policy(cp.installed_controls, [control]) == []
+    set_both(control, path, value)
+    found = [m for _, m, _ in run_resource_policy(cp.installed_controls, [control])]
+    assert len(found) == 1 and found[0].startswith(f"{typ} {control.name!r} (made by {component}) has ")
 
 
 @pytest.mark.parametrize("validations", [
