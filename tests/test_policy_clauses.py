@@ -775,8 +775,8 @@ def test_a_role_aggregating_others_is_refused() -> None:
     stack = copy_stack(dev_stack())
     role = find(stack, CLUSTER_ROLE, "tenant-a-mock-gpu-agent-role")
     set_both(role, ["aggregationRule"], {"clusterRoleSelectors": [{"matchLabels": {"x": "y"}}]})
-    assert _rbac(stack) == [f"{CLUSTER_ROLE} 'tenant-a-mock-gpu-agent-role' aggregates other roles (aggregationRule)"
-                            + RBAC_TAIL]
+    assert run_stack_policy(cp.rbac_contained, stack) == [(
+        f"{CLUSTER_ROLE} 'tenant-a-mock-gpu-agent-role' aggregates other roles (aggregationRule)" + RBAC_TAIL, role.urn)]
 
 
 @pytest.mark.parametrize(("change", "problem"), [
@@ -920,6 +920,8 @@ def test_a_mutating_admission_policy_outside_sim_nvmls_mutation_is_refused(typ: 
     ("gpu-tenancy:mock_gpu_agent:MockGpuAgent", VAP_BINDING, ["spec", "validationActions"], ["Warn"]),
     ("gpu-tenancy:workloads:Workloads", "kubernetes:core/v1:Namespace",
      ["metadata", "labels", "pod-security.kubernetes.io/enforce"], "privileged"),
+    ("gpu-tenancy:workloads:Workloads", "kubernetes:networking.k8s.io/v1:NetworkPolicy", ["spec", "policyTypes"],
+     ["Ingress"]),
 ])
 def test_a_control_changed_from_what_the_program_builds_is_refused(
         component: str, typ: str, path: list[str], value: Any) -> None:
