@@ -127,3 +127,22 @@ def test_the_command_names_the_pull_requests_file_in_each_refusal(
     theirs.write_text("encryptionsalt: v1:other\nconfig: {}\n")
     assert main(["stack-config", str(theirs), str(base)]) == 1
     assert f"{theirs}: ['encryptionsalt'] differ(s) from the default branch" in capsys.readouterr().err
+
+
+def test_the_files_are_read_and_written_as_utf8_whatever_the_runners_locale(tmp_path: Path) -> None:
+    # A runner in the C locale without coercion (PEP 538) reads files as ASCII by default; a tenant's name or a
+    # config comment may not be ASCII.
+    import os
+    import subprocess
+    import sys
+
+    base, theirs = tmp_path / "Pulumi.dev.yaml", tmp_path / "pr.yaml"
+    base.write_text(BASE + "# équipe GPU\n", encoding="utf-8")
+    theirs.write_text("encryptionsalt: v1:abc\nconfig:\n  gpu-tenancy:clusterName: équipe\n", encoding="utf-8")
+    env = {**os.environ, "LC_ALL": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0", "PYTHONIOENCODING": "utf-8"}
+    done = subprocess.run([sys.executable, "-c", "import sys; from pathlib import Path; "
+                           "from gpu_tenancy.cli.pull_requests.stack_file import take_config_file; "
+                           "take_config_file(Path(sys.argv[1]), Path(sys.argv[2]))", str(theirs), str(base)],
+                          cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert yaml.safe_load(base.read_text(encoding="utf-8"))["config"] == {"gpu-tenancy:clusterName": "équipe"}
