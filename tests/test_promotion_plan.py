@@ -312,3 +312,57 @@ def test_on_a_node_mixing_models_the_register_order_decides_where_a_whole_card_g
     assert "mix card models" in plan_cli.card_order_note([Node("n", (l4, a100))], "real")
     assert plan_cli.card_order_note([Node("n", (l4, a100))], "sim") == ""
     assert plan_cli.card_order_note([Node("n", (l4,))], None) == plan_cli.CARD_CHOICE_NOTE
+
+
+def test_the_command_says_whether_the_plan_holds_and_exits_by_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    dev = dev_config()
+    source = _stack_file(tmp_path, "dev", dev)
+    assert promotion_plan.main([source, source]) == 0
+    assert capsys.readouterr().out == f"plan {source} -> {source}: holds\n"
+    # A tenant-b workload added in the target, then only in the source: "not declared" on the side without it.
+    changed = copy.deepcopy(dev)
+    changed["tenants"][1]["workloads"] = [*changed["tenants"][1]["workloads"],
+                                          {"name": "b-extra", "containers": [{"gpus": 1, "gpumemMiB": 1024,
+                                                                              "gpucores": 30}]}]
+    target = _stack_file(tmp_path, "dev2", changed)
+    assert promotion_plan.main([source, target]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"plan {source} -> {target}: 2 change(s)"
+    assert out[1] == "  - tenant tenant-b: b-extra replica 0: not declared -> fits"
+    assert out[2].startswith("  - tenant tenant-b: holds ") and out[2].endswith(" slots")
+    # 30 % more cores and one slot more than before, in the target.
+    old, new = out[2].removeprefix("  - tenant tenant-b: holds ").split(" -> ")
+    old_mib, old_cores, old_slots = (int(part.split()[0]) for part in old.split(", "))
+    new_mib, new_cores, new_slots = (int(part.split()[0]) for part in new.split(", "))
+    assert (new_mib - old_mib, new_cores - old_cores, new_slots - old_slots) == (1024, 30, 1)
+    assert promotion_plan.plan_changes(target, source)[0] == "tenant tenant-b: b-extra replica 0: fits -> not declared"
+
+
+def test_each_stacks_quota_decides_its_own_plan(tmp_path: Path) -> None:
+    dev = dev_config()
+    dev["tenants"][1]["quota"] = {}
+    limited = copy.deepcopy(dev)
+    limited["tenants"][1]["quota"] = {"limits.nvidia.com/gpu": 1}
+    free, tight = _stack_file(tmp_path, "dev", dev), _stack_file(tmp_path, "tight", limited)
+    assert [line for line in promotion_plan.plan_changes(free, tight) if "replica 1" in line] == [
+        "tenant tenant-b: b-notebook replica 1: fits -> ResourceQuotaNotFit: limits.nvidia.com/gpu 1+1 > 1"]
+    assert [line for line in promotion_plan.plan_changes(tight, free) if "replica 1" in line] == [
+        "tenant tenant-b: b-notebook replica 1: ResourceQuotaNotFit: limits.nvidia.com/gpu 1+1 > 1 -> fits"]
+
+
+def test_a_node_of_two_models_is_named_card_by_card(tmp_path: Path) -> None:
+    dev = dev_config()
+    mixed = copy.deepcopy(dev)
+    mixed["tenants"][1]["gpus"] = [{"model": "NVIDIA L4", "count": 1}, {"model": "NVIDIA T4", "memoryMiB": 15360, "count": 1}]
+    lines = promotion_plan.plan_changes(_stack_file(tmp_path, "dev", dev), _stack_file(tmp_path, "mixed", mixed))
+    assert lines[0].endswith("-> node 1: 1 x NVIDIA L4 (23034 MiB) + 1 x NVIDIA T4 (15360 MiB)"), lines[0]
+
+
+def test_the_commands_help_names_its_two_stack_files(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        promotion_plan.main(["--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "Does the plan hold on promotion? The same tenants planned on the nodes of two stacks, compared." in out
+    assert "the stack file promoted from, e.g. Pulumi.dev.yaml" in out
+    assert "the stack file promoted to, e.g. Pulumi.gpu.yaml" in out
