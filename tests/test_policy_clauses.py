@@ -627,6 +627,15 @@ def test_fields_the_program_never_sets_are_named_with_the_component_that_made_th
         "program's own fields pass."]
 
 
+def test_a_releases_fields_name_the_component_that_made_it_not_its_chart() -> None:
+    stack = copy_stack(dev_stack())
+    release = next(r for r in stack if r.type == "kubernetes:helm.sh/v3:Release" and r.name == "tenant-a-hami-chart")
+    set_both(release, ["values", "zeta"], True)
+    [found] = [m for _, m, _ in run_resource_policy(allowlist_policies.field_allowlist, [release]) if "sets fields" in m]
+    assert found.startswith(f"kubernetes:helm.sh/v3:Release {release.name!r} (made by gpu-tenancy:hami:Hami) sets "
+                            "fields the program never sets on it: values.zeta;")
+
+
 def test_a_control_plane_without_its_tenant_label_may_name_the_shared_datastore_only() -> None:
     # A resource policy sees no parent (pulumi_policy ResourceValidationArgs): without the tenant label nothing
     # says whose own DataStore it may name.
