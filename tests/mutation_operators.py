@@ -37,10 +37,9 @@ selections):
     .venv/bin/python tests/mutation_operators.py run policies/workload_lib.py --survivors-only
 
 mutmut's own mutants of a module whose tests reach it in a subprocess (the commands' tests run
-`python -m gpu_tenancy`), which `mutmut run`'s coverage does not see: after a `mutmut run` with a narrow test
-selection, `--after-mutmut-run mutants` keeps what it killed and runs the rest, each in a fresh pytest:
-
-    .venv/bin/python tests/mutation_operators.py run --mutmut gpu_tenancy/cli/tools.py --after-mutmut-run mutants --tests tests/test_tools.py
+`python -m gpu_tenancy`), which `mutmut run`'s coverage does not see: after a `mutmut run`, `--mutmut
+--after-mutmut-run <its mutants/ folder>` keeps what that run killed (by mutant name) and runs the rest, each in a
+fresh pytest on the `--tests` given.
 """
 
 from __future__ import annotations

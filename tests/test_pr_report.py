@@ -489,3 +489,44 @@ def test_a_cut_plan_report_says_so_before_its_fence() -> None:
     assert "|---|---|\n| `dev` | ✅ fits whatever the order |\n\n<details><summary><code>dev</code></summary>\n\n" \
            "(cut: the full report is in the job's log)\n\n```text\nrow " in body
     assert body.endswith("\nverdict: fits\n```\n</details>\n")
+
+
+@pytest.mark.parametrize(("drop", "said"), [
+    ("PR_NUMBER", "job summary only: not a pull request"),
+    ("GITHUB_TOKEN", "job summary only: no GITHUB_TOKEN"),
+])
+def test_a_run_that_may_not_comment_says_why(github: FakeGitHub, tmp_path: Path, drop: str, said: str) -> None:
+    env = pr_env(github, tmp_path)
+    del env[drop]
+    assert publish("plan", "body", env) == said and github.requests == []
+
+
+def test_the_api_is_githubs_own_unless_the_runner_names_another(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GITHUB_API_URL is set on every GitHub-hosted runner; without it, api.github.com (GitHub's REST docs).
+    seen: list[str] = []
+
+    class Recording(github_comments.GitHub):
+        def upsert(self, number: int, subject: str, body: str) -> str:
+            seen.append(self.api_url)
+            return "created"
+
+    monkeypatch.setattr(github_comments, "GitHub", Recording)
+    env = {"GITHUB_TOKEN": "t0ken", "GITHUB_REPOSITORY": REPO, "PR_NUMBER": "7", "PR_HEAD_REPOSITORY": REPO}
+    assert publish("plan", "body", env) == "comment created"
+    assert publish("plan", "body", {**env, "GITHUB_API_URL": "https://ghe.example.com/api/v3"}) == "comment created"
+    assert seen == ["https://api.github.com", "https://ghe.example.com/api/v3"]
+
+
+def test_the_job_summary_is_written_as_utf8_whatever_the_runners_locale(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    summary = tmp_path / "summary.md"
+    env = {**os.environ, "LC_ALL": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0", "GITHUB_STEP_SUMMARY": str(summary)}
+    done = subprocess.run([sys.executable, "-c", "from gpu_tenancy.cli.pull_requests.github_comments import "
+                           "write_step_summary; write_step_summary('plan \\u2713 \\u00e9quipe')"],
+                          cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert summary.read_text(encoding="utf-8") == "plan ✓ équipe\n"
