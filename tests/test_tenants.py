@@ -240,3 +240,19 @@ def test_a_stack_file_that_is_no_stack_config_is_one_line(tmp_path: Path, text: 
     bad.write_text(text)
     with pytest.raises(ValueError, match=r"^\S*Pulumi.bad.yaml: gpu-tenancy:tenants: "):
         tenants.declared_gpus(bad)
+
+
+def test_a_tenants_health_names_what_is_not_ready() -> None:
+    from gpu_tenancy.cli.status.report import TenantObjects
+    from gpu_tenancy.cli.tenants.health import health
+
+    def node(name: str, conditions: list[dict[str, str]]) -> dict[str, Any]:
+        return {"metadata": {"name": name}, "status": {"conditions": conditions}}
+
+    ready = [{"type": "MemoryPressure", "status": "False"}, {"type": "Ready", "status": "True"}]
+    nodes = [node("w-2", [{"type": "Ready", "status": "False"}]), node("w-1", []), node("w-0", ready)]
+    # A node with no Ready condition is not Ready (the kubelet has not reported); no register annotation is no
+    # card, not an unreadable one; a /readyz not asked is "not probed".
+    found = health("tenant-a", TenantObjects(nodes=nodes, readyz=None))
+    assert found.problems == ("control plane not probed", "node(s) not Ready: w-1, w-2")
+    assert (found.nodes_ready, found.nodes_total, found.gpus_registered) == (1, 3, 0)
