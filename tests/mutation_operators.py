@@ -380,12 +380,16 @@ PACK_TESTS = ("tests/test_policy_clauses.py", "tests/test_policies.py")
 def _ignored(repo: Path) -> set[str]:
     """The test files mutmut's runs leave out (`--ignore=` in [tool.mutmut] pytest_add_cli_args_test_selection):
     the live-suite harness and the slowest whole-program runs."""
-    pyproject = repo / "pyproject.toml"
+    return {arg.removeprefix("--ignore=") for arg in _test_selection(repo / "pyproject.toml")
+            if arg.startswith("--ignore=")}
+
+
+def _test_selection(pyproject: Path) -> list[str]:
+    """`[tool.mutmut] pytest_add_cli_args_test_selection` of a pyproject.toml; empty when there is none."""
     if not pyproject.is_file():
-        return set()
-    selection = tomllib.loads(pyproject.read_text()).get("tool", {}).get("mutmut", {}).get(
-        "pytest_add_cli_args_test_selection", [])
-    return {arg.removeprefix("--ignore=") for arg in selection if arg.startswith("--ignore=")}
+        return []
+    return list(tomllib.loads(pyproject.read_text()).get("tool", {}).get("mutmut", {}).get(
+        "pytest_add_cli_args_test_selection", []))
 
 
 def covering_tests(module: str, repo: Path = REPO) -> list[str]:
@@ -454,9 +458,7 @@ def killed_by_mutmut_run(mutants_dir: Path, module: str) -> tuple[set[str], list
     if not meta.is_file():
         raise SystemExit(f"{module}: `mutmut run` left no results in {mutants_dir} ({meta})")
     codes = json.loads(meta.read_text())["exit_code_by_key"]
-    pyproject = mutants_dir.parent / "pyproject.toml"
-    selection = (tomllib.loads(pyproject.read_text()).get("tool", {}).get("mutmut", {}).get(
-        "pytest_add_cli_args_test_selection", []) if pyproject.is_file() else [])
+    selection = _test_selection(mutants_dir.parent / "pyproject.toml")
     return {name for name, code in codes.items() if code in KILLED}, [f"mutmut run: {' '.join(selection)}"]
 
 
