@@ -46,6 +46,10 @@ from tests.chart_repo import fill_cache
 HAMI_REGISTER_ANNOTATION = "hami.io/node-nvidia-register"
 REPO = Path(__file__).resolve().parents[1]
 PROJECT = "gpu-tenancy"
+# `make` as a test runs it: every stamp of the venv counts as built (`-o`), so no test ever runs pip, not even when
+# pyproject.toml is newer than the installed `gpu-tenancy`; a mutation copy links this venv and must not repoint it.
+VENV_STAMPS = (".venv/bin/.runtime", ".venv/bin/gpu-tenancy", ".venv/bin/.installed")
+MAKE = ["make", "-s", *(flag for stamp in VENV_STAMPS for flag in ("-o", stamp))]
 DEV_STACK_FILE = REPO / "Pulumi.dev.yaml"
 KIND_IPAM = [
     {"subnet": "fc00:f853:ccd:e793::/64", "gateway": "fc00:f853:ccd:e793::1"},

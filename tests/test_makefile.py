@@ -17,6 +17,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import harness
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -485,3 +486,21 @@ def test_mutation_runs_mutmut_or_with_fresh_its_mutants_each_in_a_fresh_pytest(
                            f"FRESH={fresh}"], cwd=repo, capture_output=True, text=True, timeout=60, check=True)
     assert runs in done.stdout and not_runs not in done.stdout
     assert "tests/mutation_operators.py run \"$module\"" in done.stdout  # the operators mutmut lacks, either way
+
+
+def test_the_make_the_tests_run_never_installs_into_the_venv() -> None:
+    """tests/harness.py's MAKE on the repository's Makefile, dry run (`-n`), with every input of the venv newer
+    than it (`-W`): no pip. With only the last stamp counted as built, the same run would reinstall the package
+    (then pointing the shared venv at whichever copy of the repository the test ran in)."""
+    newer = [flag for name in ("pyproject.toml", "requirements.txt", "requirements-dev.txt") for flag in ("-W", name)]
+    goals = ["status", "tenants", "kubeconfig", "TENANT=tenant-a", "kubeconfig-management"]
+
+    def dry_run(make: list[str]) -> str:
+        done = subprocess.run([*make, "-n", *newer, *goals], cwd=REPO_ROOT, capture_output=True, text=True,
+                              check=True)
+        return done.stdout
+
+    assert "pip install" in dry_run(["make", "-s", "-o", ".venv/bin/.installed"])
+    planned = dry_run(harness.MAKE)
+    assert "pip" not in planned and "-m venv" not in planned
+    assert planned.count(".venv/bin/gpu-tenancy ") == 4  # each goal still runs its command

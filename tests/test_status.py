@@ -19,7 +19,7 @@ from typing import Any
 import pulumi_stub
 import pytest
 from fake_apiserver import FakeTenant, closed_port_url, fake_cluster, kubeconfig_for, recorded
-from harness import REPO
+from harness import MAKE, REPO
 
 from gpu_tenancy.cli.status import command as status_cli
 from gpu_tenancy.cli.status import report as status
@@ -292,7 +292,7 @@ def test_objects_file_errors_are_usage_errors(tmp_path: Path, capsys: pytest.Cap
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 def test_make_status_json(cluster: dict[str, FakeTenant], tmp_path: Path) -> None:
-    done = subprocess.run(["make", "-s", "-o", ".venv/bin/.installed", "status", "JSON=1", f"STATE_DIR={tmp_path}"],
+    done = subprocess.run([*MAKE, "status", "JSON=1", f"STATE_DIR={tmp_path}"],
                           cwd=REPO, capture_output=True, text=True, timeout=120, env=dict(os.environ))
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["verdict"] == "1 pending"

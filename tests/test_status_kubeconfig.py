@@ -12,7 +12,7 @@ from typing import Any
 
 import pulumi_stub
 import pytest
-from harness import REPO, dev_config, unwrap
+from harness import MAKE, REPO, dev_config, unwrap
 from test_status_outputs import stack_outputs as program_outputs
 
 from gpu_tenancy.cli import kubeconfig as kubeconfig_cli
@@ -120,7 +120,7 @@ def test_stub_masks_secrets_without_show_secrets(stub: Path) -> None:
 
 def run_make(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """`make -s` in the repository; the venv counts as built (-o), so no test ever runs pip."""
-    return subprocess.run(["make", "-s", "-o", ".venv/bin/.installed", *args], cwd=REPO, env=env,
+    return subprocess.run([*MAKE, *args], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=120)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from fake_apiserver import FakeTenant, closed_port_url, kubeconfig_for, recorded
-from harness import REPO
+from harness import MAKE, REPO
 from test_status import install_stack
 
 from gpu_tenancy.cli import status_codes
@@ -146,7 +146,7 @@ def test_a_dump_from_status_save_is_read_offline(tmp_path: Path, capsys: pytest.
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 def test_make_tenants(servers: dict[str, FakeTenant], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     install_stack(tmp_path, monkeypatch, {name: s.kubeconfig() for name, s in servers.items()})
-    done = subprocess.run(["make", "-s", "-o", ".venv/bin/.installed", "tenants", "JSON=1", "TENANT=tenant-a",
+    done = subprocess.run([*MAKE, "tenants", "JSON=1", "TENANT=tenant-a",
                            f"STATE_DIR={tmp_path}"], cwd=REPO, capture_output=True, text=True, timeout=120,
                           env=dict(os.environ))
     assert done.returncode == 0, done.stderr
