@@ -23,6 +23,7 @@ from doctor_stubs import HostCase
 from harness import dev_config
 from test_status_outputs import stack_outputs
 
+from gpu_tenancy.cli.main import main as cli_main
 from gpu_tenancy.contract import versions
 
 REPO = Path(__file__).resolve().parents[1]
@@ -226,6 +227,32 @@ def test_shown_output_is_what_the_command_prints(page: str, command: str, argv: 
     assert [line.rstrip() for line in expected] == [line.rstrip() for line in output]
     if code is not None:
         assert returncode == code
+
+
+def test_every_command_and_subcommand_shows_the_help_it_prints(monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/commands.md shows `--help` for the command line, each command it lists and each subcommand a command's
+    usage names (`{plan,report}`), and for nothing else; each is what that command prints (in this process, so a
+    mutation run sees it), at the 100 columns the page is written for."""
+    monkeypatch.setenv("COLUMNS", "100")
+
+    def printed(*argv: str) -> str:
+        assert cli_main([*argv, "--help"]) == 0
+        return capsys.readouterr().out
+
+    expected = {"--help"}
+    listing = printed().split("\ncommands:\n", 1)[1].split("\n\n", 1)[0]
+    for command in re.findall(r"^  ([a-z][a-z-]*) ", listing, re.M):
+        expected.add(f"{command} --help")
+        usage = printed(command).split("\n\n", 1)[0]
+        for group in re.findall(r"\{([a-z,-]+)\}", usage):
+            expected.update(f"{command} {sub} --help" for sub in group.split(","))
+    prefix = ".venv/bin/gpu-tenancy "
+    shown = {command.removeprefix(prefix): output for command, output in console_sessions(DOCS / "commands.md")
+             if command.startswith(prefix) and command.endswith(" --help")}
+    assert set(shown) == expected
+    for command, output in shown.items():
+        assert [line.rstrip() for line in output] == printed(*command.split()[:-1]).rstrip("\n").split("\n"), command
 
 
 def test_the_status_shown_is_what_status_prints_for_the_recorded_objects() -> None:
