@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from gpu_tenancy.cli.allocation_chart import render_json, render_table
@@ -147,3 +149,13 @@ def test_node_names_are_cut_between_their_parts_never_inside_one(
             label += line if not label or label.endswith("-") else f" {line}"
         # A cut inside a part ("gpu-tenancy-dev-te" / "nant-a-worker") would not join back into the name.
         assert label.split(" / ")[0] in ("gpu-tenancy-dev-tenant-a-worker", "gpu-tenancy-dev-tenant-b-worker"), lines
+
+
+def test_no_color_takes_the_colours_away_even_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """NO_COLOR (https://no-color.org) set: `make status` on a terminal keeps its bold, loses its colours."""
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    coloured = render_table(view(), 100, color=True)
+    assert re.search(r"\x1b\[[0-9;]*3[0-7]m", coloured)  # a foreground colour
+    monkeypatch.setenv("NO_COLOR", "1")
+    plain = render_table(view(), 100, color=True)
+    assert "\x1b[1m" in plain and not re.search(r"\x1b\[[0-9;]*3[0-7]m", plain)

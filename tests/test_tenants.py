@@ -7,10 +7,12 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pulumi_stub
 import pytest
 from fake_apiserver import FakeTenant, closed_port_url, kubeconfig_for, recorded
 from harness import MAKE, REPO
@@ -256,3 +258,121 @@ def test_a_tenants_health_names_what_is_not_ready() -> None:
     found = health("tenant-a", TenantObjects(nodes=nodes, readyz=None))
     assert found.problems == ("control plane not probed", "node(s) not Ready: w-1, w-2")
     assert (found.nodes_ready, found.nodes_total, found.gpus_registered) == (1, 3, 0)
+
+
+# --------------------------------------------------------------------------- what the pages show, and the table's text
+
+
+def test_the_table_the_day_two_page_shows_is_what_make_tenants_prints(
+    servers: dict[str, FakeTenant], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """docs/day-two.md: `make tenants STACK=gpu` at 100 columns, each tenant's API serving what HAMi v2.10.0 wrote
+    (tests/fixtures/status/real.json), the stack's outputs naming the LoadBalancer endpoints the page shows."""
+    from test_docs import shown
+
+    expected, code = shown(REPO / "docs" / "day-two.md", "make tenants STACK=gpu")
+    endpoints = {"tenant-a": "10.20.0.240:6443", "tenant-b": "10.20.0.241:6443"}
+    install_stack(tmp_path, monkeypatch, {})  # the loopback servers: no proxy; the stub pulumi, replaced below
+    pulumi_stub.install(tmp_path / "bin", {"gpu": {
+        "mode": "real", "tenants": {name: {"endpoint": endpoints[name], "nodes": []} for name in servers},
+        "tenantKubeconfigs": {name: server.kubeconfig() for name, server in servers.items()},
+        "managementKubeconfig": "apiVersion: v1\nkind: Config\n"}})
+    monkeypatch.chdir(REPO)  # Pulumi.gpu.yaml declares the GPUs
+    assert tenants_cli.main(["--stack", "gpu", "--width", "100"]) == code == 0
+    assert capsys.readouterr().out == "".join(line + "\n" for line in expected)
+
+
+def _unknowns() -> list[TenantHealth]:
+    return [
+        _row(tenant="a", endpoint="1.2.3.4:6443", nodes_ready=1, nodes_total=1, gpus_registered=1, gpus_declared=1,
+             pods_holding_gpus=0, pending_gpu_pods=0),
+        TenantHealth("b", problems=("unreachable: refused", "z")),
+        _row(tenant="c", version=None, endpoint="", nodes_ready=0, nodes_total=0, gpus_registered=0,
+             gpus_declared=None, pods_holding_gpus=0, pending_gpu_pods=0, problems=("no node joined",)),
+    ]
+
+
+def test_what_is_not_known_is_a_dash_and_undeclared_gpus_a_question_mark() -> None:
+    assert render_table(_unknowns(), 100) == (
+        "TENANT  VERSION  CONTROL PLANE  ENDPOINT      NODES  GPUS  HOLDING  PENDING  HEALTH\n"
+        "a       v1.35.5  ready          1.2.3.4:6443    1/1   1/1        0        0  healthy\n"
+        "b       -        unreachable    -                 -   -/?        -        -  unreachable: refused; z\n"
+        "c       -        ready          -               0/0   0/?        0        0  no node joined\n"
+        "3 tenant(s), 2 not healthy (NODES: Ready/total, GPUS: registered/declared)\n")
+
+
+def test_a_long_problem_is_folded_whole_not_cut() -> None:
+    """HEALTH folds: a word wider than the column (an address) breaks across lines rather than ending in `…`."""
+    url = "https://tenant-with-a-long-name.example.internal:6443/readyz"
+    table = render_table([_row(tenant="a", endpoint="1.2.3.4:6443", problems=(f"unreachable: cannot read {url}",))],
+                         100).splitlines()
+    column = table[0].index("HEALTH")
+    assert "…" not in "".join(table)
+    assert "".join(line[column:] for line in table[1:-1]).replace(" ", "") == f"unreachable:cannotread{url}"
+
+
+RED, GREEN, BOLD = "\x1b[31m", "\x1b[32m", "\x1b[1m"
+
+
+def test_on_a_terminal_health_is_in_colour_unless_no_color_is_set(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """On a terminal: headings bold, `healthy` green, problems red; NO_COLOR (https://no-color.org) takes the colours
+    away and leaves the bold; piped, no escape at all."""
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setattr(tenants_health, "gather", lambda *_: _unknowns())
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert tenants_cli.main(["--width", "100"]) == 1
+    coloured = capsys.readouterr().out
+    assert coloured.startswith(f"{BOLD}TENANT\x1b[0m")
+    assert f"{GREEN}healthy\x1b[0m" in coloured and f"{RED}no node joined\x1b[0m" in coloured
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert tenants_cli.main(["--width", "100"]) == 1
+    plain = capsys.readouterr().out
+    assert plain.startswith(f"{BOLD}TENANT") and RED not in plain and GREEN not in plain
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: False)
+    assert tenants_cli.main(["--width", "100"]) == 1
+    assert "\x1b" not in capsys.readouterr().out
+
+
+def test_json_is_a_list_indented_by_two(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(tenants_health, "gather", lambda *_: [TenantHealth("b", problems=("z",))])
+    assert tenants_cli.main(["--json"]) == 1
+    assert capsys.readouterr().out.startswith('[\n  {\n    "tenant": "b",\n    "endpoint": "",\n')
+
+
+def test_stack_outputs_that_cannot_be_read_are_one_line_and_exit_1(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    from gpu_tenancy.cli import stack_outputs
+
+    def fail(*_: Any) -> Any:
+        raise stack_outputs.OutputsError("no stack named gpu")
+
+    monkeypatch.setattr(tenants_health, "gather", fail)
+    assert tenants_cli.main(["--stack", "gpu"]) == status_codes.FAILURE == 1
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("", "tenants: no stack named gpu\n")
+
+
+def test_the_stack_file_given_is_the_one_compared_with(
+    servers: dict[str, FakeTenant], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Live and from a dump: the GPUs `--stack-file` declares, not the repository's Pulumi.dev.yaml (1 and 2); a
+    tenant the file does not name declares none."""
+    install_stack(tmp_path, monkeypatch, {name: s.kubeconfig() for name, s in servers.items()})
+    monkeypatch.chdir(REPO)
+    declared = stack_file(tmp_path, {"tenant-a": 3})
+    assert tenants_cli.main(["--json", "--stack-file", str(declared)]) == 1
+    live = json.loads(capsys.readouterr().out)
+    dump = tmp_path / "dump.json"
+    objects = recorded("real")
+    dump.write_text(json.dumps({name: {**o, "version": "v1.35.5", "readyz": "ok"} for name, o in objects.items()}))
+    assert tenants_cli.main(["--objects", str(dump), "--json", "--stack-file", str(declared)]) == 1
+    offline = json.loads(capsys.readouterr().out)
+    for rows in (live, offline):
+        assert [(row["tenant"], row["gpus_declared"], row["problems"]) for row in rows] == [
+            ("tenant-a", 3, ["1 GPU(s) registered, 3 declared"]), ("tenant-b", 0, ["2 GPU(s) registered, 0 declared"])]
+    assert [row["endpoint"] for row in offline] == ["", ""]  # a dump has no stack outputs

@@ -16,11 +16,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console, Group
+from rich.console import Group
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from gpu_tenancy.cli.console import text_console
 from gpu_tenancy.hami.allocation import AllocationView, GpuView, QuotaUse, TenantView, Unplaced, quota_sort_key
 from gpu_tenancy.hami.protocol import NVIDIA
 
@@ -151,7 +152,7 @@ def render_table(view: AllocationView, width: int, *, color: bool = False, per_p
     summed per workload (per pod with ``per_pod``), its quota, and what holds no GPU (live: pods waiting
     for the same reason in one line unless ``per_pod``). ``title`` goes above it all (e.g. stack and time)."""
     out = io.StringIO()
-    console = Console(file=out, width=width, force_terminal=color, no_color=not color, highlight=False)
+    console = text_console(out, width, color)
     parts: list[Table | Text | Padding] = [Text(title, style="bold")] if title else []
     live = view.source == "live"
     for tenant in view.tenants:

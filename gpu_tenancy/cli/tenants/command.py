@@ -30,8 +30,9 @@ from gpu_tenancy.cli.tenants.health import TenantHealth
 
 
 def render_table(rows: Sequence[TenantHealth], width: int, color: bool = False) -> str:
-    from rich.console import Console
     from rich.table import Table
+
+    from gpu_tenancy.cli.console import text_console
 
     table = Table(expand=False, box=None, pad_edge=False, header_style="bold")
     for column in ("TENANT", "VERSION", "CONTROL PLANE", "ENDPOINT", "NODES", "GPUS", "HOLDING", "PENDING"):
@@ -49,7 +50,7 @@ def render_table(rows: Sequence[TenantHealth], width: int, color: bool = False) 
             "[green]healthy[/green]" if row.healthy else "[red]" + "; ".join(row.problems) + "[/red]",
         )
     out = io.StringIO()
-    console = Console(file=out, width=width, force_terminal=color, no_color=not color, highlight=False)
+    console = text_console(out, width, color)
     console.print(table)
     unhealthy = sum(1 for row in rows if not row.healthy)
     console.print(f"{len(rows)} tenant(s), " + (f"{unhealthy} not healthy" if unhealthy else "all healthy")
