@@ -551,3 +551,244 @@ def test_an_unreadable_release_checksum_file_says_a_mirror_cannot_stand_in(tmp_p
         setup.ensure(PULUMI)
     assert str(refused.value).startswith(f"pulumi {PULUMI_V}: {PULUMI_SUMS} could not be read")
     assert "never a mirror. Fix: let this host reach it" in str(refused.value)
+
+
+# --------------------------------------------------------------------------- the smaller rules, one test each
+
+
+def test_a_kind_build_without_its_go_version_and_an_empty_answer() -> None:
+    kind, pulumi = tools.TOOLS_BY_NAME["kind"], tools.TOOLS_BY_NAME["pulumi"]
+    assert kind.parse_version("kind v0.32.0") == "v0.32.0"  # nothing after the version: still read whole
+    assert pulumi.parse_version("") is None and pulumi.parse_version("\n") is None
+
+
+def test_a_machine_already_named_as_docker_names_it_is_taken_as_it_is() -> None:
+    assert tools.host_platform("Linux", "arm64") == "linux-arm64"
+    assert tools.host_platform("Linux", "amd64") == "linux-amd64"
+    assert tools.host_platform("Linux", "riscv64") is None
+
+
+def test_a_mirror_prefixes_the_whole_url_after_its_scheme() -> None:
+    url = "https://dl.k8s.io/release/v1.35.5/bin/linux/amd64/kubectl?from=https://elsewhere"
+    expected = "https://cache.example/dl.k8s.io/release/v1.35.5/bin/linux/amd64/kubectl?from=https://elsewhere"
+    assert tools.mirrored(url, "https://cache.example/") == expected
+    assert tools.mirrored(url, "https://cache.example") == expected
+    assert tools.mirrored(url, "") == url and tools.mirrored(url, None) == url
+
+
+def test_checksum_lines_that_are_not_a_sha256_are_skipped_and_binary_mode_names_read() -> None:
+    kind, kubectl = tools.TOOLS_BY_NAME["kind"], tools.TOOLS_BY_NAME["kubectl"]
+    hex_a = "a" * 64
+    # A line of one field that is no sha256 before the one that is: skipped, not taken, not the end.
+    assert tools.parse_published_checksum(kubectl, "linux-amd64", f"<html>\n{hex_a}\n") == hex_a
+    # sha256sum -b writes `<hex> *<file>`
+    assert tools.parse_published_checksum(kind, "linux-amd64", f"{hex_a} *kind-linux-amd64\n") == hex_a
+
+
+def test_a_download_says_who_asks_and_gives_up_on_a_host_that_never_answers(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    import socket
+
+    agents: list[str | None] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            agents.append(self.headers.get("User-Agent"))
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args) -> None:  # type: ignore[no-untyped-def]
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        tools.fetch(f"http://127.0.0.1:{server.server_address[1]}/x", tmp_path / "x")
+    finally:
+        server.shutdown()
+    assert agents == ["gpu-tenancy-tools"] and (tmp_path / "x").read_bytes() == b"ok"
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen()  # accepts, never answers
+    monkeypatch.setattr(tools, "DOWNLOAD_TIMEOUT", 0.5)
+    errors: list[ToolError] = []
+
+    def fetch_silent() -> None:
+        try:
+            tools.fetch(f"http://127.0.0.1:{silent.getsockname()[1]}/x", tmp_path / "y")
+        except ToolError as error:
+            errors.append(error)
+
+    worker = threading.Thread(target=fetch_silent, daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    silent.close()
+    assert not worker.is_alive() and len(errors) == 1 and "timed out" in str(errors[0])
+
+
+def test_the_version_command_runs_without_pulumis_update_check(tmp_path: Path, empty_path: Path) -> None:
+    pulumi = tools.TOOLS_BY_NAME["pulumi"]
+    probe = empty_path / "pulumi"
+    probe.write_text(f'#!/bin/sh\necho "$PULUMI_SKIP_UPDATE_CHECK" > {tmp_path / "seen"}\necho {PULUMI_V}\n')
+    probe.chmod(0o755)
+    assert tools.reported_version(pulumi, str(probe)) == PULUMI_V
+    assert (tmp_path / "seen").read_text() == "true\n"
+
+
+def test_a_tool_elsewhere_on_path_is_found_outside_the_projects_directory_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    own, other = tmp_path / "tools" / "bin", tmp_path / "other"
+    for directory in (own, other):
+        directory.mkdir(parents=True)
+        (directory / "kind").write_text("#!/bin/sh\n")
+        (directory / "kind").chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing-here"))
+    assert tools.on_path_elsewhere("kind", own, f"{own}{os.pathsep}{other}") == str(other / "kind")
+    assert tools.on_path_elsewhere("kind", own, f"{own}") is None
+    monkeypatch.setenv("PATH", f"{own}{os.pathsep}{other}")  # the default: this process's PATH
+    assert tools.on_path_elsewhere("kind", own) == str(other / "kind")
+    monkeypatch.delenv("PATH")
+    assert tools.on_path_elsewhere("kind", own) is None
+
+
+@pytest.mark.usefixtures("empty_path")
+def test_a_recorded_install_says_where_its_checksum_comes_from_and_downloads_next_to_the_tools(
+    tmp_path: Path, releases: FakeReleases,
+) -> None:
+    """The scratch directory is inside the tool directory (one filesystem: the final rename is atomic), hidden."""
+    artifact = kind_binary("v0.32.0")
+    tool = Tool("kind", "v0.32.0", {("v0.32.0", TARGET): sha(artifact)})
+    releases.publish_release(tool, artifact)
+    destinations: list[Path] = []
+
+    def fetch(url: str, destination: Path) -> None:
+        destinations.append(destination)
+        tools.fetch(url, destination)
+
+    setup, said = installer(tmp_path, releases, fetch=fetch)
+    setup.ensure(tool)
+    (scratch,) = {destination.parent for destination in destinations}
+    assert scratch.parent == setup.bin_dir and scratch.name.startswith(".kind-")
+    assert said == [f"kind v0.32.0: installed into {setup.bin_dir} (not on PATH; sha256 {sha(artifact)[:12]}… "
+                    "verified, recorded in gpu_tenancy/cli/tools.py)"]
+    said.clear()
+    setup.ensure(tool)  # already there
+    assert said == [f"kind v0.32.0: {setup.bin_dir / 'kind'}"]
+
+
+@pytest.mark.usefixtures("empty_path")
+def test_a_release_checksum_file_names_no_sha256_for_the_artifact(tmp_path: Path, releases: FakeReleases) -> None:
+    releases.publish(PULUMI_SUMS.replace("https://", f"{releases.url}/"), b"\xff\xfe not utf-8\n")
+    releases.publish(PULUMI.published_checksums_url(TARGET), b"\xff\xfe not utf-8\n" + f"{'0' * 64}  other\n".encode())
+    setup, _ = installer(tmp_path, releases, fetch=routed(releases, []))
+    with pytest.raises(ToolError) as refused:
+        setup.ensure(PULUMI)
+    assert str(refused.value) == f"{PULUMI_SUMS} names no sha256 for pulumi-{PULUMI_V}-linux-x64.tar.gz"
+
+
+@pytest.mark.usefixtures("empty_path")
+def test_an_unreachable_checksum_file_names_the_cause(tmp_path: Path, releases: FakeReleases) -> None:
+    def offline(url: str, destination: Path) -> None:
+        try:
+            raise OSError("Name or service not known")
+        except OSError as cause:
+            raise ToolError(f"download of {url} failed") from cause
+
+    setup, _ = installer(tmp_path, releases, fetch=offline)
+    with pytest.raises(ToolError) as refused:
+        setup.ensure(PULUMI)
+    assert str(refused.value) == (
+        f"pulumi {PULUMI_V}: {PULUMI_SUMS} could not be read (Name or service not known); it is fetched from the "
+        f"release itself, never a mirror. Fix: let this host reach it, or install pulumi {PULUMI_V} yourself")
+
+
+@pytest.mark.usefixtures("empty_path")
+def test_a_published_checksum_is_locked_once(tmp_path: Path, releases: FakeReleases) -> None:
+    releases.publish_release(PULUMI, pulumi_archive(PULUMI_V))
+    setup, _ = installer(tmp_path, releases, fetch=routed(releases, []))
+    setup.ensure(PULUMI)
+    (setup.bin_dir / "pulumi").unlink()
+    setup.ensure(PULUMI)
+    assert len(setup.lock_path.read_text().splitlines()) == 1
+
+
+@pytest.mark.usefixtures("empty_path")
+def test_what_an_install_that_fails_says(tmp_path: Path, releases: FakeReleases, empty_path: Path) -> None:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        info = tarfile.TarInfo("pulumi/README")
+        info.size = 1
+        tar.addfile(info, io.BytesIO(b"x"))
+    no_executable = buffer.getvalue()
+    tool = Tool("pulumi", PULUMI_V, {(PULUMI_V, TARGET): sha(no_executable)})
+    releases.publish_release(tool, no_executable)
+    setup, _ = installer(tmp_path, releases)
+    with pytest.raises(ToolError) as refused:
+        setup.ensure(tool)
+    assert str(refused.value) == f"{tool.url(TARGET)} holds no pulumi executable"
+    silent = kind_binary("v0.32.0").replace(b"kind v0.32.0 go1.26.3 linux/amd64", b"")
+    kind = Tool("kind", "v0.32.0", {("v0.32.0", TARGET): sha(silent)})
+    releases.publish_release(kind, silent)
+    with pytest.raises(ToolError, match=r"^kind from \S+ reports no version, pinned v0\.32\.0$"):
+        setup.ensure(kind)
+    (empty_path / "kind").write_bytes(silent)  # a kind elsewhere that prints nothing recognisable
+    (empty_path / "kind").chmod(0o755)
+    (setup.bin_dir / "kind").unlink()
+    with pytest.raises(ToolError, match=r"\(.*/kind is of an unknown version\)"):
+        Installer(setup.bin_dir, None, say=lambda line: None).ensure(kind)
+
+
+def test_unknown_tools_are_named_with_the_pinned_ones(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(ToolError) as refused:
+        tools.selected("helm, kind ,x")
+    assert str(refused.value) == "unknown tool(s) helm, x; pinned: kind, kubectl, pulumi"
+    assert tools.main(["install", "--dir", "unused", "--only", "helm"]) == 1
+    assert capsys.readouterr().err == "make tools: unknown tool(s) helm; pinned: kind, kubectl, pulumi\n"
+
+
+@pytest.mark.parametrize("argv", [["tools"], ["tools", "install"]], ids=["no-subcommand", "no-dir"])
+def test_a_tools_command_line_missing_a_part_is_one_line_and_exit_2(
+    argv: list[str], capsys: pytest.CaptureFixture[str],
+) -> None:
+    from gpu_tenancy.cli.main import main
+
+    assert main(argv) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"gpu-tenancy {' '.join(argv)}: the following arguments are required: ")
+    assert line.endswith(" (see --help)")
+
+
+def test_published_is_0_only_when_every_sha256_is_recorded_and_goes_through_the_mirror(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    hex_a, hex_b = "a" * 64, "b" * 64
+    recorded = Tool("kind", "v0.32.0", {("v0.32.0", target): hex_a for target in tools.PLATFORMS})
+    other = Tool("kubectl", "v1.35.5", {("v1.35.5", target): hex_b for target in tools.PLATFORMS})
+    asked: list[str] = []
+
+    def fetcher(url: str, destination: Path) -> None:
+        asked.append(url)
+        name = url.rsplit("/", 1)[1].removesuffix(".sha256sum")
+        line = f"{hex_a}  {name}" if "kind" in url else hex_b
+        destination.write_bytes(b"\xff\n" + f"{line}\n".encode())  # a byte that is no UTF-8 first: replaced
+
+    monkeypatch.setattr(tools, "TOOLS", (recorded, other))
+    assert tools.published(fetcher, mirror="https://cache.example", say=lambda line: None) == 0
+    assert asked and all(url.startswith("https://cache.example/") for url in asked)
+    differs = Tool("kubectl", "v1.35.5", {("v1.35.5", target): hex_a for target in tools.PLATFORMS})
+    monkeypatch.setattr(tools, "TOOLS", (differs, recorded))  # the one that differs first
+    assert tools.published(fetcher, say=lambda line: None) == 1
+    mirrors: list[str | None] = []
+
+    def published(mirror: str | None = None) -> int:
+        mirrors.append(mirror)
+        return 1
+
+    monkeypatch.setattr(tools, "published", published)
+    monkeypatch.setenv(tools.MIRROR_ENV, "https://cache.example")
+    assert tools.main(["published"]) == 1 and mirrors == ["https://cache.example"]
