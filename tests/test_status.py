@@ -8,8 +8,10 @@ Every tenant is served by its own fake API server and reached through its own ku
 from __future__ import annotations
 
 import copy
+import io
 import json
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -408,3 +410,99 @@ def test_large_lists_are_read_page_by_page(tmp_path: Path, monkeypatch: pytest.M
     assert len(queries) == 3 and "continue=" not in queries[0] and all("continue=" in q for q in queries[1:])
     (gpu,) = json.loads(capsys.readouterr().out)["tenants"][0]["gpus"]
     assert gpu["slots_used"] == 1234 and gpu["memory_allocated"] == 1234 * 16
+
+
+# --------------------------------------------------------------------------- the command's smaller rules
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def dump_file(tmp_path: Path, document: dict[str, Any]) -> Path:
+    dump = tmp_path / "dump.json"
+    dump.write_text(json.dumps(document))
+    return dump
+
+
+def test_the_title_says_where_the_view_comes_from_and_when(tmp_path: Path) -> None:
+    dump = dump_file(tmp_path, recorded("real"))
+    plain, coloured = io.StringIO(), Terminal()
+    assert status_cli.main(["--objects", str(dump), "--width", "100"], out=plain) == 0
+    assert re.fullmatch(rf"{re.escape(str(dump))} at \d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d \S+",
+                        plain.getvalue().splitlines()[0])
+    assert "\x1b[" not in plain.getvalue()
+    assert status_cli.main(["--objects", str(dump), "--width", "100"], out=coloured) == 0
+    assert "\x1b[" in coloured.getvalue()  # a terminal gets colour
+
+
+def test_json_is_indented_by_two(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert status_cli.main(["--objects", str(dump_file(tmp_path, recorded("real"))), "--json"]) == 0
+    assert capsys.readouterr().out.startswith('{\n  "')
+
+
+def test_a_dump_entry_may_leave_out_what_it_did_not_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """No nodes, pods or quotas: nothing of them, not an error; the version and readyz a dump kept come back."""
+    dump = dump_file(tmp_path, {"t": {}, "u": {"nodes": [], "version": "v1.35.5", "readyz": "ok"}})
+    assert status_cli.main(["--objects", str(dump), "--json"]) == 0
+    assert [t["tenant"] for t in json.loads(capsys.readouterr().out)["tenants"]] == ["t", "u"]
+    read = status_cli.load_dump(dump)
+    assert isinstance(read["u"], status.TenantObjects) and (read["u"].version, read["u"].readyz) == ("v1.35.5", "ok")
+    assert isinstance(read["t"], status.TenantObjects) and read["t"].nodes == [] and read["t"].pods == []
+
+
+def test_a_dump_of_an_unreachable_tenant_keeps_the_others_after_it() -> None:
+    objects = status.TenantObjects([], [], [], "v1.35.5", "ok")
+    assert status_cli.dump_of({"a": "cannot read x", "b": objects}) == {
+        "a": {"error": "cannot read x"},
+        "b": {"nodes": [], "pods": [], "resourcequotas": [], "version": "v1.35.5", "readyz": "ok"}}
+
+
+def test_tenant_filter_applies_to_a_dump_and_names_the_file(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    dump = dump_file(tmp_path, recorded("real"))
+    assert status_cli.main(["--objects", str(dump), "--tenant", "tenant-b", "--json"]) == 0
+    assert [t["tenant"] for t in json.loads(capsys.readouterr().out)["tenants"]] == ["tenant-b"]
+    assert status_cli.main(["--objects", str(dump), "--tenant", "tenant-z"]) == 2
+    assert capsys.readouterr().err == (
+        f"status: {dump} has no tenant 'tenant-z' (tenants: tenant-a, tenant-b)\n")
+
+
+def test_what_cannot_be_written_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    dump = dump_file(tmp_path, recorded("real"))
+    nowhere = dump / "out"  # under a file
+    assert status_cli.main(["--objects", str(dump), "--save", f"{nowhere}.json"]) == 2
+    assert capsys.readouterr().err == f"status: cannot write {nowhere}.json: File exists\n"  # its directory
+    assert status_cli.main(["--objects", str(dump), "--png", f"{nowhere}.png"]) == 2
+    assert capsys.readouterr().err == f"status: cannot write {nowhere}.png: Not a directory\n"
+
+
+def test_a_picture_gets_the_tables_title_and_pages_are_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    from gpu_tenancy.cli import allocation_chart
+
+    titles: list[str | None] = []
+    pages: list[list[Path]] = [[tmp_path / "a.png"]]
+
+    def render_png(view: AllocationView, path: Path, title: str | None = None) -> list[Path]:
+        titles.append(title)
+        return pages[0]
+
+    monkeypatch.setattr(allocation_chart, "render_png", render_png)
+    dump = dump_file(tmp_path, recorded("real"))
+    out = io.StringIO()
+    assert status_cli.main(["--objects", str(dump), "--png", str(tmp_path / "a.png"), "--width", "100"], out=out) == 0
+    assert titles == [out.getvalue().splitlines()[0]] and capsys.readouterr().err == ""
+    pages[0] = [tmp_path / "a.png", tmp_path / "a-2.png"]
+    assert status_cli.main(["--objects", str(dump), "--png", str(tmp_path / "a.png"), "--json"]) == 0
+    assert capsys.readouterr().err == (
+        f"status: 2 tenants drawn on 2 pages: {tmp_path / 'a.png'}, {tmp_path / 'a-2.png'}\n")
+
+
+def test_the_stack_named_in_an_outputs_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    pulumi_stub.install(tmp_path / "bin", {"gpu": {"tenants": [], "tenantKubeconfigs": {}}})
+    monkeypatch.setenv("PATH", pulumi_stub.path_with(tmp_path / "bin"))
+    assert status_cli.main(["--stack", "gpu"]) == 1
+    assert capsys.readouterr().err == "status: stack gpu: output 'tenants' is not an object\n"

@@ -137,11 +137,6 @@ def dump_of(read: Mapping[str, status.TenantObjects | str]) -> dict[str, Any]:
     return document
 
 
-def recorded(objects: Mapping[str, Mapping[str, Any]]) -> AllocationView:
-    """The view from saved objects: tenant -> {"nodes", "pods", "resourcequotas"} (API JSON)."""
-    return build(objects_of(objects))
-
-
 def load_dump(path: Path, only: Sequence[str] = ()) -> dict[str, status.TenantObjects | str]:
     try:
         with collector_paused():
