@@ -530,3 +530,117 @@ def test_the_job_summary_is_written_as_utf8_whatever_the_runners_locale(tmp_path
                           cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert summary.read_text(encoding="utf-8") == "plan ✓ équipe\n"
+
+
+# --------------------------------------------------------------------------- cuts, budgets and what a run keeps
+
+
+def test_a_file_backend_with_a_question_mark_in_its_query_and_the_users_own_home(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    assert str(pr_report.file_backend_dir("file:///srv/state?a=1?b=2", home="/h")) == "/srv/state"
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert pr_report.file_backend_dir("file://~/state") == tmp_path / "state"
+
+
+def test_a_tail_within_its_budget_is_whole_and_a_cut_starts_at_a_whole_line() -> None:
+    assert pr_report._tail("ab\ncd", 5) == ("ab\ncd", False)  # exactly the budget: not cut
+    assert pr_report._tail("0123\nab\ncd\nef", 9) == ("ab\ncd\nef", True)  # 9 kept: "\nab\ncd\nef"
+    assert pr_report._tail("abcdef", 3) == ("def", True)  # no line break in what is kept: kept as it is
+
+
+def test_an_error_keeps_its_last_6000_characters_from_a_whole_line() -> None:
+    # 6051 characters; the one 6001 from the end is a line break, so the last 6000 begin at line "X…"'s start,
+    # which is then not whole as far as the cut can tell: it is dropped with what comes before it.
+    error = "A" * 50 + "\n" + "X" * 10 + "\n" + "B" * 5989
+    body = pr_report.preview_comment(pr_report.PreviewRun("dev", ["p"], False, "", [], error))
+    block = body.split("**Error**\n\n```text\n", 1)[1].split("\n```", 1)[0]
+    assert block == "B" * 5989
+
+
+def test_a_passing_preview_counts_its_advisory_findings_and_names_every_pack() -> None:
+    findings = [pr_report.PolicyFinding("advisory", "gpu-tenancy", name, "m", None) for name in ("a", "b")]
+    body = pr_report.preview_comment(pr_report.PreviewRun("dev", ["base/policies", "extra"], True, "", findings))
+    assert body.splitlines()[0] == "### ✅ `pulumi preview` of `dev` passed the policy pack (2 advisory finding(s))"
+    assert body.splitlines()[2] == "Policy pack: `base/policies, extra` (from the base branch)."
+
+
+def test_a_fresh_stacks_note_in_full() -> None:
+    body = pr_report.preview_comment(pr_report.PreviewRun("gpu", ["p"], True, "", fresh=True))
+    assert ("\n⚠️ The backend holds no state of `gpu`, so everything shows as created. A preview against the deployed "
+            "stack needs the backend it is deployed from (docs/pull-request-previews.md).\n") in body
+
+
+def test_the_preview_output_gets_what_the_lines_above_it_leave_of_its_budget() -> None:
+    """OUTPUT_BUDGET covers everything above the output block (each line and its break) and the output kept."""
+    findings = [pr_report.PolicyFinding("mandatory", "gpu-tenancy", f"p{i}", "why " * 60, None) for i in range(120)]
+    output = "\n".join(f"line{i:05d}" for i in range(8_000))  # 10 characters a line with its break
+    body = pr_report.preview_comment(pr_report.PreviewRun("dev", ["p"], False, output, findings))
+    above, rest = body.split("\n\n<details>", 1)
+    kept = rest.split("```diff\n", 1)[1].split("\n```", 1)[0]
+    room = pr_report.OUTPUT_BUDGET - (len(above) + 1)
+    assert room - 10 < len(kept) <= room
+    assert len(marker("preview:dev")) + 1 + len(body) <= MAX_COMMENT
+
+
+def test_a_plan_report_is_cut_to_its_share_of_the_comment_from_a_whole_line(tmp_path: Path) -> None:
+    share = MAX_COMMENT - 4_000  # one stack: all of it
+    # The character `share + 1` from the end is a line break: the kept part starts with the whole line "X…".
+    report = "A" * 50 + "\n" + "X" * 10 + "\n" + "B" * (share - 12)
+    body = pr_report.plan_comment([pr_report.PlanResult("dev", 0, report)], None)
+    kept = body.split("```text\n", 1)[1].split("\n```", 1)[0]
+    assert kept == "X" * 10 + "\n" + "B" * (share - 12)
+
+
+def test_plans_without_a_report_an_empty_exit_file_and_an_unknown_exit_code(tmp_path: Path) -> None:
+    (tmp_path / "a.exit").write_text("")  # make plan died before writing its code: the usage verdict
+    (tmp_path / "b.exit").write_text("7\n")
+    (tmp_path / "b.txt").write_bytes(b"fits \xff\n")
+    results = pr_report.read_plans(tmp_path)
+    assert [(r.stack, r.exit_code, r.report) for r in results] == [("a", 2, ""), ("b", 7, "fits \ufffd\n")]
+    body = pr_report.plan_comment(results, None)
+    assert "| `a` | ❌ the stack file or the command is wrong |" in body and "| `b` | ❌ exit 7 |" in body
+    assert "<summary><code>a</code></summary>\n\n```text\n\n```" in body
+
+
+def test_run_preview_keeps_what_it_was_given_and_what_it_saw(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pulumi import automation as auto
+
+    places: list[tuple[str, str]] = []
+
+    class Workspace(FakeWorkspace):
+        def __init__(self, work_dir: str) -> None:
+            places.append(("workspace", work_dir))
+
+    class TwoLines(FakeStack):
+        def preview(self, **kwargs: Any) -> None:
+            kwargs["on_output"]("first")
+            super().preview(**kwargs)
+
+    def select(name: str, work_dir: str) -> FakeStack:
+        places.append((name, work_dir))
+        return TwoLines()
+
+    monkeypatch.setattr(auto, "LocalWorkspace", Workspace)
+    monkeypatch.setattr(auto, "create_or_select_stack", select)
+    for fail in (True, False):
+        FakeWorkspace.stacks, FakeWorkspace.previews, FakeWorkspace.fail = ["dev"], [], fail  # a diy backend's name
+        run = pr_report.run_preview("dev", ["base/policies"])
+        assert (run.stack, run.policy_packs, run.succeeded, run.fresh) == ("dev", ["base/policies"], not fail, False)
+        assert run.output == "first\nPreviewing update (dev):" and [f.policy for f in run.findings] == ["gpu-plan-fits"]
+    assert places == [("workspace", "."), ("dev", ".")] * 2
+    pr_report.run_preview("dev", ["p"], work_dir="/src")
+    assert places[-2:] == [("workspace", "/src"), ("dev", "/src")]
+
+
+def test_a_backend_that_cannot_list_its_stacks_is_a_failed_run_not_a_fresh_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pulumi import automation as auto
+    from pulumi.automation._cmd import CommandResult
+
+    class Unreachable(FakeWorkspace):
+        def list_stacks(self) -> list[Any]:
+            raise auto.CommandError(CommandResult("", "error: could not reach the backend", 255))
+
+    monkeypatch.setattr(auto, "LocalWorkspace", Unreachable)
+    run = pr_report.run_preview("dev", ["p"])
+    assert run.succeeded is False and run.fresh is False and "could not reach the backend" in run.error
