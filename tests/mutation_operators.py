@@ -449,17 +449,41 @@ def _key(entry: dict[str, object]) -> tuple[object, object, object, object]:
     return entry["line"], entry["operator"], entry["description"], entry.get("name")
 
 
-def killed_by_mutmut_run(mutants_dir: Path, module: str) -> tuple[set[str], list[str]]:
+def _functions(source: str) -> dict[str, str]:
+    """Each top-level function and method by the name `mutmut run` mangles it to -> its code (ast.dump, without
+    positions): mutmut numbers a function's mutants from that function's code alone."""
+    from mutmut.mutation.trampoline_templates import mangle_function_name
+
+    found: dict[str, str] = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            found[mangle_function_name(name=node.name, class_name=None)] = ast.dump(node)
+        elif isinstance(node, ast.ClassDef):
+            found.update((mangle_function_name(name=item.name, class_name=node.name), ast.dump(item))
+                         for item in node.body if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef))
+    return found
+
+
+def killed_by_mutmut_run(mutants_dir: Path, module: str, source: str) -> tuple[set[str], list[str]]:
     """The mutants a `mutmut run` killed (its mutants/<module>.meta, keyed by mutant name) and the test selection
-    it ran them on (`pytest_add_cli_args_test_selection` of the pyproject.toml beside that mutants/)."""
+    it ran them on (`pytest_add_cli_args_test_selection` of the pyproject.toml beside that mutants/). Only those of
+    functions whose code is still `source`'s: a name given to a mutant of code changed since the run may now
+    name another mutant."""
     from mutation_scores import KILLED
 
     meta = mutants_dir / f"{module}.meta"
+    ran_on = mutants_dir.parent / module
     if not meta.is_file():
         raise SystemExit(f"{module}: `mutmut run` left no results in {mutants_dir} ({meta})")
+    if not ran_on.is_file():
+        raise SystemExit(f"{module}: the code that `mutmut run` mutated is not beside its mutants/ ({ran_on})")
+    then, now = _functions(ran_on.read_text()), _functions(source)
+    unchanged = {name for name, code in now.items() if then.get(name) == code}
     codes = json.loads(meta.read_text())["exit_code_by_key"]
     selection = _test_selection(mutants_dir.parent / "pyproject.toml")
-    return {name for name, code in codes.items() if code in KILLED}, [f"mutmut run: {' '.join(selection)}"]
+    killed = {name for name, code in codes.items()
+              if code in KILLED and name.rsplit(".", 1)[-1].split("__mutmut_")[0] in unchanged}
+    return killed, [f"mutmut run: {' '.join(selection)}"]
 
 
 def run(module: str, tests: list[str], out_dir: Path, repo: Path = REPO, survivors_only: bool = False,
@@ -477,7 +501,7 @@ def run(module: str, tests: list[str], out_dir: Path, repo: Path = REPO, survivo
     earlier_tests: list[str] = []
     killed_by_name: set[str] = set()  # by mutmut's name: two of its mutants may share a line and description
     if after_mutmut_run is not None:
-        killed_by_name, earlier_tests = killed_by_mutmut_run(after_mutmut_run, module)
+        killed_by_name, earlier_tests = killed_by_mutmut_run(after_mutmut_run, module, original)
     elif survivors_only:
         if not path.is_file():
             raise SystemExit(f"{module}: no earlier record to take the survivors of ({path})")

@@ -254,6 +254,7 @@ def test_after_a_mutmut_run_only_what_it_did_not_kill_runs_fresh(tmp_path: Path)
         "calc.x_f__mutmut_1": 33, "calc.x_f__mutmut_2": 1}}))
     (mutants_dir.parent / "pyproject.toml").write_text(
         '[tool.mutmut]\npytest_add_cli_args_test_selection = ["tests/test_calc.py"]\n')
+    (mutants_dir.parent / "calc.py").write_text("def f(x):\n    return x + 1\n")  # the code that run mutated
     # A selection that kills nothing shows which mutant ran here: only the one mutmut run did not kill.
     (repo / "tests" / "test_nothing.py").write_text("def test_passes():\n    pass\n")
     out = tmp_path / "out"
@@ -263,6 +264,28 @@ def test_after_a_mutmut_run_only_what_it_did_not_kill_runs_fresh(tmp_path: Path)
     assert record["earlier_tests"] == ["mutmut run: tests/test_calc.py"]
     record = run("calc.py", ["tests/test_calc.py"], out, repo=repo, operators="mutmut", after_mutmut_run=mutants_dir)
     assert [m["status"] for m in record["mutants"]] == ["killed", "killed"]  # type: ignore[index]
+
+
+def test_a_mutmut_runs_kills_count_only_for_functions_unchanged_since(tmp_path: Path) -> None:
+    """Numbered per function: after `g` changed, `x_g__mutmut_1` may name another mutant, so it runs again; `f`'s
+    kill stands (moved lines do not matter); without the code the run mutated, nothing is taken on trust."""
+    pytest.importorskip("mutmut", reason="mutmut is not installed: `make mutation` installs requirements-mutation.txt")
+    from mutation_operators import killed_by_mutmut_run
+
+    mutants_dir = tmp_path / "mutmut" / "mutants"
+    mutants_dir.mkdir(parents=True)
+    (mutants_dir / "calc.py.meta").write_text(json.dumps({"exit_code_by_key": {
+        "calc.x_f__mutmut_1": 1, "calc.x_g__mutmut_1": 1, "calc.x\u01c1C\u01c1m__mutmut_1": 1}}))
+    (mutants_dir.parent / "pyproject.toml").write_text("[tool.mutmut]\n")
+    then = "def f(x):\n    return x + 1\n\n\ndef g(x):\n    return x * 2\n\n\nclass C:\n    def m(self):\n        return 1\n"
+    now = "# moved\n\n" + then.replace("x * 2", "x * 3")
+    with pytest.raises(SystemExit, match="the code that `mutmut run` mutated is not beside"):
+        killed_by_mutmut_run(mutants_dir, "calc.py", now)
+    (mutants_dir.parent / "calc.py").write_text(then)
+    killed, _ = killed_by_mutmut_run(mutants_dir, "calc.py", now)
+    assert killed == {"calc.x_f__mutmut_1", "calc.x\u01c1C\u01c1m__mutmut_1"}
+    assert killed_by_mutmut_run(mutants_dir, "calc.py", then)[0] == {
+        "calc.x_f__mutmut_1", "calc.x_g__mutmut_1", "calc.x\u01c1C\u01c1m__mutmut_1"}
 
 
 def test_a_second_pass_tells_apart_mutmuts_mutants_that_share_a_line_and_description(tmp_path: Path) -> None:
