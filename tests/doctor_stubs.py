@@ -3,7 +3,8 @@
 `HostCase()` is a healthy Linux host with a reachable Docker Engine and nothing deployed; a test changes what
 one tool answers (`case.answer(tool, match, stdout=..., rc=...)`, matched against the joined arguments, the most
 recent answer first) or removes a tool (`case.without(tool)`), then `case.run(tmp_path, *doctor_args)` runs
-`python -m gpu_tenancy doctor` with a PATH holding only the stubs. Every call is logged.
+`gpu-tenancy doctor` with a PATH holding only the stubs (in this process, its environment and working directory
+swapped; `case.run_process` runs `python -m gpu_tenancy doctor` as its own process). Every call is logged.
 
 A call answers only in a shape listed in COMMAND_SHAPES, each the whole command line a real tool needs to print
 what the answers below print (`docker info` without `--format '{{json .}}'` prints text, `sysctl` without `-n`
@@ -31,6 +32,8 @@ What each answer follows:
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import stat
@@ -167,11 +170,36 @@ class HostCase:
         return self
 
     def run(self, tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], list[list[str]]]:
+        """`gpu-tenancy doctor` in this process, its environment and working directory those of a process started
+        as run_process starts one (so a mutation run sees which test reaches which line); the stubs' call log."""
+        from gpu_tenancy.cli.main import main
+
+        env, log = self._host(tmp_path)
+        saved, cwd = dict(os.environ), Path.cwd()
+        out, err = io.StringIO(), io.StringIO()
+        try:
+            os.environ.clear()
+            os.environ.update(env)
+            os.chdir(REPO)
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = main(["doctor", *args])
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+            os.chdir(cwd)
+        done = subprocess.CompletedProcess(["gpu-tenancy", "doctor", *args], code, out.getvalue(), err.getvalue())
+        return done, self._calls(log)
+
+    def run_process(self, tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], list[list[str]]]:
+        """`python -m gpu_tenancy doctor` as its own process, with only the stubs on PATH."""
         env, log = self._host(tmp_path)
         done = subprocess.run([sys.executable, "-m", "gpu_tenancy", "doctor", *args], cwd=REPO, env=env,
                               capture_output=True, text=True, timeout=120)
-        calls = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-        return done, calls
+        return done, self._calls(log)
+
+    @staticmethod
+    def _calls(log: Path) -> list[list[str]]:
+        return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
 
     def call(self, tmp_path: Path, tool: str, *args: str) -> subprocess.CompletedProcess[str]:
         """One stub called as doctor would call it."""
