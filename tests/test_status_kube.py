@@ -101,11 +101,11 @@ def test_not_ready_names_the_failing_checks_or_the_answer_cut_to_80(scripted: li
 def test_a_probe_that_never_answers_times_out(scripted: list[Scripted], monkeypatch: pytest.MonkeyPatch,
                                               path: str) -> None:
     monkeypatch.setattr(kube, "READ_TIMEOUT", 0.5)
-    server = serve(scripted, **{path: (200, b"ok", 5.0)})
+    server = serve(scripted, **{path: (200, b"ok", 30.0)})
     started = time.monotonic()
     with pytest.raises(kube.TenantUnreachable, match="timed out"):
         server.read()
-    assert time.monotonic() - started < 4
+    assert time.monotonic() - started < 20  # long before the answer
 
 
 def test_transport_errors_are_their_innermost_cause_in_one_line() -> None:
