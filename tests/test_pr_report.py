@@ -494,6 +494,8 @@ def test_a_cut_plan_report_says_so_before_its_fence() -> None:
 @pytest.mark.parametrize(("drop", "said"), [
     ("PR_NUMBER", "job summary only: not a pull request"),
     ("GITHUB_TOKEN", "job summary only: no GITHUB_TOKEN"),
+    ("PR_HEAD_REPOSITORY", "job summary only: PR_HEAD_REPOSITORY is not set (the workflow passes the pull request's "
+                           "head repository)"),
 ])
 def test_a_run_that_may_not_comment_says_why(github: FakeGitHub, tmp_path: Path, drop: str, said: str) -> None:
     env = pr_env(github, tmp_path)
@@ -644,3 +646,26 @@ def test_a_backend_that_cannot_list_its_stacks_is_a_failed_run_not_a_fresh_one(m
     monkeypatch.setattr(auto, "LocalWorkspace", Unreachable)
     run = pr_report.run_preview("dev", ["p"])
     assert run.succeeded is False and run.fresh is False and "could not reach the backend" in run.error
+
+
+def test_a_github_that_never_answers_is_given_up_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen()  # accepts, never answers
+    monkeypatch.setattr(github_comments, "TIMEOUT", 0.5)
+    client = github_comments.GitHub(f"http://127.0.0.1:{silent.getsockname()[1]}", "t0ken", REPO)
+    errors: list[OSError] = []
+
+    def ask() -> None:
+        try:
+            list(client.comments(7))
+        except OSError as error:  # urllib's timeout (TimeoutError or URLError)
+            errors.append(error)
+
+    worker = threading.Thread(target=ask, daemon=True)
+    worker.start()
+    worker.join(timeout=20)
+    silent.close()
+    assert not worker.is_alive() and len(errors) == 1

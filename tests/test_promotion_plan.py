@@ -366,3 +366,20 @@ def test_the_commands_help_names_its_two_stack_files(capsys: pytest.CaptureFixtu
     assert "Does the plan hold on promotion? The same tenants planned on the nodes of two stacks, compared." in out
     assert "the stack file promoted from, e.g. Pulumi.dev.yaml" in out
     assert "the stack file promoted to, e.g. Pulumi.gpu.yaml" in out
+
+
+def test_a_tenant_on_one_side_only_has_no_cards_on_the_other(tmp_path: Path) -> None:
+    def l4(index: int) -> dict[str, Any]:
+        return {"id": f"GPU-{index}", "index": index, "count": 10, "devmem": 23034, "devcore": 100,
+                "type": "NVIDIA L4", "numa": 0, "mode": "hami-core", "health": True}
+
+    workloads = [{"name": "w", "tenant": "t", "replicas": 1, "containers": [{"gpus": 1, "gpumemMiB": 1000}]}]
+    source, target = tmp_path / "source.json", tmp_path / "target.json"
+    source.write_text(json.dumps({"workloads": workloads, "nodes": [
+        {"name": "n1", "tenant": "t", "devices": [l4(0)]}, {"name": "u1", "tenant": "u", "devices": [l4(0)]}]}))
+    target.write_text(json.dumps({"workloads": workloads, "nodes": [
+        {"name": "n1", "tenant": "t", "devices": [l4(0)]}, {"name": "v1", "tenant": "v", "devices": [l4(0), l4(1)]}]}))
+    assert promotion_plan.plan_changes(str(source), str(target)) == [
+        "tenant u: cards node 1: 1 x NVIDIA L4 (23034 MiB) -> none",
+        "tenant v: cards none -> node 1: 2 x NVIDIA L4 (23034 MiB)",
+    ]
