@@ -255,7 +255,7 @@ def test_a_tenants_health_names_what_is_not_ready() -> None:
     nodes = [node("w-2", [{"type": "Ready", "status": "False"}]), node("w-1", []), node("w-0", ready)]
     # A node with no Ready condition is not Ready (the kubelet has not reported); no register annotation is no
     # card, not an unreadable one; a /readyz not asked is "not probed".
-    found = health("tenant-a", TenantObjects(nodes=nodes, readyz=None))
+    found = health("tenant-a", TenantObjects(nodes=nodes, readyz=None), "", None)
     assert found.problems == ("control plane not probed", "node(s) not Ready: w-1, w-2")
     assert (found.nodes_ready, found.nodes_total, found.gpus_registered) == (1, 3, 0)
 
@@ -376,3 +376,11 @@ def test_the_stack_file_given_is_the_one_compared_with(
         assert [(row["tenant"], row["gpus_declared"], row["problems"]) for row in rows] == [
             ("tenant-a", 3, ["1 GPU(s) registered, 3 declared"]), ("tenant-b", 0, ["2 GPU(s) registered, 0 declared"])]
     assert [row["endpoint"] for row in offline] == ["", ""]  # a dump has no stack outputs
+
+
+def test_a_node_without_a_name_is_named_by_a_question_mark() -> None:
+    from gpu_tenancy.cli.status.report import TenantObjects
+
+    nameless = {"metadata": {}, "status": {"conditions": [{"type": "Ready", "status": "False"}]}}
+    row = tenants.health("tenant-a", TenantObjects(nodes=[nameless], readyz="ok"), "", None)
+    assert row.problems == ("node(s) not Ready: ?",)

@@ -60,7 +60,7 @@ def _name(obj: Mapping[str, Any]) -> str:
 
 
 def health(
-    tenant: str, read: status.TenantObjects | str, endpoint: str = "", declared: int | None = None
+    tenant: str, read: status.TenantObjects | str, endpoint: str, declared: int | None
 ) -> TenantHealth:
     """One tenant's row: `read` is what its API server returned, or why it could not be read."""
     if isinstance(read, str):
