@@ -669,3 +669,82 @@ def test_a_github_that_never_answers_is_given_up_on(monkeypatch: pytest.MonkeyPa
     worker.join(timeout=20)
     silent.close()
     assert not worker.is_alive() and len(errors) == 1
+
+
+# --------------------------------------------------------------------------- the command line, end to end
+
+
+def test_the_preview_command_prints_the_run_publishes_its_comment_and_exits_by_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    published: list[tuple[str, str]] = []
+    runs: list[tuple[str, list[str]]] = []
+
+    def publish_stub(subject: str, body: str) -> str:
+        published.append((subject, body))
+        return "comment created"
+
+    def run_stub(stack: str, packs: list[str]) -> pr_report.PreviewRun:
+        runs.append((stack, packs))
+        return pr_report.PreviewRun(stack, packs, stack == "dev", f"output of {stack}", [],
+                                    "" if stack == "dev" else "error: it failed")
+
+    monkeypatch.setattr(pr_report, "publish", publish_stub)
+    monkeypatch.setattr(pr_report, "run_preview", run_stub)
+    assert pr_report.main(["preview", "--stack", "dev", "--policy-pack", "a", "--policy-pack", "b"]) == 0
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("output of dev\ncomment created\n", "")
+    assert runs == [("dev", ["a", "b"])]
+    assert published == [("preview:dev", pr_report.preview_comment(run_stub("dev", ["a", "b"])))]
+    assert pr_report.main(["preview", "--stack", "gpu", "--policy-pack", "a", "--subject", "gpu-preview"]) == 1
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("output of gpu\ncomment created\n", "error: it failed\n")
+    assert published[-1][0] == "gpu-preview"
+
+
+@pytest.mark.parametrize("argv", [["preview", "--policy-pack", "a"], ["preview", "--stack", "dev"]],
+                         ids=["no-stack", "no-pack"])
+def test_a_preview_needs_its_stack_and_a_pack(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    from gpu_tenancy.cli.main import main
+
+    assert main(["pull-requests", *argv]) == 2
+    assert "the following arguments are required" in capsys.readouterr().err
+
+
+def test_backend_dir_names_what_it_made_and_leaves_other_backends(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.delenv("PULUMI_BACKEND_URL", raising=False)
+    assert pr_report.main(["backend-dir"]) == 0 and capsys.readouterr().out == ""
+    monkeypatch.setenv("PULUMI_BACKEND_URL", f"file://{tmp_path}/state")
+    for _ in range(2):  # a second time: already there
+        assert pr_report.main(["backend-dir"]) == 0
+        assert capsys.readouterr().out == f"file backend directory: {tmp_path / 'state'}\n"
+
+
+def test_plan_publishes_under_its_subject_with_the_pictures(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    published: list[tuple[str, str]] = []
+
+    def publish_stub(subject: str, body: str) -> str:
+        published.append((subject, body))
+        return "job summary only: not a pull request"
+
+    monkeypatch.setattr(pr_report, "publish", publish_stub)
+    (tmp_path / "dev.exit").write_text("0\n")
+    assert pr_report.main(["plan", str(tmp_path), "--pictures-url", "https://example.test/a/1"]) == 0
+    assert capsys.readouterr().out == "job summary only: not a pull request\n"
+    ((subject, body),) = published
+    assert subject == "plan" and "[plan PNGs](https://example.test/a/1)" in body
+    assert pr_report.main(["plan", str(tmp_path / "none")]) == 2
+    assert capsys.readouterr().err == (
+        f"{tmp_path / 'none'}: no <stack>.exit files (run `make plan` for each stack first)\n")
+
+
+def test_stack_config_says_what_it_took(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    theirs, base = tmp_path / "theirs.yaml", tmp_path / "base.yaml"
+    theirs.write_text("config:\n  gpu-tenancy:mode: sim\n")
+    base.write_text("config:\n  gpu-tenancy:mode: sim\n")
+    assert pr_report.main(["stack-config", str(theirs), str(base)]) == 0
+    assert capsys.readouterr().out == f"{base}: config taken from {theirs}\n"
