@@ -23,6 +23,7 @@ from policy_support import (
     run_stack_policy,
     set_both,
 )
+from pulumi.runtime.rpc import UNKNOWN as ENGINE_UNKNOWN
 from pulumi_policy import proxy
 from resource_lib import Res
 
@@ -849,7 +850,6 @@ def test_a_binding_with_no_subjects_binds_nobody_and_one_under_no_component_bind
 
 def test_a_role_not_known_yet_is_checked_when_known_and_the_next_one_still_is() -> None:
     # A preview's unknown outputs: the role is checked before its step runs, when its rules are known.
-    from pulumi.runtime.rpc import UNKNOWN as ENGINE_UNKNOWN
 
     stack = copy_stack(dev_stack())
     first = find(stack, CLUSTER_ROLE, "tenant-a-network-kindnet")
@@ -1082,7 +1082,6 @@ def test_a_chart_not_from_the_cache_without_a_repository_names_no_repository(rep
                                           ("peer", "controlPlaneEndpoint"), ("peer", "address")])
 def test_a_firewall_is_checked_once_what_it_is_built_from_is_known(who: str, key: str) -> None:
     # A preview before the control planes exist: an endpoint, a peer's address or the rules are not known yet.
-    from pulumi.runtime.rpc import UNKNOWN as ENGINE_UNKNOWN
 
     stack = copy_stack(policy_support.gpu_stack())
     hosts = {r.inputs["tenant"]: r for r in stack if r.type == HOST_WORKER}
@@ -1235,7 +1234,6 @@ def test_the_cuda_control_marker_in_a_tenant_without_the_mock_nvml_is_named_whic
 
 
 def test_a_marker_not_known_yet_waits() -> None:
-    from pulumi.runtime.rpc import UNKNOWN as ENGINE_UNKNOWN
 
     stack = copy_stack(dev_stack())
     _marker(_control(stack, GPU_ACCESS_COMPONENT, VAP), ENGINE_UNKNOWN)
@@ -1271,7 +1269,6 @@ def test_a_binding_naming_another_policy_is_named_on_the_binding() -> None:
 
 @pytest.mark.parametrize("where", ["binding's policyName", "policy's name"])
 def test_a_binding_or_policy_name_not_known_yet_waits(where: str) -> None:
-    from pulumi.runtime.rpc import UNKNOWN as ENGINE_UNKNOWN
 
     stack = copy_stack(dev_stack())
     if where == "binding's policyName":
@@ -1283,7 +1280,6 @@ def test_a_binding_or_policy_name_not_known_yet_waits(where: str) -> None:
 
 @pytest.mark.parametrize("key", ["metadata", "spec"])
 def test_a_controls_name_or_spec_not_known_yet_is_checked_when_known(key: str) -> None:
-    from pulumi.runtime.rpc import UNKNOWN as ENGINE_UNKNOWN
 
     stack = copy_stack(dev_stack())
     policy = _control(stack, GPU_ACCESS_COMPONENT, VAP)
