@@ -384,3 +384,44 @@ def test_a_node_without_a_name_is_named_by_a_question_mark() -> None:
     nameless = {"metadata": {}, "status": {"conditions": [{"type": "Ready", "status": "False"}]}}
     row = tenants.health("tenant-a", TenantObjects(nodes=[nameless], readyz="ok"), "", None)
     assert row.problems == ("node(s) not Ready: ?",)
+
+
+def test_cards_are_counted_over_every_node_past_an_unreadable_one() -> None:
+    from gpu_tenancy.cli.status.report import TenantObjects
+
+    def node(name: str, annotation: Any) -> dict[str, Any]:
+        return {"metadata": {"name": name, "annotations": {hami.NODE_REGISTER_ANNOTATION: annotation}},
+                "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+
+    register = json.loads(recorded("real")["tenant-b"]["nodes"][0]["metadata"]["annotations"][
+        hami.NODE_REGISTER_ANNOTATION])  # two L4s, as HAMi v2.10.0 wrote them
+    sick = [{**register[0]}]
+    sick[0].pop("health")  # Go's omitempty: an unhealthy card has no "health"
+    nodes = [node("w-0", "[{"), node("w-1", json.dumps(register)), node("w-2", json.dumps(register[:1])),
+             node("w-3", json.dumps(sick)), node("w-4", json.dumps(sick))]
+    row = tenants.health("tenant-b", TenantObjects(nodes=nodes, readyz="ok"), "", 5)
+    assert row.gpus_registered == 5
+    assert row.problems == (f"node w-0: unreadable {hami.NODE_REGISTER_ANNOTATION}", "2 GPU(s) registered unhealthy")
+
+
+def test_a_stack_file_that_does_not_validate_names_pydantics_first_line(tmp_path: Path) -> None:
+    bad = tmp_path / "Pulumi.bad.yaml"
+    bad.write_text("config:\n  gpu-tenancy:tenants:\n    - name: Tenant_A\n      gpus: []\n")
+    with pytest.raises(ValueError) as refused:
+        tenants.declared_gpus(bad)
+    assert str(refused.value).startswith(f"{bad}: gpu-tenancy:tenants: 2 validation errors for list[")
+    assert "\n" not in str(refused.value)
+
+
+def test_gather_without_a_stack_file_declares_nothing_and_names_the_stack_in_errors(
+    servers: dict[str, FakeTenant], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    install_stack(tmp_path, monkeypatch, {name: s.kubeconfig() for name, s in servers.items()})
+    rows = tenants.gather("dev", [], tmp_path / "Pulumi.none.yaml")
+    assert [(row.tenant, row.gpus_declared, row.endpoint) for row in rows] == [
+        ("tenant-a", None, "127.0.0.1:6443"), ("tenant-b", None, "127.0.0.1:6443")]
+    pulumi_stub.install(tmp_path / "bin", {"dev": {"tenants": [], "tenantKubeconfigs": {}}})
+    from gpu_tenancy.cli import stack_outputs
+
+    with pytest.raises(stack_outputs.OutputsError, match=r"^stack dev: output 'tenants' is not an object$"):
+        tenants.gather("dev", [], None)
