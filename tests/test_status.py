@@ -356,10 +356,31 @@ def test_watch_redraws_in_place_until_interrupted(cluster: dict[str, FakeTenant]
     assert len(cluster["tenant-a"].requests) == 3 * 3  # read again for every frame
 
 
-def test_watch_needs_a_positive_interval_and_a_table(capsys: pytest.CaptureFixture[str]) -> None:
-    assert status_cli.main(["--watch", "0", "--objects", "x.json"]) == 2
-    assert status_cli.main(["--watch", "--json", "--objects", "x.json"]) == 2
-    assert "--watch takes a positive number of seconds" in capsys.readouterr().err
+def test_watch_needs_a_positive_interval_and_a_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    dump = tmp_path / "objects.json"
+    dump.write_text(json.dumps(recorded("real")))
+    refused = "status: --watch takes a positive number of seconds and a table (not --json)\n"
+    for argv in (["--watch", "0"], ["--watch", "-1"], ["--watch", "--json"]):
+        assert status_cli.main([*argv, "--objects", str(dump)]) == 2
+        assert capsys.readouterr() == ("", refused)
+
+
+@pytest.mark.parametrize(("argv", "interval"), [(["--watch"], 5.0), (["--watch", "1"], 1.0),
+                                                 (["--watch", "0.5"], 0.5)])
+def test_watch_takes_seconds_as_a_number_five_when_not_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str], argv: list[str],
+                                                             interval: float) -> None:
+    dump = tmp_path / "objects.json"
+    dump.write_text(json.dumps(recorded("real")))
+    naps: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        naps.append(seconds)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(status_cli, "pause", sleep)
+    assert status_cli.main([*argv, "--objects", str(dump)]) == 0
+    assert naps == [interval] and capsys.readouterr().out.startswith(status_cli.REDRAW)
 
 
 def test_save_writes_what_objects_reads_back(mode: str, cluster: dict[str, FakeTenant], tmp_path: Path,
@@ -506,3 +527,22 @@ def test_the_stack_named_in_an_outputs_error(tmp_path: Path, monkeypatch: pytest
     monkeypatch.setenv("PATH", pulumi_stub.path_with(tmp_path / "bin"))
     assert status_cli.main(["--stack", "gpu"]) == 1
     assert capsys.readouterr().err == "status: stack gpu: output 'tenants' is not an object\n"
+
+
+def test_unknown_tenants_are_all_named_with_the_known_ones(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    dump = dump_file(tmp_path, recorded("real"))
+    assert status_cli.main(["--objects", str(dump), "--tenant", "x", "--tenant", "y"]) == 2
+    assert capsys.readouterr().err == f"status: {dump} has no tenant 'x', 'y' (tenants: tenant-a, tenant-b)\n"
+    empty = tmp_path / "empty.json"
+    empty.write_text("{}")
+    assert status_cli.main(["--objects", str(empty), "--tenant", "x"]) == 2
+    assert capsys.readouterr().err == f"status: {empty} has no tenant 'x' (tenants: none)\n"
+
+
+def test_a_tenant_without_its_kubeconfig_output_names_the_stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    pulumi_stub.install(tmp_path / "bin", {"gpu": {"tenants": {"tenant-a": {"endpoint": "10.0.0.1:6443", "nodes": []}},
+                                                   "tenantKubeconfigs": {}}})
+    monkeypatch.setenv("PATH", pulumi_stub.path_with(tmp_path / "bin"))
+    assert status_cli.main(["--stack", "gpu"]) == 1
+    assert capsys.readouterr().err == "status: stack gpu has no tenant 'tenant-a' (tenants: none)\n"
