@@ -792,3 +792,25 @@ def test_published_is_0_only_when_every_sha256_is_recorded_and_goes_through_the_
     monkeypatch.setattr(tools, "published", published)
     monkeypatch.setenv(tools.MIRROR_ENV, "https://cache.example")
     assert tools.main(["published"]) == 1 and mirrors == ["https://cache.example"]
+
+
+def test_a_version_command_that_fails_reports_no_version(empty_path: Path) -> None:
+    failing = empty_path / "pulumi"
+    failing.write_text(f"#!/bin/sh\necho {PULUMI_V}\nexit 1\n")
+    failing.chmod(0o755)
+    assert tools.reported_version(tools.TOOLS_BY_NAME["pulumi"], str(failing)) is None
+
+
+@pytest.mark.usefixtures("empty_path")
+def test_the_lock_is_read_for_this_tool_only(tmp_path: Path, releases: FakeReleases) -> None:
+    releases.publish_release(PULUMI, pulumi_archive(PULUMI_V))
+    setup, _ = installer(tmp_path, releases, fetch=routed(releases, []))
+    setup.lock_path.parent.mkdir(parents=True)
+    setup.lock_path.write_text(f"kind v0.32.0 {TARGET} {'e' * 64}\n")  # another tool's line first
+    setup.ensure(PULUMI)
+    assert setup.lock_path.read_text().splitlines()[1].startswith(f"pulumi {PULUMI_V} {TARGET} ")
+
+
+def test_a_mirror_whose_path_ends_in_x() -> None:
+    assert tools.mirrored("https://dl.k8s.io/kubectl", "https://cache.example/X/") == (
+        "https://cache.example/X/dl.k8s.io/kubectl")

@@ -295,7 +295,7 @@ class Installer:
         self.install(tool, why)
         return str(own)
 
-    def install(self, tool: Tool, why: str = "") -> None:
+    def install(self, tool: Tool, why: str) -> None:
         if self.target is None:
             raise ToolError(
                 f"{tool.name} {tool.version} is needed ({why}) and `make tools` downloads only for "
