@@ -327,6 +327,7 @@ def test_on_a_terminal_health_is_in_colour_unless_no_color_is_set(
     coloured = capsys.readouterr().out
     assert coloured.startswith(f"{BOLD}TENANT\x1b[0m")
     assert f"{GREEN}healthy\x1b[0m" in coloured and f"{RED}no node joined\x1b[0m" in coloured
+    assert "\n3 tenant(s), 2 not healthy (NODES: Ready/total, GPUS: registered/declared)" in coloured  # not highlighted
     monkeypatch.setenv("NO_COLOR", "1")
     assert tenants_cli.main(["--width", "100"]) == 1
     plain = capsys.readouterr().out

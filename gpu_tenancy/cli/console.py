@@ -9,5 +9,5 @@ from rich.console import Console
 
 def text_console(out: IO[str], width: int, color: bool) -> Console:
     """A Console writing to `out`, `width` columns wide, in colour only when `color` (stdout is a terminal) and
-    the user has not set NO_COLOR: with `no_color=None` rich reads it (https://no-color.org); False would override."""
-    return Console(file=out, width=width, force_terminal=color, no_color=None if color else True, highlight=False)
+    the user has not set NO_COLOR (rich reads it: https://no-color.org); no highlighting of numbers in plain text."""
+    return Console(file=out, width=width, force_terminal=color, highlight=False)
