@@ -116,3 +116,33 @@ def test_transport_errors_are_their_innermost_cause_in_one_line() -> None:
     assert kube._reason(ApiException(status=0, reason="[Errno 111] Connection refused")) == "connection refused"
     assert kube._reason(OSError("z" * 200)) == "z" * 160
     assert kube._reason(OSError()) == "OSError"
+
+
+def test_a_tenant_that_drops_the_connection_is_tried_once() -> None:
+    """One attempt (configuration.retries = False): urllib3 would otherwise try a GET three times more, and one
+    unreachable tenant must not hold up the others."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    accepted: list[int] = []
+
+    def drop() -> None:
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                return
+            accepted.append(1)
+            connection.close()  # no answer at all
+
+    threading.Thread(target=drop, daemon=True).start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    try:
+        with pytest.raises(kube.TenantUnreachable):
+            kube.read_tenant(kubeconfig_for("t", url, "token-t"))
+        time.sleep(0.2)
+    finally:
+        listener.close()
+    assert accepted == [1]
