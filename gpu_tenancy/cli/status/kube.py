@@ -98,7 +98,7 @@ def _probes(api: client.ApiClient, timeout: tuple[float, float]) -> tuple[str, s
     return git_version, "not ready: " + (", ".join(failing) or f"HTTP {code} {' '.join(text.split())[:80]}")
 
 
-def read_tenant(kubeconfig_yaml: str, probes: bool = False) -> TenantObjects:
+def read_tenant(kubeconfig_yaml: str, probes: bool) -> TenantObjects:
     """Nodes, pods (all namespaces) and ResourceQuotas of the cluster the kubeconfig names."""
     api = api_client(kubeconfig_yaml)
     server = api.configuration.host
