@@ -449,40 +449,39 @@ def _key(entry: dict[str, object]) -> tuple[object, object, object, object]:
     return entry["line"], entry["operator"], entry["description"], entry.get("name")
 
 
-def _functions(source: str) -> dict[str, str]:
-    """Each top-level function and method by the name `mutmut run` mangles it to -> its code (ast.dump, without
-    positions): mutmut numbers a function's mutants from that function's code alone."""
-    from mutmut.mutation.trampoline_templates import mangle_function_name
-
-    found: dict[str, str] = {}
-    for node in ast.parse(source).body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            found[mangle_function_name(name=node.name, class_name=None)] = ast.dump(node)
-        elif isinstance(node, ast.ClassDef):
-            found.update((mangle_function_name(name=item.name, class_name=node.name), ast.dump(item))
-                         for item in node.body if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef))
-    return found
+def _function_of(name: str) -> str:
+    """`pkg.mod.x_f__mutmut_3` -> `x_f` (`xǁClassǁm` for a method): the function a mutmut mutant is in."""
+    return name.rsplit(".", 1)[-1].split("__mutmut_")[0]
 
 
 def killed_by_mutmut_run(mutants_dir: Path, module: str, source: str) -> tuple[set[str], list[str]]:
     """The mutants a `mutmut run` killed (its mutants/<module>.meta, keyed by mutant name) and the test selection
     it ran them on (`pytest_add_cli_args_test_selection` of the pyproject.toml beside that mutants/). Only those of
-    functions whose code is still `source`'s: a name given to a mutant of code changed since the run may now
-    name another mutant."""
+    functions that `source` still has as they were when it ran: the same code (the hash of each function's code the
+    run recorded, mutmut's `compute_function_hashes`) and the same mutant names (a `# pragma: no mutate` or another
+    `do_not_mutate` leaves the code alike and numbers the mutants anew). Any other name may now name another mutant."""
     from mutation_scores import KILLED
+    from mutmut.mutation.file_mutation import compute_function_hashes
 
-    meta = mutants_dir / f"{module}.meta"
-    ran_on = mutants_dir.parent / module
-    if not meta.is_file():
-        raise SystemExit(f"{module}: `mutmut run` left no results in {mutants_dir} ({meta})")
-    if not ran_on.is_file():
-        raise SystemExit(f"{module}: the code that `mutmut run` mutated is not beside its mutants/ ({ran_on})")
-    then, now = _functions(ran_on.read_text()), _functions(source)
-    unchanged = {name for name, code in now.items() if then.get(name) == code}
-    codes = json.loads(meta.read_text())["exit_code_by_key"]
+    meta_path = mutants_dir / f"{module}.meta"
+    if not meta_path.is_file():
+        raise SystemExit(f"{module}: `mutmut run` left no results in {mutants_dir} ({meta_path})")
+    meta = json.loads(meta_path.read_text())
+    ran_hashes = meta.get("hash_by_function_name")
+    if not ran_hashes:
+        raise SystemExit(f"{module}: {meta_path} records no function hashes, so which kills still apply is unknown")
+    codes = meta["exit_code_by_key"]
+    ran_names: dict[str, set[str]] = {}
+    for name in codes:
+        ran_names.setdefault(_function_of(name), set()).add(name)
+    now_names: dict[str, set[str]] = {}
+    for mutant in mutmut_mutants(source, module):
+        now_names.setdefault(_function_of(mutant.name), set()).add(mutant.name)
+    now_hashes = compute_function_hashes(source)
+    unchanged = {function for function, code in ran_hashes.items()
+                 if now_hashes.get(function) == code and ran_names.get(function) == now_names.get(function)}
     selection = _test_selection(mutants_dir.parent / "pyproject.toml")
-    killed = {name for name, code in codes.items()
-              if code in KILLED and name.rsplit(".", 1)[-1].split("__mutmut_")[0] in unchanged}
+    killed = {name for name, code in codes.items() if code in KILLED and _function_of(name) in unchanged}
     return killed, [f"mutmut run: {' '.join(selection)}"]
 
 

@@ -250,11 +250,13 @@ def test_after_a_mutmut_run_only_what_it_did_not_kill_runs_fresh(tmp_path: Path)
     # The mutmut run killed `x + 2` and ran no test on `x - 1` (its coverage does not see the subprocess).
     mutants_dir = tmp_path / "mutmut" / "mutants"
     mutants_dir.mkdir(parents=True)
+    from mutmut.mutation.file_mutation import compute_function_hashes
+
     (mutants_dir / "calc.py.meta").write_text(json.dumps({"exit_code_by_key": {
-        "calc.x_f__mutmut_1": 33, "calc.x_f__mutmut_2": 1}}))
+        "calc.x_f__mutmut_1": 33, "calc.x_f__mutmut_2": 1},
+        "hash_by_function_name": compute_function_hashes("def f(x):\n    return x + 1\n")}))
     (mutants_dir.parent / "pyproject.toml").write_text(
         '[tool.mutmut]\npytest_add_cli_args_test_selection = ["tests/test_calc.py"]\n')
-    (mutants_dir.parent / "calc.py").write_text("def f(x):\n    return x + 1\n")  # the code that run mutated
     # A selection that kills nothing shows which mutant ran here: only the one mutmut run did not kill.
     (repo / "tests" / "test_nothing.py").write_text("def test_passes():\n    pass\n")
     out = tmp_path / "out"
@@ -268,24 +270,27 @@ def test_after_a_mutmut_run_only_what_it_did_not_kill_runs_fresh(tmp_path: Path)
 
 def test_a_mutmut_runs_kills_count_only_for_functions_unchanged_since(tmp_path: Path) -> None:
     """Numbered per function: after `g` changed, `x_g__mutmut_1` may name another mutant, so it runs again; `f`'s
-    kill stands (moved lines do not matter); without the code the run mutated, nothing is taken on trust."""
+    kills stand (moved lines do not matter). A `# pragma: no mutate` leaves `h`'s code alike and numbers its mutants
+    anew: they run again too. A record without the run's function hashes keeps nothing."""
     pytest.importorskip("mutmut", reason="mutmut is not installed: `make mutation` installs requirements-mutation.txt")
-    from mutation_operators import killed_by_mutmut_run
+    from mutation_operators import killed_by_mutmut_run, mutmut_mutants
+    from mutmut.mutation.file_mutation import compute_function_hashes
 
+    then = ("def f(x):\n    return x + 1\n\n\ndef g(x):\n    return x * 2\n\n\n"
+            "def h(x):\n    a = x + 1\n    return a - 2\n\n\nclass C:\n    def m(self):\n        return 1\n")
+    now = "# moved\n\n" + then.replace("x * 2", "x * 3").replace("a = x + 1\n", "a = x + 1  # pragma: no mutate\n")
+    ran = {m.name: 1 for m in mutmut_mutants(then, "calc.py")}
     mutants_dir = tmp_path / "mutmut" / "mutants"
     mutants_dir.mkdir(parents=True)
-    (mutants_dir / "calc.py.meta").write_text(json.dumps({"exit_code_by_key": {
-        "calc.x_f__mutmut_1": 1, "calc.x_g__mutmut_1": 1, "calc.x\u01c1C\u01c1m__mutmut_1": 1}}))
     (mutants_dir.parent / "pyproject.toml").write_text("[tool.mutmut]\n")
-    then = "def f(x):\n    return x + 1\n\n\ndef g(x):\n    return x * 2\n\n\nclass C:\n    def m(self):\n        return 1\n"
-    now = "# moved\n\n" + then.replace("x * 2", "x * 3")
-    with pytest.raises(SystemExit, match="the code that `mutmut run` mutated is not beside"):
+    meta = mutants_dir / "calc.py.meta"
+    meta.write_text(json.dumps({"exit_code_by_key": ran}))
+    with pytest.raises(SystemExit, match="records no function hashes"):
         killed_by_mutmut_run(mutants_dir, "calc.py", now)
-    (mutants_dir.parent / "calc.py").write_text(then)
+    meta.write_text(json.dumps({"exit_code_by_key": ran, "hash_by_function_name": compute_function_hashes(then)}))
     killed, _ = killed_by_mutmut_run(mutants_dir, "calc.py", now)
-    assert killed == {"calc.x_f__mutmut_1", "calc.x\u01c1C\u01c1m__mutmut_1"}
-    assert killed_by_mutmut_run(mutants_dir, "calc.py", then)[0] == {
-        "calc.x_f__mutmut_1", "calc.x_g__mutmut_1", "calc.x\u01c1C\u01c1m__mutmut_1"}
+    assert {name.split("__mutmut_")[0] for name in killed} == {"calc.x_f", "calc.x\u01c1C\u01c1m"}
+    assert killed_by_mutmut_run(mutants_dir, "calc.py", then)[0] == set(ran)
 
 
 def test_a_second_pass_tells_apart_mutmuts_mutants_that_share_a_line_and_description(tmp_path: Path) -> None:
