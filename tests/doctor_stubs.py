@@ -178,6 +178,7 @@ class HostCase:
         saved, cwd = dict(os.environ), Path.cwd()
         out, err = io.StringIO(), io.StringIO()
         try:
+            # MUTANT_UNDER_TEST goes with the rest: mutmut 3.8 keeps its own copy (trampoline.get_mutant_under_test).
             os.environ.clear()
             os.environ.update(env)
             os.chdir(REPO)

@@ -154,6 +154,7 @@ def test_node_names_are_cut_between_their_parts_never_inside_one(
 def test_no_color_takes_the_colours_away_even_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     """NO_COLOR (https://no-color.org) set: `make status` on a terminal keeps its bold, loses its colours."""
     monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")  # rich styles nothing for TERM=dumb
     coloured = render_table(view(), 100, color=True)
     assert re.search(r"\x1b\[[0-9;]*3[0-7]m", coloured)  # a foreground colour
     monkeypatch.setenv("NO_COLOR", "1")

@@ -494,8 +494,8 @@ def test_a_cut_plan_report_says_so_before_its_fence() -> None:
 @pytest.mark.parametrize(("drop", "said"), [
     ("PR_NUMBER", "job summary only: not a pull request"),
     ("GITHUB_TOKEN", "job summary only: no GITHUB_TOKEN"),
-    ("PR_HEAD_REPOSITORY", "job summary only: PR_HEAD_REPOSITORY is not set (the workflow passes the pull request's "
-                           "head repository)"),
+    ("PR_HEAD_REPOSITORY", "job summary only: PR_HEAD_REPOSITORY is empty: the pull request's head repository is "
+                           "unknown (a deleted fork?)"),
 ])
 def test_a_run_that_may_not_comment_says_why(github: FakeGitHub, tmp_path: Path, drop: str, said: str) -> None:
     env = pr_env(github, tmp_path)
@@ -625,8 +625,10 @@ def test_run_preview_keeps_what_it_was_given_and_what_it_saw(monkeypatch: pytest
 
     monkeypatch.setattr(auto, "LocalWorkspace", Workspace)
     monkeypatch.setattr(auto, "create_or_select_stack", select)
+    monkeypatch.setattr(FakeWorkspace, "stacks", ["dev"])  # a diy backend's name
     for fail in (True, False):
-        FakeWorkspace.stacks, FakeWorkspace.previews, FakeWorkspace.fail = ["dev"], [], fail  # a diy backend's name
+        monkeypatch.setattr(FakeWorkspace, "previews", [])
+        monkeypatch.setattr(FakeWorkspace, "fail", fail)
         run = pr_report.run_preview("dev", ["base/policies"])
         assert (run.stack, run.policy_packs, run.succeeded, run.fresh) == ("dev", ["base/policies"], not fail, False)
         assert run.output == "first\nPreviewing update (dev):" and [f.policy for f in run.findings] == ["gpu-plan-fits"]
@@ -651,6 +653,8 @@ def test_a_backend_that_cannot_list_its_stacks_is_a_failed_run_not_a_fresh_one(m
 def test_a_github_that_never_answers_is_given_up_on(monkeypatch: pytest.MonkeyPatch) -> None:
     import socket
 
+    for proxy in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(proxy, raising=False)  # straight to the silent socket
     silent = socket.socket()
     silent.bind(("127.0.0.1", 0))
     silent.listen()  # accepts, never answers
@@ -668,7 +672,7 @@ def test_a_github_that_never_answers_is_given_up_on(monkeypatch: pytest.MonkeyPa
     worker.start()
     worker.join(timeout=20)
     silent.close()
-    assert not worker.is_alive() and len(errors) == 1
+    assert not worker.is_alive() and len(errors) == 1 and "timed out" in str(errors[0])
 
 
 # --------------------------------------------------------------------------- the command line, end to end

@@ -447,7 +447,9 @@ def dump_file(tmp_path: Path, document: dict[str, Any]) -> Path:
     return dump
 
 
-def test_the_title_says_where_the_view_comes_from_and_when(tmp_path: Path) -> None:
+def test_the_title_says_where_the_view_comes_from_and_when(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")  # rich styles nothing for TERM=dumb
     dump = dump_file(tmp_path, recorded("real"))
     plain, coloured = io.StringIO(), Terminal()
     assert status_cli.main(["--objects", str(dump), "--width", "100"], out=plain) == 0

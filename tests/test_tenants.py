@@ -321,6 +321,7 @@ def test_on_a_terminal_health_is_in_colour_unless_no_color_is_set(
     """On a terminal: headings bold, `healthy` green, problems red; NO_COLOR (https://no-color.org) takes the colours
     away and leaves the bold; piped, no escape at all."""
     monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")  # rich styles nothing for TERM=dumb
     monkeypatch.setattr(tenants_health, "gather", lambda *_: _unknowns())
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
     assert tenants_cli.main(["--width", "100"]) == 1

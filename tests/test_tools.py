@@ -590,6 +590,8 @@ def test_a_download_says_who_asks_and_gives_up_on_a_host_that_never_answers(
 ) -> None:
     import socket
 
+    for proxy in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(proxy, raising=False)  # straight to the local servers
     agents: list[str | None] = []
 
     class Handler(http.server.BaseHTTPRequestHandler):
@@ -609,6 +611,7 @@ def test_a_download_says_who_asks_and_gives_up_on_a_host_that_never_answers(
         tools.fetch(f"http://127.0.0.1:{server.server_address[1]}/x", tmp_path / "x")
     finally:
         server.shutdown()
+        server.server_close()
     assert agents == ["gpu-tenancy-tools"] and (tmp_path / "x").read_bytes() == b"ok"
 
     silent = socket.socket()

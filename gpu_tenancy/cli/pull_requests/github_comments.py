@@ -125,8 +125,8 @@ def publish(subject: str, body: str, environ: Mapping[str, str] | None = None) -
     if not number.isdigit():
         return "job summary only: not a pull request"
     if not head:  # unknown whether it is a fork: no comment
-        return "job summary only: PR_HEAD_REPOSITORY is not set (the workflow passes the pull request's head " \
-            "repository)"
+        return "job summary only: PR_HEAD_REPOSITORY is empty: the pull request's head repository is unknown " \
+            "(a deleted fork?)"
     if head != env.get("GITHUB_REPOSITORY"):
         return f"job summary only: {head} is a fork, whose token cannot comment"
     if not env.get("GITHUB_TOKEN"):
