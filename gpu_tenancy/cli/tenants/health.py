@@ -108,9 +108,13 @@ def declared_gpus(stack_file: Path) -> dict[str, int] | None:
         document = yaml.safe_load(stack_file.read_text())
         raw = ((document or {}).get("config") or {}).get(f"{NAMESPACE}:tenants") or []
         tenants = TypeAdapter(list[TenantConfig]).validate_python(raw)
-    except (yaml.YAMLError, ValidationError, AttributeError) as error:
-        first = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise ValueError(f"{stack_file}: {NAMESPACE}:tenants: {first}") from None
+    except ValidationError as error:  # the first problem, where it is: `gpu-tenancy:tenants[0].name: ...`
+        first = error.errors()[0]
+        where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in first["loc"])
+        raise ValueError(f"{stack_file}: {NAMESPACE}:tenants{where}: {first['msg'].removeprefix('Value error, ')}"
+                         ) from None
+    except (yaml.YAMLError, AttributeError) as error:
+        raise ValueError(f"{stack_file}: {NAMESPACE}:tenants: {str(error).splitlines()[0]}") from None
     return {t.name: sum(g.count for g in t.gpus) for t in tenants}
 
 
