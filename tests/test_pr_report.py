@@ -752,3 +752,23 @@ def test_stack_config_says_what_it_took(tmp_path: Path, capsys: pytest.CaptureFi
     base.write_text("config:\n  gpu-tenancy:mode: sim\n")
     assert pr_report.main(["stack-config", str(theirs), str(base)]) == 0
     assert capsys.readouterr().out == f"{base}: config taken from {theirs}\n"
+
+
+def test_a_fresh_stacks_failed_preview_still_says_it_is_fresh(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pulumi import automation as auto
+
+    monkeypatch.setattr(auto, "LocalWorkspace", FakeWorkspace)
+    monkeypatch.setattr(auto, "create_or_select_stack", lambda name, work_dir: FakeStack())
+    monkeypatch.setattr(FakeWorkspace, "stacks", [])
+    monkeypatch.setattr(FakeWorkspace, "previews", [])
+    monkeypatch.setattr(FakeWorkspace, "fail", True)
+    run = pr_report.run_preview("gpu", ["p"])
+    assert run.succeeded is False and run.fresh is True
+
+
+def test_pull_requests_without_a_subcommand_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    from gpu_tenancy.cli.main import main
+
+    assert main(["pull-requests"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("gpu-tenancy pull-requests: the following arguments are required: ")
