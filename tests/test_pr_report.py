@@ -712,7 +712,8 @@ def test_a_preview_needs_its_stack_and_a_pack(argv: list[str], capsys: pytest.Ca
     from gpu_tenancy.cli.main import main
 
     assert main(["pull-requests", *argv]) == 2
-    assert "the following arguments are required" in capsys.readouterr().err
+    (line,) = capsys.readouterr().err.splitlines()  # one line, not argparse's usage first
+    assert line.startswith("gpu-tenancy pull-requests preview: the following arguments are required: ")
 
 
 def test_backend_dir_names_what_it_made_and_leaves_other_backends(
