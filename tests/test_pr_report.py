@@ -511,6 +511,7 @@ def test_the_api_is_githubs_own_unless_the_runner_names_another(
     class Recording(github_comments.GitHub):
         def upsert(self, number: int, subject: str, body: str) -> str:
             seen.append(self.api_url)
+            assert (self.token, self.repository, number) == ("t0ken", REPO, 7)
             return "created"
 
     monkeypatch.setattr(github_comments, "GitHub", Recording)
