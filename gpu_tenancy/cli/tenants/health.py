@@ -113,8 +113,10 @@ def declared_gpus(stack_file: Path) -> dict[str, int] | None:
         where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in first["loc"])
         raise ValueError(f"{stack_file}: {NAMESPACE}:tenants{where}: {first['msg'].removeprefix('Value error, ')}"
                          ) from None
-    except (yaml.YAMLError, AttributeError) as error:
-        raise ValueError(f"{stack_file}: {NAMESPACE}:tenants: {str(error).splitlines()[0]}") from None
+    except yaml.YAMLError as error:
+        raise ValueError(f"{stack_file}: not YAML: {str(error).splitlines()[0]}") from None
+    except AttributeError:  # a list or a value where the file or its `config:` should be a mapping
+        raise ValueError(f"{stack_file}: not a stack file: expected a mapping with a `config:` mapping") from None
     return {t.name: sum(g.count for g in t.gpus) for t in tenants}
 
 
