@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from loopback import raised_within, silent_port, without_proxies
 
 from gpu_tenancy.cli.plan import command as plan_cli
 from gpu_tenancy.cli.pull_requests import github_comments
@@ -652,28 +653,12 @@ def test_a_backend_that_cannot_list_its_stacks_is_a_failed_run_not_a_fresh_one(m
 
 
 def test_a_github_that_never_answers_is_given_up_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    import socket
-
-    for proxy in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
-        monkeypatch.delenv(proxy, raising=False)  # straight to the silent socket
-    silent = socket.socket()
-    silent.bind(("127.0.0.1", 0))
-    silent.listen()  # accepts, never answers
+    without_proxies(monkeypatch)  # straight to the silent port
     monkeypatch.setattr(github_comments, "TIMEOUT", 0.5)
-    client = github_comments.GitHub(f"http://127.0.0.1:{silent.getsockname()[1]}", "t0ken", REPO)
-    errors: list[OSError] = []
-
-    def ask() -> None:
-        try:
-            list(client.comments(7))
-        except OSError as error:  # urllib's timeout (TimeoutError or URLError)
-            errors.append(error)
-
-    worker = threading.Thread(target=ask, daemon=True)
-    worker.start()
-    worker.join(timeout=20)
-    silent.close()
-    assert not worker.is_alive() and len(errors) == 1 and "timed out" in str(errors[0])
+    with silent_port() as port:
+        client = github_comments.GitHub(f"http://127.0.0.1:{port}", "t0ken", REPO)
+        error = raised_within(lambda: list(client.comments(7)), 20)
+    assert isinstance(error, OSError) and "timed out" in str(error)  # urllib's TimeoutError or URLError
 
 
 # --------------------------------------------------------------------------- the command line, end to end

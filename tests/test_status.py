@@ -22,6 +22,7 @@ import pulumi_stub
 import pytest
 from fake_apiserver import FakeTenant, closed_port_url, fake_cluster, kubeconfig_for, recorded
 from harness import MAKE, REPO
+from loopback import without_proxies
 
 from gpu_tenancy.cli.status import command as status_cli
 from gpu_tenancy.cli.status import report as status
@@ -41,9 +42,7 @@ def install_stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kubeconfigs: 
     }
     pulumi_stub.install(tmp_path / "bin", {"dev": outputs})
     monkeypatch.setenv("PATH", pulumi_stub.path_with(tmp_path / "bin"))
-    # The fake API servers listen on loopback: a proxy in the test environment must not be asked for them.
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
-        monkeypatch.delenv(name, raising=False)
+    without_proxies(monkeypatch)  # the fake API servers listen on loopback
 
 
 @pytest.fixture(params=["sim", "real"])

@@ -16,6 +16,7 @@ import pulumi_stub
 import pytest
 from fake_apiserver import FakeTenant, closed_port_url, kubeconfig_for, recorded
 from harness import MAKE, REPO
+from loopback import without_proxies
 from test_status import install_stack
 
 from gpu_tenancy.cli import status_codes
@@ -274,11 +275,12 @@ def test_the_table_the_day_two_page_shows_is_what_make_tenants_prints(
 
     expected, code = shown(REPO / "docs" / "day-two.md", "make tenants STACK=gpu")
     endpoints = {"tenant-a": "10.20.0.240:6443", "tenant-b": "10.20.0.241:6443"}
-    install_stack(tmp_path, monkeypatch, {})  # the loopback servers: no proxy; the stub pulumi, replaced below
+    without_proxies(monkeypatch)  # the fake API servers listen on loopback
     pulumi_stub.install(tmp_path / "bin", {"gpu": {
         "mode": "real", "tenants": {name: {"endpoint": endpoints[name], "nodes": []} for name in servers},
         "tenantKubeconfigs": {name: server.kubeconfig() for name, server in servers.items()},
         "managementKubeconfig": "apiVersion: v1\nkind: Config\n"}})
+    monkeypatch.setenv("PATH", pulumi_stub.path_with(tmp_path / "bin"))
     monkeypatch.chdir(REPO)  # Pulumi.gpu.yaml declares the GPUs
     assert tenants_cli.main(["--stack", "gpu", "--width", "100"]) == code == 0
     assert capsys.readouterr().out == "".join(line + "\n" for line in expected)

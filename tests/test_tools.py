@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from loopback import raised_within, silent_port, without_proxies
 
 from gpu_tenancy.cli import tools
 from gpu_tenancy.cli.tools import Installer, Tool, ToolError
@@ -588,10 +589,7 @@ def test_checksum_lines_that_are_not_a_sha256_are_skipped_and_binary_mode_names_
 def test_a_download_says_who_asks_and_gives_up_on_a_host_that_never_answers(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
 ) -> None:
-    import socket
-
-    for proxy in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
-        monkeypatch.delenv(proxy, raising=False)  # straight to the local servers
+    without_proxies(monkeypatch)  # straight to the local servers
     agents: list[str | None] = []
 
     class Handler(http.server.BaseHTTPRequestHandler):
@@ -614,23 +612,10 @@ def test_a_download_says_who_asks_and_gives_up_on_a_host_that_never_answers(
         server.server_close()
     assert agents == ["gpu-tenancy-tools"] and (tmp_path / "x").read_bytes() == b"ok"
 
-    silent = socket.socket()
-    silent.bind(("127.0.0.1", 0))
-    silent.listen()  # accepts, never answers
     monkeypatch.setattr(tools, "DOWNLOAD_TIMEOUT", 0.5)
-    errors: list[ToolError] = []
-
-    def fetch_silent() -> None:
-        try:
-            tools.fetch(f"http://127.0.0.1:{silent.getsockname()[1]}/x", tmp_path / "y")
-        except ToolError as error:
-            errors.append(error)
-
-    worker = threading.Thread(target=fetch_silent, daemon=True)
-    worker.start()
-    worker.join(timeout=10)
-    silent.close()
-    assert not worker.is_alive() and len(errors) == 1 and "timed out" in str(errors[0])
+    with silent_port() as port:
+        error = raised_within(lambda: tools.fetch(f"http://127.0.0.1:{port}/x", tmp_path / "y"), 10)
+    assert isinstance(error, ToolError) and "timed out" in str(error)
 
 
 def test_the_version_command_runs_without_pulumis_update_check(tmp_path: Path, empty_path: Path) -> None:
