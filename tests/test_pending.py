@@ -104,14 +104,20 @@ def test_slices_of_other_namespaces_do_not_count_against_this_namespaces_quota()
     assert waiting.explanation.startswith("asks 30000 MiB, 10 % cores; fits now on gpu-a100-01")
 
 
-def test_every_slot_of_the_card_taken() -> None:
+def small_pod_on_the_a100_split(slots: int) -> Unplaced:
+    """sim tenant-a's A100 (4 pods on it, as recorded) split `slots` ways, and a pod asking 1024 MiB, 10 % waiting."""
     data = tenant("sim", "tenant-a")
     annotations = data["nodes"][0]["metadata"]["annotations"]
     annotations[hami.NODE_REGISTER_ANNOTATION] = annotations[hami.NODE_REGISTER_ANNOTATION].replace(
-        '"count":10', '"count":4')
+        '"count":10', f'"count":{slots}')
     waiting_pod(data, data["pods"][0], limits={"nvidia.com/gpu": "1", "nvidia.com/gpumem": "1024",
                                                "nvidia.com/gpucores": "10"})
     (waiting,) = unplaced("tenant-a", data)
+    return waiting
+
+
+def test_every_slot_of_the_card_taken() -> None:
+    waiting = small_pod_on_the_a100_split(4)
     a100 = registered_model("sim", "tenant-a")
     assert waiting.explanation == (
         f"waits for capacity: asks 1024 MiB, 10 % cores; every slot taken on 1 card(s): "
@@ -360,13 +366,7 @@ def test_every_slot_taken_on_more_than_three_cards_names_three() -> None:
 
 def test_a_card_with_one_slot_left_takes_the_pod() -> None:
     # The recorded A100 holds 4 pods; with 5 slots one is left, and 1024 MiB / 10 % fit beside them.
-    data = tenant("sim", "tenant-a")
-    annotations = data["nodes"][0]["metadata"]["annotations"]
-    annotations[hami.NODE_REGISTER_ANNOTATION] = annotations[hami.NODE_REGISTER_ANNOTATION].replace(
-        '"count":10', '"count":5')
-    waiting_pod(data, data["pods"][0], limits={"nvidia.com/gpu": "1", "nvidia.com/gpumem": "1024",
-                                               "nvidia.com/gpucores": "10"})
-    (waiting,) = unplaced("tenant-a", data)
+    waiting = small_pod_on_the_a100_split(5)
     a100 = registered_model("sim", "tenant-a")
     assert waiting.explanation.startswith(
         f"asks 1024 MiB, 10 % cores; fits now on gpu-tenancy-dev-tenant-a-worker / {a100} #0 by HAMi's rules")
