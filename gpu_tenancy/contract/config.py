@@ -72,12 +72,14 @@ def _format_location(location: tuple[int | str, ...]) -> str:
     return key
 
 
-def _first_error_line(error: ValidationError) -> str:
+def first_error_line(error: ValidationError, under: tuple[int | str, ...] = ()) -> str:
+    """`gpu-tenancy:<key>: <problem>` for the error a user should fix first; `under` is where the validated value
+    sits in the stack config (`("tenants",)` for a list of TenantConfig validated alone)."""
     # A misspelt key first where a key beside it is missing: the misspelling is why it is "required".
     errors = error.errors()
     missing = {tuple(d["loc"][:-1]) for d in errors if d["type"] == "missing"}
     detail = next((d for d in errors if d["type"] == "extra_forbidden" and tuple(d["loc"][:-1]) in missing), errors[0])
-    location = stack_key_location(detail["loc"])
+    location = stack_key_location((*under, *detail["loc"]))
     message = detail["msg"].removeprefix("Value error, ")
     if detail["type"] == "missing":
         message = "is required"
@@ -110,7 +112,7 @@ def load_config(
     try:
         config = StackConfig.model_validate(dict(raw))
     except ValidationError as error:
-        raise ConfigError(_first_error_line(error)) from None
+        raise ConfigError(first_error_line(error)) from None
     errors = mode_errors(config, raw, resolve) or addressing.collisions(config.address_claims())
     if errors:
         key, problem = errors[0]

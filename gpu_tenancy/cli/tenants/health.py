@@ -21,7 +21,7 @@ import yaml
 from pydantic import TypeAdapter, ValidationError
 
 from gpu_tenancy.cli.status import report as status
-from gpu_tenancy.contract.config import NAMESPACE
+from gpu_tenancy.contract.config import NAMESPACE, first_error_line
 from gpu_tenancy.contract.tenant_config import TenantConfig
 from gpu_tenancy.hami import protocol as hami
 
@@ -108,11 +108,8 @@ def declared_gpus(stack_file: Path) -> dict[str, int] | None:
         document = yaml.safe_load(stack_file.read_text())
         raw = ((document or {}).get("config") or {}).get(f"{NAMESPACE}:tenants") or []
         tenants = TypeAdapter(list[TenantConfig]).validate_python(raw)
-    except ValidationError as error:  # the first problem, where it is: `gpu-tenancy:tenants[0].name: ...`
-        first = error.errors()[0]
-        where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in first["loc"])
-        raise ValueError(f"{stack_file}: {NAMESPACE}:tenants{where}: {first['msg'].removeprefix('Value error, ')}"
-                         ) from None
+    except ValidationError as error:  # as the program says it: `gpu-tenancy:tenants[0].name: ...`
+        raise ValueError(f"{stack_file}: {first_error_line(error, under=('tenants',))}") from None
     except yaml.YAMLError as error:
         raise ValueError(f"{stack_file}: not YAML: {str(error).splitlines()[0]}") from None
     except AttributeError:  # a list or a value where the file or its `config:` should be a mapping
