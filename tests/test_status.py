@@ -45,6 +45,13 @@ def install_stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kubeconfigs: 
     without_proxies(monkeypatch)  # the fake API servers listen on loopback
 
 
+def dump_file(tmp_path: Path, document: dict[str, Any]) -> Path:
+    """What `status --save` writes: tenant -> {nodes, pods, resourcequotas}."""
+    dump = tmp_path / "dump.json"
+    dump.write_text(json.dumps(document))
+    return dump
+
+
 @pytest.fixture(params=["sim", "real"])
 def mode(request: pytest.FixtureRequest) -> str:
     return str(request.param)
@@ -265,8 +272,7 @@ def test_pending_without_a_condition_yet_and_user_pods_outside_the_workloads_nam
 def test_unreadable_annotation_marks_only_that_tenant(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = recorded("sim")
     data["tenant-a"]["nodes"][0]["metadata"]["annotations"][hami.NODE_REGISTER_ANNOTATION] = "GPU-1,10"
-    dump = tmp_path / "objects.json"
-    dump.write_text(json.dumps(data))
+    dump = dump_file(tmp_path, data)
     assert status_cli.main(["--objects", str(dump), "--json"]) == 1
     out, err = capsys.readouterr()
     document = json.loads(out)
@@ -275,8 +281,7 @@ def test_unreadable_annotation_marks_only_that_tenant(tmp_path: Path, capsys: py
 
 
 def test_png_is_drawn_with_the_tenants(tmp_path: Path) -> None:
-    dump = tmp_path / "objects.json"
-    dump.write_text(json.dumps(recorded("real")))
+    dump = dump_file(tmp_path, recorded("real"))
     picture = tmp_path / "status.png"
     assert status_cli.main(["--objects", str(dump), "--png", str(picture), "--json"]) == 0
     assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -356,8 +361,7 @@ def test_watch_redraws_in_place_until_interrupted(cluster: dict[str, FakeTenant]
 
 
 def test_watch_needs_a_positive_interval_and_a_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    dump = tmp_path / "objects.json"
-    dump.write_text(json.dumps(recorded("real")))
+    dump = dump_file(tmp_path, recorded("real"))
     refused = "status: --watch takes a positive number of seconds and a table (not --json)\n"
     for argv in (["--watch", "0"], ["--watch", "-1"], ["--watch", "--json"]):
         assert status_cli.main([*argv, "--objects", str(dump)]) == 2
@@ -369,8 +373,7 @@ def test_watch_needs_a_positive_interval_and_a_table(tmp_path: Path, capsys: pyt
 def test_watch_takes_seconds_as_a_number_five_when_not_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                              capsys: pytest.CaptureFixture[str], argv: list[str],
                                                              interval: float) -> None:
-    dump = tmp_path / "objects.json"
-    dump.write_text(json.dumps(recorded("real")))
+    dump = dump_file(tmp_path, recorded("real"))
     naps: list[float] = []
 
     def sleep(seconds: float) -> None:
@@ -438,12 +441,6 @@ def test_large_lists_are_read_page_by_page(tmp_path: Path, monkeypatch: pytest.M
 class Terminal(io.StringIO):
     def isatty(self) -> bool:
         return True
-
-
-def dump_file(tmp_path: Path, document: dict[str, Any]) -> Path:
-    dump = tmp_path / "dump.json"
-    dump.write_text(json.dumps(document))
-    return dump
 
 
 def test_the_title_says_where_the_view_comes_from_and_when(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
