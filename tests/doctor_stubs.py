@@ -4,7 +4,8 @@
 one tool answers (`case.answer(tool, match, stdout=..., rc=...)`, matched against the joined arguments, the most
 recent answer first) or removes a tool (`case.without(tool)`), then `case.run(tmp_path, *doctor_args)` runs
 `gpu-tenancy doctor` with a PATH holding only the stubs (in this process, its environment and working directory
-swapped; `case.run_process` runs `python -m gpu_tenancy doctor` as its own process). Every call is logged.
+swapped, each stub's answer computed in this process from the stub's own source; `case.run_process` runs
+`python -m gpu_tenancy doctor` as its own process, and it the stubs as theirs). Every call is logged.
 
 A call answers only in a shape listed in COMMAND_SHAPES, each the whole command line a real tool needs to print
 what the answers below print (`docker info` without `--format '{{json .}}'` prints text, `sysctl` without `-n`
@@ -36,9 +37,11 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -62,34 +65,41 @@ COMMAND_SHAPES: dict[str, list[list[str]]] = {
     "firewall-cmd": [["--state"]],
 }
 
-STUB = r'''#!{python}
-import json, os, re, sys
-tool = os.path.basename(sys.argv[0])
-args = sys.argv[1:]
-argv = " ".join(args)
-with open(os.environ["FAKE_LOG"], "a") as log:
-    log.write(json.dumps([tool, *args]) + "\n")
+# How a stub answers one call: the stub scripts run it as their own process; `HostCase.run` runs it in this one.
+ANSWER = r'''
+import json, os, re
 
-def fits(shape):
-    if "..." in shape:
-        head = shape[:shape.index("...")]
-        return len(args) >= len(head) and all(re.fullmatch(p, a) for p, a in zip(head, args))
-    return len(args) == len(shape) and all(re.fullmatch(p, a) for p, a in zip(shape, args))
+def answer(tool, args, env):
+    """(exit code, stdout, stderr) of `tool args` on the host the FAKE_* files describe; the call logged."""
+    argv = " ".join(args)
+    with open(env["FAKE_LOG"], "a") as log:
+        log.write(json.dumps([tool, *args]) + "\n")
 
-if not any(fits(shape) for shape in json.load(open(os.environ["FAKE_SHAPES"])).get(tool, [])):
-    sys.stderr.write(f"stub {{tool}}: unmodelled {{argv!r}}\n")
-    sys.exit(127)
-if tool == "kubectl" and args[-2:] != ["-o", "json"]:  # kubectl prints tables unless asked for JSON
-    sys.stderr.write(f"stub {{tool}}: unmodelled {{argv!r}}\n")
-    sys.exit(127)
-for answer in json.load(open(os.environ["FAKE_TOOLS"])).get(tool, []):
-    if all(part in argv for part in answer["match"]):
-        sys.stdout.write(answer["stdout"])
-        sys.stderr.write(answer["stderr"])
-        sys.exit(answer["rc"])
-sys.stderr.write(f"stub {{tool}}: unmodelled {{argv!r}}\n")
-sys.exit(127)
+    def fits(shape):
+        if "..." in shape:
+            head = shape[:shape.index("...")]
+            return len(args) >= len(head) and all(re.fullmatch(p, a) for p, a in zip(head, args))
+        return len(args) == len(shape) and all(re.fullmatch(p, a) for p, a in zip(shape, args))
+
+    unmodelled = (127, "", f"stub {tool}: unmodelled {argv!r}\n")
+    if not any(fits(shape) for shape in json.load(open(env["FAKE_SHAPES"])).get(tool, [])):
+        return unmodelled
+    if tool == "kubectl" and args[-2:] != ["-o", "json"]:  # kubectl prints tables unless asked for JSON
+        return unmodelled
+    for answer in json.load(open(env["FAKE_TOOLS"])).get(tool, []):
+        if all(part in argv for part in answer["match"]):
+            return answer["rc"], answer["stdout"], answer["stderr"]
+    return unmodelled
 '''
+
+# -S: the answer needs the standard library only, and a stub starts in half the time without site-packages.
+STUB = "#!{python} -S\n" + ANSWER + """
+import sys
+code, out, err = answer(os.path.basename(sys.argv[0]), sys.argv[1:], os.environ)
+sys.stdout.write(out)
+sys.stderr.write(err)
+sys.exit(code)
+"""
 
 DOCKER_INFO: dict[str, Any] = {
     "ServerVersion": "28.5.2",
@@ -182,7 +192,7 @@ class HostCase:
             os.environ.clear()
             os.environ.update(env)
             os.chdir(REPO)
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), _stubs_in_process(tmp_path):
                 code = main(["doctor", *args])
         finally:
             os.environ.clear()
@@ -219,7 +229,7 @@ class HostCase:
             (host_root / name).write_text(text)
         for tool in tools:
             path = bin_dir / tool
-            path.write_text(STUB.format(python=sys.executable))
+            path.write_text(STUB.replace("{python}", sys.executable))
             path.chmod(path.stat().st_mode | stat.S_IXUSR)
         answers, log, shapes = tmp_path / "answers.json", tmp_path / "calls.jsonl", tmp_path / "shapes.json"
         answers.write_text(json.dumps(self.answers))
@@ -227,6 +237,31 @@ class HostCase:
         env = {"PATH": str(bin_dir), "FAKE_TOOLS": str(answers), "FAKE_LOG": str(log), "FAKE_SHAPES": str(shapes),
                "PYTHONPATH": str(REPO), "HOME": str(tmp_path), "GPU_TENANCY_DOCTOR_HOST_ROOT": str(host_root), **self.env}
         return env, log
+
+
+@contextlib.contextmanager
+def _stubs_in_process(tmp_path: Path) -> Iterator[None]:
+    """`subprocess.run` of a stub under tmp_path answers from ANSWER in this process, as the stub's own process
+    would (same argv, exit code, output and log line), without starting Python a few dozen times per test; any
+    other program runs as it would. The tool is still found on PATH by `shutil.which`, as doctor finds it."""
+    namespace: dict[str, Any] = {}
+    exec(ANSWER, namespace)  # the stubs' own source, run as they run it
+    real_run = subprocess.run
+    bin_dir = (tmp_path / "stub-bin").resolve()
+
+    def run(argv: Any, *args: Any, **kwargs: Any) -> subprocess.CompletedProcess[Any]:
+        env = kwargs.get("env") or os.environ
+        found = shutil.which(str(argv[0]), path=env.get("PATH"))
+        if found is None or Path(found).resolve().parent != bin_dir or args or not kwargs.get("text"):
+            return real_run(argv, *args, **kwargs)
+        code, out, err = namespace["answer"](Path(found).name, [str(a) for a in argv[1:]], env)
+        return subprocess.CompletedProcess(list(argv), code, out, err)
+
+    subprocess.run = run  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        subprocess.run = real_run
 
 
 def problems(result: subprocess.CompletedProcess[str]) -> list[str]:

@@ -566,7 +566,7 @@ def test_doctor_runs_on_the_runtime_dependencies_alone(tmp_path: Path) -> None:
         "sys.meta_path.insert(0, Block())\n")
     case = HostCase()
     case.env = {"PYTHONPATH": f"{tmp_path}:{repo}"}
-    result, _ = case.run(tmp_path, "--stack", "dev")
+    result, _ = case.run_process(tmp_path, "--stack", "dev")  # the guard acts in a process of its own
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
     assert "pytest" in dev_only and "jsonschema" in dev_only
 
@@ -599,6 +599,24 @@ def test_every_call_a_lab_check_makes_fits_a_modelled_shape(tmp_path: Path) -> N
         assert calls
         refused = [call for call in calls if case.call(tmp_path / str(number), call[0], *call[1:]).returncode == 127]
         assert refused == []
+
+
+def test_stubs_answered_in_process_answer_as_their_own_processes_do(tmp_path: Path) -> None:
+    """`HostCase.run` computes each stub's answer in the test's process: the same doctor run with every stub as
+    its own process prints the same and makes the same calls, problems and fixes included."""
+    case = _lab()
+    case.answer("docker", ["{{.State.Status}}", "gpu-tenancy-dev-tenant-b-worker"], "exited\n")
+    case.answer("kubectl", ["tenant-a.kubeconfig", "get nodes"], "", "Unable to connect to the server: EOF\n", 1)
+    case.without("firewall-cmd")
+    args = ("--stack", "dev", "--state-dir", str(tmp_path / "state"))
+    in_process, in_process_calls = case.run(tmp_path / "in", *args)
+    own, own_calls = case.run_process(tmp_path / "own", *args)
+    assert problems(in_process) == problems(own) and len(problems(own)) == 2, own.stdout
+    assert (in_process.returncode, in_process.stdout) == (own.returncode, own.stdout)
+    assert [c for c in in_process_calls if c[0] != "kubectl"] == [c for c in own_calls if c[0] != "kubectl"]
+    # kubectl's --kubeconfig names a temporary file of each run: the rest of its calls are the same
+    assert [c[:1] + c[3:] for c in in_process_calls if c[0] == "kubectl"] == \
+        [c[:1] + c[3:] for c in own_calls if c[0] == "kubectl"]
 
 
 def test_a_tool_printing_no_version_is_an_unknown_version(tmp_path: Path) -> None:
