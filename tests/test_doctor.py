@@ -208,14 +208,20 @@ def _items(*items: dict[str, Any]) -> str:
     return json.dumps({"apiVersion": "v1", "kind": "List", "items": list(items)})
 
 
+# What kubectl is asked, whole: without --all-namespaces it answers for the default namespace alone, and the Helm
+# records are the Secrets labelled owner=helm (helm v3 pkg/storage/driver/secrets.go).
+PODS = "get pods --all-namespaces -o json"
+HELM_RECORDS = "get secrets --all-namespaces -l owner=helm -o json"
+
+
 def _lab(clusters: tuple[str, ...] = ("gpu-tenancy-dev",), export: dict[str, Any] | None = None) -> HostCase:
     case = HostCase().deployed(OUTPUTS, list(clusters), export)
     case.answer("docker", ["ps", "-a"], "gpu-tenancy-dev-tenant-a-worker\ngpu-tenancy-dev-tenant-b-worker\n")
     for cluster in ("management", "tenant-a", "tenant-b"):
         nodes = [] if cluster == "management" else [_node(f"gpu-tenancy-dev-{cluster}-worker")]
         case.answer("kubectl", [f"{cluster}.kubeconfig", "get nodes"], _items(*nodes))
-        case.answer("kubectl", [f"{cluster}.kubeconfig", "get pods"], _items())
-        case.answer("kubectl", [f"{cluster}.kubeconfig", "get secrets"], _items())
+        case.answer("kubectl", [f"{cluster}.kubeconfig", PODS], _items())
+        case.answer("kubectl", [f"{cluster}.kubeconfig", HELM_RECORDS], _items())
     return case
 
 
@@ -266,25 +272,34 @@ def test_what_is_wrong_inside_the_tenants(tmp_path: Path) -> None:
     bare = _node("gpu-tenancy-dev-tenant-b-worker", ready=False, annotations={"hami.io/mutex.lock": f"{fresh},w,p"})
     del bare["metadata"]["annotations"]["hami.io/node-nvidia-register"]
     case.answer("kubectl", ["tenant-b.kubeconfig", "get nodes"], _items(bare))
-    case.answer("kubectl", ["tenant-a.kubeconfig", "get pods"], _items(
-        {"metadata": {"name": "a-infer-1", "namespace": "workloads",
-                      "annotations": {"hami.io/bind-phase": "allocating", "hami.io/bind-time": str(stuck_since)}}},
+    case.answer("kubectl", ["tenant-a.kubeconfig", PODS], _items(
+        # Before the stuck one: a pod bound, one whose bind time is not a number, one without a bind time yet.
         {"metadata": {"name": "a-infer-2", "namespace": "workloads",
-                      "annotations": {"hami.io/bind-phase": "success", "hami.io/bind-time": str(stuck_since)}}}))
-    case.answer("kubectl", ["tenant-b.kubeconfig", "get secrets"], _items(
+                      "annotations": {"hami.io/bind-phase": "success", "hami.io/bind-time": str(stuck_since)}}},
+        {"metadata": {"name": "a-infer-3", "namespace": "workloads",
+                      "annotations": {"hami.io/bind-phase": "allocating", "hami.io/bind-time": "soon"}}},
+        {"metadata": {"name": "a-infer-4", "namespace": "workloads", "annotations": {"hami.io/bind-phase": "allocating"}}},
+        {"metadata": {"name": "a-infer-1", "namespace": "workloads",
+                      "annotations": {"hami.io/bind-phase": "allocating", "hami.io/bind-time": str(stuck_since)}}}))
+    case.answer("kubectl", ["tenant-b.kubeconfig", HELM_RECORDS], _items(
         {"metadata": {"name": "sh.helm.release.v1.hami.v1", "namespace": "kube-system",
                       "labels": {"owner": "helm", "name": "hami", "status": "pending-install", "version": "1"}}}))
     found = problems(case.run(tmp_path, "--stack", "dev")[0])
-    assert [line.split(". Fix: ")[0] for line in found] == [
-        f"tenant tenant-a node gpu-tenancy-dev-tenant-a-worker: HAMi's node lock is stale ({stale},workloads,p-1)",
-        "tenant tenant-a pod workloads/a-infer-1: stuck binding to a GPU for 12 min",
-        "tenant tenant-b node gpu-tenancy-dev-tenant-b-worker: not Ready (NodeStatusUnknown)",
-        "tenant tenant-b node gpu-tenancy-dev-tenant-b-worker: HAMi has no GPU registration for it",
+    assert found == [
+        f"tenant tenant-a node gpu-tenancy-dev-tenant-a-worker: HAMi's node lock is stale ({stale},workloads,p-1). "
+        "Fix: `kubectl annotate node gpu-tenancy-dev-tenant-a-worker hami.io/mutex.lock-`",
+        "tenant tenant-a pod workloads/a-infer-1: stuck binding to a GPU for 12 min. Fix: `kubectl -n workloads "
+        "delete pod a-infer-1` (its controller makes a new one), then check the device plugin or agent on its node",
+        "tenant tenant-b node gpu-tenancy-dev-tenant-b-worker: not Ready (NodeStatusUnknown). Fix: `kubectl describe "
+        "node gpu-tenancy-dev-tenant-b-worker` (`make -s kubeconfig STACK=dev TENANT=tenant-b`); a stopped worker "
+        "comes back with `make up`",
+        "tenant tenant-b node gpu-tenancy-dev-tenant-b-worker: HAMi has no GPU registration for it. Fix: check the "
+        "mock-GPU agent (sim) or hami-device-plugin (sim-nvml, real) logs: `kubectl -n kube-system logs -l "
+        "gpu-tenancy.io/component=mock-gpu-agent` or `-l app.kubernetes.io/component=hami-device-plugin`",
         "tenant tenant-b Helm release kube-system/hami: left pending-install by an interrupted `up`: Helm refuses to "
-        "install or upgrade it again",
+        "install or upgrade it again. Fix: `kubectl -n kube-system delete secret sh.helm.release.v1.hami.v1` "
+        "(`make -s kubeconfig STACK=dev TENANT=tenant-b`; or `helm uninstall -n kube-system hami`), then `make up`",
     ]
-    assert "kubectl annotate node gpu-tenancy-dev-tenant-a-worker hami.io/mutex.lock-" in found[0]
-    assert "kubectl -n kube-system delete secret sh.helm.release.v1.hami.v1" in found[4]
 
 
 def _release_secret(status: str) -> dict[str, Any]:
@@ -425,7 +440,7 @@ def test_an_image_gone_from_a_worker_is_named_with_the_command_that_loads_it(tmp
             "command:local:Command::tenant-a-mock-gpu-agent-image-load")
     export = {"version": 3, "deployment": {"resources": [{"urn": load, "type": "command:local:Command"}]}}
     case = _lab(export=export)
-    case.answer("kubectl", ["tenant-a.kubeconfig", "get pods"], _items({
+    case.answer("kubectl", ["tenant-a.kubeconfig", PODS], _items({
         "metadata": {"name": "tenant-a-mock-gpu-agent-x", "namespace": "kube-system"},
         "spec": {"nodeName": "gpu-tenancy-dev-tenant-a-worker"},
         "status": {"phase": "Pending", "containerStatuses": [{"name": "agent", "image": "gpu-tenancy/mock-gpu-agent:0123",
@@ -499,24 +514,80 @@ def _vpn_route(case: HostCase) -> HostCase:
     return case
 
 
+SNAP_FIX = ("install Docker Engine from Docker's or your distribution's packages (https://docs.docker.com/engine/install/), "
+            "or export TMPDIR=$HOME/tmp (mkdir it first) before make")
+DISK_FIX = ("move Docker's data-root (/etc/docker/daemon.json \"data-root\") to an ext4 or xfs filesystem on a plain "
+            "partition, then restart Docker")
+ROOTFS = ": kubelets there fail with 'failed to get rootfs info' (kind known issues): neither kind's node nor the " \
+    "workers mount that device"
+
+
 @pytest.mark.parametrize(
     ("case", "expected"),
     [
-        (_snap(HostCase()), "docker: Docker is installed as a snap, whose `docker` cannot read $TMPDIR"),
-        (_firewalld(HostCase()), "firewalld: firewalld runs with FirewallBackend=nftables"),
+        (_snap(HostCase()), "docker: Docker is installed as a snap, whose `docker` cannot read $TMPDIR (kind known "
+         f"issues, Docker Installed With Snap). Fix: {SNAP_FIX}"),
+        (_firewalld(HostCase()), "firewalld: firewalld runs with FirewallBackend=nftables: kind's nodes cannot reach "
+         "each other (kind known issues, Fedora: Firewalld). Fix: sudo sed -i 's/^FirewallBackend=.*/FirewallBackend="
+         "iptables/' /etc/firewalld/firewalld.conf && sudo systemctl restart firewalld"),
         (_vpn_route(HostCase()), "kind network: the Docker network 'kind' (172.18.0.0/16) overlaps this host's route "
-                                 "172.18.4.0/24 via tun0"),
-        (HostCase().answer("docker", ["info"], _info(Driver="btrfs")), "disk: /var/lib/docker is on btrfs"),
-        (HostCase().answer("docker", ["info"], _info(Driver="overlay2", DriverStatus=[["Backing Filesystem", "btrfs"]])),
-         "disk: /var/lib/docker is on btrfs"),
+         "172.18.4.0/24 via tun0: addresses there reach either the lab or that network, not both. Fix: with no lab on "
+         "it, `docker network rm kind` (Docker then picks a free subnet), or create one (`docker network create "
+         "--subnet <free /16> <name>`) and set gpu-tenancy:kind: {network: <name>}"),
+        (HostCase().answer("docker", ["info"], _info(Driver="btrfs")),
+         f"disk: /var/lib/docker is on btrfs{ROOTFS}. Fix: {DISK_FIX}"),
+        (HostCase().answer("docker", ["info"], _info(Driver="overlay2", DriverStatus=[
+            ["Supports d_type", "true"], ["Backing Filesystem"], ["Backing Filesystem", "btrfs"]])),
+         f"disk: /var/lib/docker is on btrfs{ROOTFS}. Fix: {DISK_FIX}"),
+        (HostCase().answer("docker", ["info"], _info(Driver="btrfs", DockerRootDir=None)),
+         f"disk: Docker's data root is on btrfs{ROOTFS}. Fix: {DISK_FIX}"),
         (HostCase().answer("findmnt", ["SOURCE"], "/dev/mapper/luks-903aad3d-0c6b\n"),
-         "disk: /var/lib/docker is on a device-mapper device (/dev/mapper/luks-903aad3d-0c6b"),
+         "disk: /var/lib/docker is on a device-mapper device (/dev/mapper/luks-903aad3d-0c6b, e.g. LUKS or LVM)"
+         f"{ROOTFS}. Fix: {DISK_FIX}"),
     ],
-    ids=["snap", "firewalld-nftables", "route-clash", "btrfs-driver", "btrfs-backing", "luks"],
+    ids=["snap", "firewalld-nftables", "route-clash", "btrfs-driver", "btrfs-backing", "btrfs-no-root-dir", "luks"],
 )
 def test_kinds_known_issues_are_named_with_their_fix(tmp_path: Path, case: HostCase, expected: str) -> None:
-    (found,) = problems(case.run(tmp_path, "--stack", "dev")[0])
-    assert found.startswith(expected) and ". Fix: " in found, found
+    assert problems(case.run(tmp_path, "--stack", "dev")[0]) == [expected]
+
+
+def test_a_snap_docker_is_known_by_its_command_too() -> None:
+    from gpu_tenancy.cli.doctor.known_issues import KnownIssueFacts, snap_problems
+
+    (found,) = snap_problems(KnownIssueFacts(docker_info={"DockerRootDir": "/var/lib/docker"},
+                                            docker_cli="/snap/bin/docker"))
+    assert found.line().startswith("docker: Docker is installed as a snap")
+    assert snap_problems(KnownIssueFacts(docker_info={}, docker_cli="/usr/bin/docker")) == []
+
+
+def test_every_route_each_kind_subnet_overlaps_is_named() -> None:
+    from gpu_tenancy.cli.doctor.known_issues import KnownIssueFacts, route_problems
+
+    facts = KnownIssueFacts(docker_info={}, network_bridge="br-kind", network_subnets=[
+        "fc00:f853:ccd:e793::/64", "172.18.0.0/16", "10.89.0.1/24"],  # a subnet written with host bits is read whole
+        routes=[("tun0", "172.18.4.0/24"), ("wg0", "10.89.0.0/16"), ("br-kind", "172.18.0.0/16"), ("eth0", "0.0.0.0/0")])
+    (found,) = route_problems(facts, "kind")
+    assert found.what == ("the Docker network 'kind' (172.18.0.0/16, 10.89.0.0/24) overlaps this host's route "
+                          "10.89.0.0/16 via wg0, 172.18.4.0/24 via tun0: addresses there reach either the lab or that "
+                          "network, not both")
+
+
+def test_route_lines_too_short_or_unreadable_are_skipped_not_the_rest() -> None:
+    from gpu_tenancy.cli.doctor.known_issues import parse_proc_net_route
+
+    text = ("Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\n"
+            "eth0\t0000A8C0\n"  # cut short
+            "eth1\tnot-hex\t00000000\t0001\t0\t0\t0\t00FFFFFF\n"
+            "tun0\t000412AC\t00000000\t0001\t0\t0\t0\t00FFFFFF\n")  # the eight fields a route needs, no more
+    assert parse_proc_net_route(text) == [("tun0", "172.18.4.0/24")]
+
+
+def test_a_network_without_an_id_or_bridge_option_has_no_bridge_known() -> None:
+    from gpu_tenancy.cli.doctor.known_issues import bridge_name
+
+    assert bridge_name([{"Name": "kind", "Options": {}}]) is None
+    assert bridge_name([{"Name": "kind", "Options": None, "Id": "0123456789abcdef"}]) == "br-0123456789ab"
+    assert bridge_name([]) is None
 
 
 @pytest.mark.parametrize(
@@ -705,3 +776,195 @@ def test_hosts_off_names_the_deletes_that_need_the_host_and_refuses_what_it_cann
     bad.write_text("config:\n  gpu-tenancy:mode: quantum\n")
     result, _ = HostCase().run(tmp_path / "bad", "--stack", "bad", "--stack-file", str(bad), "--hosts-off", "x")
     assert result.returncode == 2 and result.stderr.startswith("doctor: ") and "Traceback" not in result.stderr
+
+
+# --------------------------------------------------------------------------- each clause of the lab checks
+
+
+def test_the_lab_is_read_on_the_kind_cluster_its_outputs_name(tmp_path: Path) -> None:
+    """The stack file's name for the cluster may change after `up`; the deployed lab is on the one the outputs say."""
+    outputs = {**OUTPUTS, "kindClusterName": "lab-before-rename"}
+    case = _lab(clusters=("lab-before-rename",))
+    case.deployed(outputs, ["lab-before-rename"])
+    result, calls = case.run(tmp_path, "--stack", "dev")
+    assert problems(result) == [], result.stdout
+    assert ["docker", "inspect", "--format", "{{.State.Status}}", "lab-before-rename-control-plane"] in calls
+    assert problems(case.run(tmp_path / "before-up", "--stack", "dev", "--before-up")[0]) == []
+    case.deployed(outputs, ["gpu-tenancy-dev"])  # the stack file's name exists, the deployed one does not
+    (found,) = problems(case.run(tmp_path / "gone", "--stack", "dev")[0])
+    assert found.startswith("kind cluster: lab-before-rename is gone")
+
+
+def test_a_gone_kind_cluster_is_not_asked_anything_further(tmp_path: Path) -> None:
+    result, calls = _lab(clusters=()).run(tmp_path, "--stack", "dev")
+    assert len(problems(result)) == 1
+    assert not [c for c in calls if c[0] == "kubectl" and "get" in c]
+    assert not [c for c in calls if c[:2] == ["docker", "inspect"]]
+
+
+def test_the_state_is_exported_once_per_run(tmp_path: Path) -> None:
+    _, calls = _lab().run(tmp_path, "--stack", "dev")
+    assert [c for c in calls if c[:3] == ["pulumi", "stack", "export"]] == [["pulumi", "stack", "export", "--stack", "dev"]]
+
+
+def test_kubeconfigs_are_files_only_their_owner_reads_in_a_directory_named_for_doctor(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpu_tenancy.cli.doctor import command
+
+    seen: dict[str, tuple[int, int, str, str]] = {}
+    real_run = command.run
+
+    def run(argv: Any, *args: Any, **kwargs: Any) -> Any:
+        if "--kubeconfig" in argv:
+            path = Path(argv[argv.index("--kubeconfig") + 1])
+            seen[path.name] = (path.stat().st_mode & 0o777, path.parent.stat().st_mode & 0o777, path.parent.name,
+                               path.read_text())
+        return real_run(argv, *args, **kwargs)
+
+    monkeypatch.setattr(command, "run", run)
+    assert problems(_lab().run(tmp_path, "--stack", "dev")[0]) == []
+    assert sorted(seen) == ["management.kubeconfig", "tenant-a.kubeconfig", "tenant-b.kubeconfig"]
+    for name, (mode, directory_mode, directory, _) in seen.items():
+        assert (mode, directory_mode) == (0o600, 0o700), name
+        assert directory.startswith("gpu-tenancy-doctor-")
+    assert seen["tenant-b.kubeconfig"][3] == OUTPUTS["tenantKubeconfigs"]["tenant-b"]
+    assert seen["management.kubeconfig"][3] == OUTPUTS["managementKubeconfig"]
+
+
+def test_only_tenant_nodes_need_a_gpu_registration(tmp_path: Path) -> None:
+    case = _lab()
+    bare = _node("gpu-tenancy-dev-control-plane", ready=False)
+    del bare["metadata"]["annotations"]["hami.io/node-nvidia-register"]
+    bare["status"]["conditions"][0].pop("reason")
+    bare["status"]["conditions"][0]["message"] = "Kubelet stopped posting node status."
+    case.answer("kubectl", ["management.kubeconfig", "get nodes"], _items(bare))
+    assert problems(case.run(tmp_path, "--stack", "dev")[0]) == [
+        "management cluster node gpu-tenancy-dev-control-plane: not Ready (Kubelet stopped posting node status.). "
+        "Fix: `kubectl describe node gpu-tenancy-dev-control-plane` (`make -s kubeconfig-management STACK=dev`); a "
+        "stopped worker comes back with `make up`"]
+
+
+def test_a_stack_deployed_without_tenants_reads_its_management_cluster(tmp_path: Path) -> None:
+    outputs = {key: value for key, value in OUTPUTS.items() if key not in ("tenants", "tenantKubeconfigs")}
+    case = _lab()
+    case.deployed(outputs, ["gpu-tenancy-dev"])
+    case.answer("kubectl", ["management.kubeconfig", "get nodes"], "", "Unable to connect to the server: EOF\n", 1)
+    result, calls = case.run(tmp_path, "--stack", "dev")
+    assert problems(result) == [
+        "management cluster: its API server does not answer (Unable to connect to the server: EOF). Fix: check its "
+        "control plane and the kind network; `make -s kubeconfig-management STACK=dev`"]
+    assert [c[2].rsplit("/", 1)[-1] for c in calls if c[0] == "kubectl" and "get" in c] == ["management.kubeconfig"]
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    ({"tenantKubeconfigs": {"tenant-a": OUTPUTS["tenantKubeconfigs"]["tenant-a"]}},
+     "stack dev: output 'tenantKubeconfigs' has no kubeconfig for tenant 'tenant-b', which output 'tenants' lists "
+     "(outputs of a partial deployment? run `make up`)"),
+    ({"tenants": ["tenant-a"]}, "stack dev: output 'tenants' is not an object"),
+])
+def test_outputs_that_do_not_describe_the_lab_are_a_problem_not_a_crash(
+        tmp_path: Path, change: dict[str, Any], said: str) -> None:
+    case = _lab()
+    case.deployed({**OUTPUTS, **change}, ["gpu-tenancy-dev"])
+    result, _ = case.run(tmp_path, "--stack", "dev")
+    assert result.returncode == 1 and result.stderr == ""
+    assert problems(result) == [f"pulumi: the stack's outputs do not describe its lab ({said}). Fix: `make up STACK=dev` "
+                                "writes them again"]
+
+
+def test_an_image_gone_on_the_second_tenant_names_that_tenants_load(tmp_path: Path) -> None:
+    def load(tenant: str) -> str:
+        return ("urn:pulumi:dev::gpu-tenancy::gpu-tenancy:tenant:Tenant$gpu-tenancy:mock_gpu_agent:MockGpuAgent$"
+                f"command:local:Command::{tenant}-mock-gpu-agent-image-load")
+
+    export = {"version": 3, "deployment": {"resources": [
+        {"urn": load(tenant), "type": "command:local:Command"} for tenant in ("tenant-a", "tenant-b")]}}
+    case = _lab(export=export)
+    ready = {"name": "sidecar", "image": "x", "state": {"running": {}}}
+    gone = {"name": "agent", "image": "gpu-tenancy/mock-gpu-agent:0123",
+            "state": {"waiting": {"reason": "ErrImageNeverPull"}}}
+    case.answer("kubectl", ["tenant-b.kubeconfig", PODS], _items(
+        {"metadata": {"name": "agent-b", "namespace": "kube-system"}, "status": {"containerStatuses": [ready, gone]}}))
+    assert problems(case.run(tmp_path, "--stack", "dev")[0]) == [
+        "tenant tenant-b pod kube-system/agent-b: image gpu-tenancy/mock-gpu-agent:0123 is gone from node ?'s "
+        f"containerd. Fix: `pulumi up --replace '{load('tenant-b')}'` loads it again"]
+    case = _lab()  # no load command in the state (another program made the pod)
+    case.answer("kubectl", ["tenant-b.kubeconfig", PODS], _items(
+        {"metadata": {"name": "agent-b", "namespace": "kube-system"}, "status": {"containerStatuses": [gone]}}))
+    assert problems(case.run(tmp_path / "none", "--stack", "dev")[0]) == [
+        "tenant tenant-b pod kube-system/agent-b: image gpu-tenancy/mock-gpu-agent:0123 is gone from node ?'s "
+        "containerd. Fix: replace the tenant's `*-image-load` command (`pulumi up --replace <its urn>`) to load it again"]
+
+
+def _cluster_with(node_annotations: dict[str, str] | None = None, pod_annotations: dict[str, str] | None = None) -> Any:
+    from gpu_tenancy.cli.doctor.lab import ClusterFacts
+
+    cluster = ClusterFacts("tenant-a", "hint", nodes=[_node("w", annotations=node_annotations)])
+    if pod_annotations is not None:
+        cluster.pods = [{"metadata": {"name": "p", "namespace": "n", "annotations": pod_annotations}}]
+    return cluster
+
+
+def test_a_node_lock_is_stale_only_after_five_minutes() -> None:
+    from gpu_tenancy.cli.doctor.lab import cluster_problems
+
+    taken = datetime.datetime(2026, 12, 6, 12, 0, 0, tzinfo=datetime.UTC)
+    cluster = _cluster_with({"hami.io/mutex.lock": "2026-12-06T12:00:00Z,workloads,p"})
+    assert cluster_problems(cluster, taken + datetime.timedelta(minutes=5)) == []
+    (stale,) = cluster_problems(cluster, taken + datetime.timedelta(minutes=5, seconds=1))
+    assert stale.what == "HAMi's node lock is stale (2026-12-06T12:00:00Z,workloads,p)"
+    (unreadable,) = cluster_problems(_cluster_with({"hami.io/mutex.lock": "yesterday,workloads,p"}), taken)
+    assert unreadable.what.startswith("HAMi's node lock is stale")
+
+
+def test_a_pod_is_stuck_binding_only_after_five_minutes_and_counted_in_whole_minutes() -> None:
+    from gpu_tenancy.cli.doctor.lab import cluster_problems
+
+    since = datetime.datetime(2026, 12, 6, 12, 0, 0, tzinfo=datetime.UTC)
+    cluster = _cluster_with(pod_annotations={"hami.io/bind-phase": "allocating",
+                                             "hami.io/bind-time": str(int(since.timestamp()))})
+    assert cluster_problems(cluster, since + datetime.timedelta(minutes=5)) == []
+    for after, said in ((datetime.timedelta(minutes=5, seconds=1), "5 min"), (datetime.timedelta(hours=1), "60 min"),
+                        (datetime.timedelta(minutes=61, seconds=59), "61 min")):
+        (stuck,) = cluster_problems(cluster, since + after)
+        assert stuck.what == f"stuck binding to a GPU for {said}"
+
+
+def test_outputs_that_need_the_passphrase_say_where_it_comes_from(tmp_path: Path) -> None:
+    case = HostCase().answer("pulumi", ["stack", "output"], "", "error: incorrect passphrase\n", 255)
+    (found,) = problems(case.run(tmp_path, "--stack", "dev")[0])
+    assert found == (
+        "pulumi: cannot read the stack's outputs (pulumi stack output --stack dev: error: incorrect passphrase). Fix: "
+        "set PULUMI_CONFIG_PASSPHRASE (or PULUMI_CONFIG_PASSPHRASE_FILE) to the passphrase this stack was created "
+        "with; a sim stack made by `make up` without one uses state/passphrase, which make passes on")
+
+
+def test_kubectl_missing_is_the_reason_each_cluster_gives(tmp_path: Path) -> None:
+    found = problems(_lab().without("kubectl").run(tmp_path, "--stack", "dev")[0])
+    assert [line.split(". Fix: ")[0] for line in found[1:]] == [
+        f"{where}: its API server does not answer (kubectl not on PATH)"
+        for where in ("management cluster", "tenant tenant-a", "tenant tenant-b")]
+
+
+def test_hosts_off_names_every_unknown_worker(tmp_path: Path) -> None:
+    result, _ = HostCase().run(tmp_path, "--stack", "gpu", "--stack-file", "Pulumi.gpu.yaml",
+                               "--hosts-off", "gpu-l4-98 gpu-l4-01 gpu-l4-99")
+    assert result.returncode == 2
+    assert result.stderr.startswith("doctor: gpu-l4-98, gpu-l4-99: no such worker in Pulumi.gpu.yaml (workers: ")
+
+
+def test_a_lab_of_a_mode_doctor_does_not_know_is_never_gone(tmp_path: Path) -> None:
+    result, _ = HostCase().deployed({**OUTPUTS, "mode": "quantum"}, []).run(tmp_path, "--stack", "dev", "--lab-gone")
+    assert (result.returncode, result.stderr) == (1, "")
+
+
+def test_only_images_the_stack_built_are_looked_for() -> None:
+    from gpu_tenancy.cli.doctor.command import built_images
+
+    image = "urn:pulumi:dev::gpu-tenancy::gpu-tenancy:mock_gpu_agent:MockGpuAgent$docker:index/image:Image::agent"
+    deployment = {"resources": [
+        {"urn": image, "type": "docker:index/image:Image", "inputs": {}},  # no name recorded: nothing to look for
+        {"urn": "urn:pulumi:dev::gpu-tenancy::docker:index/remoteImage:RemoteImage::r",
+         "type": "docker:index/remoteImage:RemoteImage", "inputs": {"imageName": "pulled:1"}},
+    ]}
+    assert built_images(deployment) == {}

@@ -102,7 +102,7 @@ def test_lab_subjects_cover_every_lab_problem_and_no_host_problem() -> None:
 
     now = datetime.datetime.now(datetime.UTC)
     lab = doctor_lab.LabFacts(
-        "e2e", "sim", "gpu-tenancy-e2e", [], {"c-worker": None, "d-worker": "exited"},
+        "e2e", "gpu-tenancy-e2e", [], {"c-worker": None, "d-worker": "exited"},
         [doctor_lab.ClusterFacts("tenant-a", "hint", error="Unable to connect"),
          doctor_lab.ClusterFacts("management", "hint", error="Unable to connect")],
         [{"path": "p", "pid": 1, "hostname": "h", "alive": False}],

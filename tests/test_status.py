@@ -543,4 +543,6 @@ def test_a_tenant_without_its_kubeconfig_output_names_the_stack(tmp_path: Path, 
                                                    "tenantKubeconfigs": {}}})
     monkeypatch.setenv("PATH", pulumi_stub.path_with(tmp_path / "bin"))
     assert status_cli.main(["--stack", "gpu"]) == 1
-    assert capsys.readouterr().err == "status: stack gpu has no tenant 'tenant-a' (tenants: none)\n"
+    assert capsys.readouterr().err == (
+        "status: stack gpu: output 'tenantKubeconfigs' has no kubeconfig for tenant 'tenant-a', which output 'tenants' "
+        "lists (outputs of a partial deployment? run `make up`)\n")

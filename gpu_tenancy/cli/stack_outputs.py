@@ -78,10 +78,14 @@ def tenants(outputs: Mapping[str, Any], stack: str) -> dict[str, TenantOutputs]:
 def tenant_kubeconfig(outputs: Mapping[str, Any], stack: str, tenant: str) -> str:
     """One tenant's admin kubeconfig (secret: never print it)."""
     kubeconfigs = _output(outputs, "tenantKubeconfigs", stack)
-    if not isinstance(kubeconfigs, dict) or tenant not in kubeconfigs:
-        known = ", ".join(sorted(kubeconfigs)) if isinstance(kubeconfigs, dict) else ""
-        raise OutputsError(f"stack {stack} has no tenant {tenant!r} (tenants: {known or 'none'})")
-    return str(kubeconfigs[tenant])
+    if isinstance(kubeconfigs, dict) and tenant in kubeconfigs:
+        return str(kubeconfigs[tenant])
+    listed = outputs.get("tenants")
+    if isinstance(listed, dict) and tenant in listed:
+        raise OutputsError(f"stack {stack}: output 'tenantKubeconfigs' has no kubeconfig for tenant {tenant!r}, "
+                           "which output 'tenants' lists (outputs of a partial deployment? run `make up`)")
+    known = ", ".join(sorted(kubeconfigs)) if isinstance(kubeconfigs, dict) else ""
+    raise OutputsError(f"stack {stack} has no tenant {tenant!r} (tenants: {known or 'none'})")
 
 
 def management_kubeconfig(outputs: Mapping[str, Any], stack: str) -> str:

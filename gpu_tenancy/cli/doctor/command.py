@@ -338,12 +338,18 @@ def read_cluster(name: str, kubeconfig_text: str, directory: Path, hint: str, re
     return facts
 
 
+def deployed_cluster(shape: LabShape, outputs: Mapping[str, Any]) -> str | None:
+    """The kind cluster the stack was deployed on (its outputs say; the stack file's name for it may have changed
+    since), None for a stack without one."""
+    return str(outputs.get("kindClusterName") or shape.cluster_name) if shape.simulated else None
+
+
 def gather_lab(shape: LabShape, outputs: Mapping[str, Any], state_dir: Path, clusters_known: list[str]) -> LabFacts:
-    cluster_name = str(outputs.get("kindClusterName") or shape.cluster_name) if shape.simulated else None
+    cluster_name = deployed_cluster(shape, outputs)
     tenants = stack_outputs.tenants(outputs, shape.stack) if "tenants" in outputs else {}
     deployment = stack_deployment(shape.stack)
     facts = LabFacts(
-        stack=shape.stack, mode=str(outputs.get("mode") or shape.mode), cluster_name=cluster_name,
+        stack=shape.stack, cluster_name=cluster_name,
         kind_clusters=clusters_known, containers={}, clusters=[], locks=stack_locks(state_dir, shape.stack),
         pending_operations=pending_operations(shape.stack, deployment), now=datetime.datetime.now(datetime.UTC),
     )
@@ -354,8 +360,7 @@ def gather_lab(shape: LabShape, outputs: Mapping[str, Any], state_dir: Path, clu
         for name in names:
             state = run(["docker", "inspect", "--format", "{{.State.Status}}", name])
             facts.containers[name] = state[1].strip() if state and state[0] == 0 else None
-    with tempfile.TemporaryDirectory(prefix="gpu-tenancy-doctor-") as directory:
-        os.chmod(directory, 0o700)
+    with tempfile.TemporaryDirectory(prefix="gpu-tenancy-doctor-") as directory:  # mkdtemp: 0700
         if "managementKubeconfig" in outputs:
             facts.clusters.append(read_cluster(
                 "management", stack_outputs.management_kubeconfig(outputs, shape.stack), Path(directory),
@@ -437,17 +442,23 @@ def diagnose(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[list
                                 "export PULUMI_CONFIG_PASSPHRASE=<yours> (the same every time for this stack)"))
     if not outputs:
         notes.append(f"stack {args.stack}: nothing deployed")
-        lab = LabFacts(args.stack, shape.mode, None, host.kind_clusters, {}, [],
+        lab = LabFacts(args.stack, None, host.kind_clusters, {}, [],
                        stack_locks(args.state_dir, args.stack), pending_operations(args.stack),
                        datetime.datetime.now(datetime.UTC))
         return problems + lab_problems(lab), notes
     known = host.kind_clusters if shape.simulated else []
     if args.before_up:
-        lab = LabFacts(args.stack, shape.mode, str(outputs.get("kindClusterName") or shape.cluster_name)
-                       if shape.simulated else None, known, {}, [], stack_locks(args.state_dir, args.stack),
-                       pending_operations(args.stack), datetime.datetime.now(datetime.UTC))
+        lab = LabFacts(args.stack, deployed_cluster(shape, outputs), known, {}, [],
+                       stack_locks(args.state_dir, args.stack), pending_operations(args.stack),
+                       datetime.datetime.now(datetime.UTC))
         return problems + lab_problems(lab), notes
-    return problems + lab_problems(gather_lab(shape, outputs, args.state_dir, known)), notes
+    try:
+        lab = gather_lab(shape, outputs, args.state_dir, known)
+    except stack_outputs.OutputsError as error:  # outputs a check needs are missing or malformed: say so, not crash
+        unreadable = Problem("pulumi", f"the stack's outputs do not describe its lab ({error})",
+                             f"`make up STACK={args.stack}` writes them again")
+        return [*problems, unreadable], notes
+    return problems + lab_problems(lab), notes
 
 
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:

@@ -54,7 +54,6 @@ class ClusterFacts:
 @dataclass
 class LabFacts:
     stack: str
-    mode: str
     cluster_name: str | None  # the kind cluster (sim modes)
     kind_clusters: list[str]
     containers: dict[str, str | None]  # container -> Docker state ("running", "exited", ...); None: missing
@@ -77,7 +76,7 @@ def _ready(node: dict[str, Any]) -> tuple[bool, str]:
 
 def _parse_time(text: str) -> datetime.datetime | None:
     try:
-        return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        return datetime.datetime.fromisoformat(text)  # a trailing "Z" too, since Python 3.11
     except ValueError:
         return None
 
