@@ -125,8 +125,7 @@ def gather_host(shape: LabShape, environ: Mapping[str, str]) -> HostFacts:
     facts.memory_available_bytes = parse_free_available(memory[1]) if memory and memory[0] == 0 else None
     info = run(["docker", "info", "--format", "{{json .}}"])
     if info is None:
-        facts.tool_versions["docker"] = None
-        facts.docker_error = "docker CLI not on PATH"
+        facts.tool_versions["docker"] = None  # named by tool_problems alone
     elif info[0] != 0:
         facts.docker_error = info[2]
     else:
