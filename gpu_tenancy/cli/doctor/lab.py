@@ -70,7 +70,8 @@ def _annotations(obj: dict[str, Any]) -> dict[str, str]:
 def _ready(node: dict[str, Any]) -> tuple[bool, str]:
     for condition in (node.get("status") or {}).get("conditions") or []:
         if condition.get("type") == "Ready":
-            return condition.get("status") == "True", str(condition.get("reason") or condition.get("message") or "no reason given")
+            why = condition.get("reason") or condition.get("message") or "no reason given"
+            return condition.get("status") == "True", str(why)
     return False, "no Ready condition"
 
 
