@@ -1039,9 +1039,17 @@ def test_without_a_data_root_in_docker_info_the_root_filesystem_is_the_one_check
     case.answer("findmnt", ["--target", "/"], "/dev/mapper/vg-root\n")
     result, calls = case.run(tmp_path, "--stack", "dev")
     assert ["findmnt", "-n", "-o", "SOURCE", "--target", "/"] in calls
+    assert [c for c in calls if c[0] == "df"] == [["df", "-Pk", "/"]]
     assert problems(result) == [
         f"disk: Docker's data root is on a device-mapper device (/dev/mapper/vg-root, e.g. LUKS or LVM){ROOTFS}. "
         f"Fix: {DISK_FIX}"]
+
+
+def test_a_df_that_fails_on_the_root_filesystem_is_not_asked_again(tmp_path: Path) -> None:
+    case = HostCase().answer("docker", ["info"], _info(DockerRootDir=None)).answer("df", ["-Pk"], "", "df: /: EIO\n", 1)
+    result, calls = case.run(tmp_path, "--stack", "dev")
+    assert problems(result) == []  # free space unknown: nothing to say about it
+    assert [c for c in calls if c[0] == "df"] == [["df", "-Pk", "/"]]
 
 
 def test_host_files_are_read_from_the_root_unless_re_rooted(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
