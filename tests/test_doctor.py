@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
-from doctor_stubs import DOCKER_INFO, KIND_BRIDGE, ROUTES, HostCase, df_output, free_output, problems
+from doctor_stubs import DOCKER_INFO, KIND_BRIDGE, KIND_NETWORK, ROUTES, HostCase, df_output, free_output, problems
 
 from gpu_tenancy.cli.doctor import host as doctor_host
 from gpu_tenancy.contract import versions
@@ -1046,7 +1046,9 @@ def test_without_a_data_root_in_docker_info_the_root_filesystem_is_the_one_check
 
 
 def test_a_df_that_fails_on_the_root_filesystem_is_not_asked_again(tmp_path: Path) -> None:
-    case = HostCase().answer("docker", ["info"], _info(DockerRootDir=None)).answer("df", ["-Pk"], "", "df: /: EIO\n", 1)
+    # GNU df exits 1 when it cannot read a filesystem; what it printed then is not read either.
+    case = (HostCase().answer("docker", ["info"], _info(DockerRootDir=None))
+            .answer("df", ["-Pk"], df_output(1024), "df: /: EIO\n", 1))
     result, calls = case.run(tmp_path, "--stack", "dev")
     assert problems(result) == []  # free space unknown: nothing to say about it
     assert [c for c in calls if c[0] == "df"] == [["df", "-Pk", "/"]]
@@ -1133,3 +1135,23 @@ def test_the_lab_is_read_inside_only_while_its_kind_cluster_is_there(
     facts = LabFacts("dev", cluster_name, kind_clusters, {"gpu-tenancy-dev-tenant-a-worker": None},
                      [ClusterFacts("tenant-a", "hint", error="Unable to connect")], locks, [], NOW)
     assert [p.subject for p in lab_problems(facts)] == subjects
+
+
+def test_a_failing_docker_inspect_or_network_inspect_is_not_read(tmp_path: Path) -> None:
+    case = _other_lab(HostCase(), "gpu-tenancy-other", "kind")
+    case.answer("docker", ["inspect", "{{json .NetworkSettings.Networks}}", "gpu-tenancy-other-control-plane"],
+                json.dumps({"kind": {}}), "Error: No such object: gpu-tenancy-other-control-plane\n", 1)
+    assert problems(case.run(tmp_path, "--stack", "dev")[0]) == []
+    case = HostCase().answer("docker", ["network", "inspect"], json.dumps(KIND_NETWORK), "Error response\n", 1)
+    case.env = {"HTTPS_PROXY": "http://proxy:3128", "NO_PROXY": "172.18.0.0/16"}
+    (found,) = problems(case.run(tmp_path / "network", "--stack", "dev")[0])
+    assert "NO_PROXY does not cover 172.16.0.0/12, 192.168.0.0/16: the kind network 'kind' does not exist yet" in found
+
+
+def test_every_other_lab_on_the_host_is_looked_at_not_only_the_first(tmp_path: Path) -> None:
+    case = _other_lab(HostCase(), "gpu-tenancy-other", "lab-b")
+    case.answer("kind", ["get", "clusters"], "gpu-tenancy-dev\ngpu-tenancy-other\n")
+    result, calls = case.run(tmp_path, "--stack", "dev")
+    assert problems(result) == []  # the other lab is on its own network
+    assert [c[-1] for c in calls if c[:2] == ["docker", "inspect"] and "{{json .NetworkSettings.Networks}}" in c] == [
+        "gpu-tenancy-other-control-plane"]
