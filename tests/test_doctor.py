@@ -1155,3 +1155,27 @@ def test_every_other_lab_on_the_host_is_looked_at_not_only_the_first(tmp_path: P
     assert problems(result) == []  # the other lab is on its own network
     assert [c[-1] for c in calls if c[:2] == ["docker", "inspect"] and "{{json .NetworkSettings.Networks}}" in c] == [
         "gpu-tenancy-other-control-plane"]
+
+
+def test_a_failing_docker_ps_or_an_unreadable_inspect_names_no_other_lab(tmp_path: Path) -> None:
+    case = HostCase().answer("docker", ["ps", "-a", "network=kind"], "mylab-tenant-x-worker\n", "error\n", 1)
+    assert problems(case.run(tmp_path, "--stack", "dev")[0]) == []
+    case = _other_lab(HostCase(), "gpu-tenancy-other", "kind")
+    case.answer("docker", ["inspect", "{{json .NetworkSettings.Networks}}", "gpu-tenancy-other-control-plane"], "<nil>")
+    result, _ = case.run(tmp_path / "inspect", "--stack", "dev")
+    assert (problems(result), result.stderr) == ([], "")
+
+
+@pytest.mark.parametrize(("info", "expected"), [
+    (_info(ServerVersion="24.0.0"), []),  # the minimum itself is enough
+    (_info(ServerVersion=None), ["docker: Docker Engine ? is older than 24.0. Fix: upgrade Docker Engine (README: "
+                                 "Prerequisites)"]),
+])
+def test_the_docker_engine_minimum_is_inclusive_and_a_missing_version_is_too_old(
+        tmp_path: Path, info: str, expected: list[str]) -> None:
+    assert problems(HostCase().answer("docker", ["info"], info).run(tmp_path, "--stack", "dev")[0]) == expected
+
+
+def test_a_docker_info_failing_without_a_word_is_no_answer(tmp_path: Path) -> None:
+    (found,) = problems(HostCase().answer("docker", ["info"], "", "", 1).run(tmp_path, "--stack", "dev")[0])
+    assert found.startswith("docker: the Docker engine does not answer `docker info` (no answer). Fix: ")
