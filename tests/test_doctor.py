@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime
 import json
 import socket
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -1179,3 +1180,37 @@ def test_the_docker_engine_minimum_is_inclusive_and_a_missing_version_is_too_old
 def test_a_docker_info_failing_without_a_word_is_no_answer(tmp_path: Path) -> None:
     (found,) = problems(HostCase().answer("docker", ["info"], "", "", 1).run(tmp_path, "--stack", "dev")[0])
     assert found.startswith("docker: the Docker engine does not answer `docker info` (no answer). Fix: ")
+
+
+def test_a_lock_is_held_while_its_process_runs_or_when_it_is_another_hosts(tmp_path: Path) -> None:
+    from gpu_tenancy.cli.doctor.command import stack_locks
+
+    root = tmp_path / "state" / ".pulumi" / "locks" / "organization" / "gpu-tenancy" / "dev"
+    root.mkdir(parents=True)
+    holder = subprocess.Popen(["sleep", "60"])
+    try:
+        (root / "1.json").write_text(json.dumps({"pid": holder.pid, "hostname": socket.gethostname()}))
+        (root / "2.json").write_text(json.dumps({"pid": 2**22 + 12345, "hostname": "another-host"}))
+        (root / "3.json").write_text(json.dumps({"pid": "41", "hostname": socket.gethostname()}))  # not a pid
+        locks = stack_locks(tmp_path / "state", "dev")
+        assert [(Path(lock["path"]).name, lock["alive"]) for lock in locks] == [
+            ("1.json", True), ("2.json", True), ("3.json", True)]
+        assert holder.poll() is None, "asking whether a process runs sends it no signal"
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_the_state_export_is_given_two_minutes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`pulumi stack export` of a whole lab's state takes longer than a tool's version answer."""
+    from gpu_tenancy.cli.doctor import command
+
+    asked: list[tuple[list[str], float]] = []
+    monkeypatch.setattr(command, "run", lambda argv, timeout=command.TIMEOUT_SECONDS: asked.append((argv, timeout)))
+    assert command.stack_deployment("dev") == {}
+    assert asked == [(["pulumi", "stack", "export", "--stack", "dev"], 120)]
+
+
+def test_docker_naming_no_cgroup_version_is_taken_for_v1(tmp_path: Path) -> None:
+    (found,) = problems(HostCase().answer("docker", ["info"], _info(CgroupVersion=None)).run(tmp_path, "--stack", "dev")[0])
+    assert found.startswith("cgroup: this host runs cgroup v1: Kubernetes 1.35 kubelets refuse to start")
