@@ -1214,3 +1214,19 @@ def test_the_state_export_is_given_two_minutes(monkeypatch: pytest.MonkeyPatch) 
 def test_docker_naming_no_cgroup_version_is_taken_for_v1(tmp_path: Path) -> None:
     (found,) = problems(HostCase().answer("docker", ["info"], _info(CgroupVersion=None)).run(tmp_path, "--stack", "dev")[0])
     assert found.startswith("cgroup: this host runs cgroup v1: Kubernetes 1.35 kubelets refuse to start")
+
+
+def test_a_proxy_problem_names_what_is_missing_where_and_the_export_that_fixes_it() -> None:
+    shape = doctor_host.LabShape("dev", "sim", "gpu-tenancy-dev", "kind", ("a",))
+    environ = {"https_proxy": "http://proxy:3128", "no_proxy": "localhost"}
+    (existing,) = doctor_host.proxy_problems(doctor_host.HostFacts(
+        environ=environ, network_subnets=["fc00:f853:ccd:e793::/64", "172.18.0.1/16"]), shape)
+    assert existing.line() == (
+        "proxy: a proxy is set (http://proxy:3128) and NO_PROXY does not cover 172.18.0.0/16: the kind network 'kind' "
+        "is 172.18.0.0/16, and the program's kubectl and providers would send the tenants' API traffic to the proxy. "
+        "Fix: export NO_PROXY=\"$NO_PROXY,172.18.0.0/16\" (and no_proxy alike)")
+    (before,) = doctor_host.proxy_problems(doctor_host.HostFacts(environ=environ), shape)
+    assert before.what == (
+        "a proxy is set (http://proxy:3128) and NO_PROXY does not cover 172.16.0.0/12, 192.168.0.0/16: the kind "
+        "network 'kind' does not exist yet, so its subnet is one Docker picks from 172.16.0.0/12, 192.168.0.0/16, and "
+        "the program's kubectl and providers would send the tenants' API traffic to the proxy")
