@@ -1230,3 +1230,25 @@ def test_a_proxy_problem_names_what_is_missing_where_and_the_export_that_fixes_i
         "a proxy is set (http://proxy:3128) and NO_PROXY does not cover 172.16.0.0/12, 192.168.0.0/16: the kind "
         "network 'kind' does not exist yet, so its subnet is one Docker picks from 172.16.0.0/12, 192.168.0.0/16, and "
         "the program's kubectl and providers would send the tenants' API traffic to the proxy")
+    assert before.fix == "export NO_PROXY=\"$NO_PROXY,172.16.0.0/12,192.168.0.0/16\" (and no_proxy alike)"
+
+
+def test_limits_met_exactly_are_enough() -> None:
+    shape = doctor_host.LabShape("dev", "sim", "gpu-tenancy-dev", "kind", ("a", "b"))
+    # kind known issues: 512 instances and 524288 watches; docs/live-suite.md "Footprint": 10 GiB, 5.1 GiB for two
+    memory, disk = int((2.3 + 2 * 1.4) * 2**30), 10 * 2**30
+    facts = doctor_host.HostFacts(docker_info=dict(DOCKER_INFO), inotify_instances=512, inotify_watches=524288,
+                                  disk_free_bytes=disk, memory_available_bytes=memory)
+    assert doctor_host.host_problems(facts, shape, deployed=False) == []
+    facts = doctor_host.HostFacts(docker_info=dict(DOCKER_INFO), inotify_instances=511, inotify_watches=524287,
+                                  disk_free_bytes=disk - 1, memory_available_bytes=memory - 1)
+    assert [p.subject for p in doctor_host.host_problems(facts, shape, deployed=False)] == [
+        "inotify", "inotify", "disk", "memory"]
+
+
+def test_low_disk_with_the_engine_down_is_measured_on_the_root_filesystem(tmp_path: Path) -> None:
+    case = (HostCase().answer("docker", ["info"], "", ENGINE_DOWN + "\n", 1)
+            .answer("df", ["-Pk", "/"], df_output(1024 * 1024)))
+    found = problems(case.run(tmp_path, "--stack", "dev")[0])
+    assert found[1] == ("disk: 1.0 GiB free under Docker's data root, the lab needs 10.0 GiB. Fix: free space (`docker "
+                        "system prune`, `docker image prune`) or move Docker's data-root")
