@@ -172,8 +172,11 @@ def test_a_second_lab_on_the_same_network_is_refused_before_anything_is_made(tmp
     result, calls = _other_lab(HostCase(), "gpu-tenancy-dev-nvml", "kind").run(tmp_path, "--stack", "dev", "--before-up")
     (found,) = problems(result)
     assert result.returncode == 1
-    assert found.startswith("another lab: kind cluster gpu-tenancy-dev-nvml already run(s) on Docker network 'kind'")
-    assert "same control-plane addresses" in found and "make destroy STACK=" in found
+    assert found == (
+        "another lab: kind cluster gpu-tenancy-dev-nvml already run(s) on Docker network 'kind': every lab takes its "
+        "MetalLB pool from the top of that network's subnet, so both would hand out the same control-plane addresses. "
+        "Fix: destroy the other lab first (`make destroy STACK=<its stack>`), or give this stack its own network "
+        "(gpu-tenancy:kind: {network: <name>})")
     assert not [c for c in calls if c[:2] in (["docker", "run"], ["docker", "create"], ["kind", "create"])]
 
 
@@ -1252,3 +1255,13 @@ def test_low_disk_with_the_engine_down_is_measured_on_the_root_filesystem(tmp_pa
     found = problems(case.run(tmp_path, "--stack", "dev")[0])
     assert found[1] == ("disk: 1.0 GiB free under Docker's data root, the lab needs 10.0 GiB. Fix: free space (`docker "
                         "system prune`, `docker image prune`) or move Docker's data-root")
+
+
+def test_a_version_answer_that_is_no_version_is_quoted(tmp_path: Path) -> None:
+    case = HostCase().answer("kind", ["version"], "kind version: development build\n")
+    (found,) = problems(case.run(tmp_path, "--stack", "dev")[0])
+    assert found == (f"kind: 'kind version: development build' is not the pinned {versions.KIND_BINARY}. "
+                     f"{TOOLS_FIX.format(versions.KIND_BINARY)}")
+    from gpu_tenancy.cli.tools import TOOLS_BY_NAME
+
+    assert TOOLS_BY_NAME["kind"].parse_version("kind v0.32.0-alpha+1f2e go1.26.3 linux/amd64\n") == "v0.32.0-alpha+1f2e"

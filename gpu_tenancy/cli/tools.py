@@ -109,7 +109,7 @@ class Tool:
                 return None
             return str(reported)
         if self.name == "kind":
-            match = re.match(r"kind (v\S+) ", text + " ")
+            match = re.match(r"kind (v\d\S*) ", text + " ")  # "kind v0.32.0 go1.24.6 linux/amd64"
             return match[1] if match else None
         first = text.splitlines()[0].strip() if text else ""
         return first if re.fullmatch(r"v\d+\.\d+\.\d+\S*", first) else None
