@@ -1265,3 +1265,25 @@ def test_a_version_answer_that_is_no_version_is_quoted(tmp_path: Path) -> None:
     from gpu_tenancy.cli.tools import TOOLS_BY_NAME
 
     assert TOOLS_BY_NAME["kind"].parse_version("kind v0.32.0-alpha+1f2e go1.26.3 linux/amd64\n") == "v0.32.0-alpha+1f2e"
+
+
+def test_a_lock_of_another_users_process_is_held(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpu_tenancy.cli.doctor import command
+
+    root = tmp_path / "state" / ".pulumi" / "locks" / "dev"
+    root.mkdir(parents=True)
+    (root / "1.json").write_text(json.dumps({"pid": 4242, "hostname": socket.gethostname()}))
+
+    def kill(pid: int, signal: int) -> None:
+        raise PermissionError(1, "Operation not permitted")  # kill(2): EPERM, the process exists
+
+    monkeypatch.setattr(command.os, "kill", kill)
+    assert [lock["alive"] for lock in command.stack_locks(tmp_path / "state", "dev")] == [True]
+
+
+@pytest.mark.parametrize("export", ['{"deployment": ["x"]}', '{"deployment": null}', "[]", "not json"])
+def test_a_state_export_that_is_no_deployment_reads_as_none(monkeypatch: pytest.MonkeyPatch, export: str) -> None:
+    from gpu_tenancy.cli.doctor import command
+
+    monkeypatch.setattr(command, "run", lambda argv, timeout=0: (0, export, ""))
+    assert command.stack_deployment("dev") == {}
