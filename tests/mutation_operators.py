@@ -55,7 +55,7 @@ import sys
 import tempfile
 import time
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -461,7 +461,6 @@ def killed_by_mutmut_run(mutants_dir: Path, module: str, source: str) -> tuple[s
     run recorded, mutmut's `compute_function_hashes`) and the same mutant names (a `# pragma: no mutate` or another
     `do_not_mutate` leaves the code alike and numbers the mutants anew). Any other name may now name another mutant."""
     from mutation_scores import KILLED
-    from mutmut.mutation.file_mutation import compute_function_hashes
 
     meta_path = mutants_dir / f"{module}.meta"
     if not meta_path.is_file():
@@ -471,18 +470,26 @@ def killed_by_mutmut_run(mutants_dir: Path, module: str, source: str) -> tuple[s
     if not ran_hashes:
         raise SystemExit(f"{module}: {meta_path} records no function hashes, so which kills still apply is unknown")
     codes = meta["exit_code_by_key"]
+    unchanged = _unchanged_functions(ran_hashes, codes, module, source)
+    selection = _test_selection(mutants_dir.parent / "pyproject.toml")
+    killed = {name for name, code in codes.items() if code in KILLED and _function_of(name) in unchanged}
+    return killed, [f"mutmut run: {' '.join(selection)}"]
+
+
+def _unchanged_functions(ran_hashes: dict[str, str], ran_mutants: Iterable[str], module: str, source: str) -> set[str]:
+    """The functions whose code hash (mutmut's `compute_function_hashes`) and mutant names are what they were when
+    `ran_mutants` ran: only their results still name the same mutants."""
+    from mutmut.mutation.file_mutation import compute_function_hashes
+
     ran_names: dict[str, set[str]] = {}
-    for name in codes:
+    for name in ran_mutants:
         ran_names.setdefault(_function_of(name), set()).add(name)
     now_names: dict[str, set[str]] = {}
     for mutant in mutmut_mutants(source, module):
         now_names.setdefault(_function_of(mutant.name), set()).add(mutant.name)
     now_hashes = compute_function_hashes(source)
-    unchanged = {function for function, code in ran_hashes.items()
-                 if now_hashes.get(function) == code and ran_names.get(function) == now_names.get(function)}
-    selection = _test_selection(mutants_dir.parent / "pyproject.toml")
-    killed = {name for name, code in codes.items() if code in KILLED and _function_of(name) in unchanged}
-    return killed, [f"mutmut run: {' '.join(selection)}"]
+    return {function for function, code in ran_hashes.items()
+            if now_hashes.get(function) == code and ran_names.get(function) == now_names.get(function)}
 
 
 def run(module: str, tests: list[str], out_dir: Path, repo: Path = REPO, survivors_only: bool = False,
@@ -505,7 +512,13 @@ def run(module: str, tests: list[str], out_dir: Path, repo: Path = REPO, survivo
         if not path.is_file():
             raise SystemExit(f"{module}: no earlier record to take the survivors of ({path})")
         previous = json.loads(path.read_text())
-        earlier = {_key(entry): entry["status"] for entry in previous["mutants"]}
+        if previous.get("function_hashes"):  # mutmut's mutants: results of functions unchanged since, by name
+            unchanged = _unchanged_functions(previous["function_hashes"], [e["name"] for e in previous["mutants"]],
+                                             module, original)
+            killed_by_name = {e["name"] for e in previous["mutants"]
+                              if e["status"] != "survived" and _function_of(e["name"]) in unchanged}
+        else:  # the other operators' (or an older record): by line, operator and description
+            earlier = {_key(entry): entry["status"] for entry in previous["mutants"]}
         earlier_tests = [*previous.get("earlier_tests", []), previous["tests"]]
     results = []
     with tempfile.TemporaryDirectory(prefix="mutation-operators-") as tmp:
@@ -529,6 +542,10 @@ def run(module: str, tests: list[str], out_dir: Path, repo: Path = REPO, survivo
                   flush=True)
         (copy / module).write_text(original)
     record: dict[str, object] = {"module": module, "tests": tests, "mutants": results}
+    if operators == "mutmut":  # which results a later --survivors-only may keep: those of functions unchanged since
+        from mutmut.mutation.file_mutation import compute_function_hashes
+
+        record["function_hashes"] = compute_function_hashes(original)
     if survivors_only or after_mutmut_run is not None:
         record["earlier_tests"] = earlier_tests  # the selections that killed the rest, in the order they ran
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -317,6 +317,33 @@ def test_a_second_pass_tells_apart_mutmuts_mutants_that_share_a_line_and_descrip
     assert {m["name"]: m["status"] for m in second["mutants"]} == by_name  # type: ignore[union-attr]
 
 
+def test_a_second_pass_keeps_mutmut_results_only_of_functions_unchanged_since(tmp_path: Path) -> None:
+    """Kills kept by name where the function's code is as it was (moved lines do not matter); a changed function's
+    mutants all run again, even those whose line and description read as before."""
+    pytest.importorskip("mutmut", reason="mutmut is not installed: `make mutation` installs requirements-mutation.txt")
+    import subprocess
+
+    from mutation_operators import run
+
+    repo = tmp_path / "repo"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "calc.py").write_text("def f(x):\n    return x + 1\n\n\ndef g(x):\n    y = x\n    return y * 2\n")
+    (repo / "tests" / "test_calc.py").write_text(
+        "import calc\n\ndef test_calc():\n    assert calc.f(1) == 2 and calc.g(3) == 6\n")
+    (repo / "tests" / "test_nothing.py").write_text("def test_passes():\n    pass\n")
+    (repo / "conftest.py").write_text("")
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    out = tmp_path / "out"
+    first = run("calc.py", ["tests/test_calc.py"], out, repo=repo, operators="mutmut")
+    assert first["function_hashes"] and {m["status"] for m in first["mutants"]} == {"killed"}  # type: ignore[union-attr]
+    # f moves down a line, unchanged; g changes where no mutant is (`y = x` now `y = x + 0`).
+    (repo / "calc.py").write_text("# moved\ndef f(x):\n    return x + 1\n\n\ndef g(x):\n    y = x + 0\n    return y * 2\n")
+    second = run("calc.py", ["tests/test_nothing.py"], out, repo=repo, operators="mutmut", survivors_only=True)
+    status = {m["name"]: m["status"] for m in second["mutants"]}  # type: ignore[union-attr]
+    assert {s for n, s in status.items() if "x_f__" in n} == {"killed"}  # kept
+    assert {s for n, s in status.items() if "x_g__" in n} == {"survived"}  # run again on a test that checks nothing
+
+
 def test_scores_read_mutmuts_mutants_run_fresh_where_mutmut_run_left_no_results(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     module = "gpu_tenancy/builders/tenant_datastore/datastore.py"

@@ -287,21 +287,19 @@ def image_loads(deployment: Mapping[str, Any]) -> dict[str, str]:
 
 def pending_operations(stack: str, deployment: Mapping[str, Any] | None = None) -> list[dict[str, str]]:
     """What an interrupted `up` left unfinished (`pulumi stack export`: deployment.pending_operations), with the
-    names a recovery needs (a container's name, a Kubernetes object's or Helm release's namespace and name)."""
+    names a recovery needs (a container's name, a Helm release's namespace and name: top-level inputs of both)."""
     if deployment is None:
         deployment = stack_deployment(stack)
     pending = []
     for operation in deployment.get("pending_operations") or []:
         resource = operation.get("resource") or {}
         inputs = resource.get("inputs") or {}
-        metadata = inputs.get("metadata")
-        metadata = metadata if isinstance(metadata, dict) else {}
         pending.append({
             "name": str(resource.get("urn", "?")).rsplit("::", 1)[-1],
             "type": str(resource.get("type", "?")),
             "op": str(operation.get("type", "?")),
-            "object": str(inputs.get("name") or metadata.get("name") or ""),
-            "namespace": str(inputs.get("namespace") or metadata.get("namespace") or ""),
+            "object": str(inputs.get("name") or ""),
+            "namespace": str(inputs.get("namespace") or ""),
         })
     return pending
 
