@@ -1287,3 +1287,21 @@ def test_a_state_export_that_is_no_deployment_reads_as_none(monkeypatch: pytest.
 
     monkeypatch.setattr(command, "run", lambda argv, timeout=0: (0, export, ""))
     assert command.stack_deployment("dev") == {}
+
+
+def test_without_a_stack_doctor_checks_dev(tmp_path: Path) -> None:
+    result, calls = HostCase().run(tmp_path)
+    assert result.stdout.splitlines()[-1] == "doctor: no problems (host, Pulumi state and lab, stack dev)"
+    assert ["pulumi", "stack", "output", "--json", "--show-secrets", "--stack", "dev"] in calls
+
+
+def test_a_deployed_real_stack_has_no_kind_cluster_to_lose_and_its_clusters_are_read(tmp_path: Path) -> None:
+    outputs = {key: value for key, value in OUTPUTS.items() if key != "kindClusterName"} | {"mode": "real"}
+    case = _lab(clusters=())
+    case.deployed(outputs, [])
+    case.env = {"PULUMI_CONFIG_PASSPHRASE": "mine"}
+    result, calls = case.run(tmp_path, "--stack", "gpu", "--stack-file", "Pulumi.gpu.yaml")
+    assert problems(result) == [], result.stdout
+    assert sorted(Path(c[2]).name for c in calls if c[0] == "kubectl" and "nodes" in c) == [
+        "management.kubeconfig", "tenant-a.kubeconfig", "tenant-b.kubeconfig"]
+    assert not [c for c in calls if c[0] in ("docker", "kind")]
