@@ -905,12 +905,14 @@ def test_a_stack_deployed_without_tenants_reads_its_management_cluster(tmp_path:
 ])
 def test_outputs_that_do_not_describe_the_lab_are_a_problem_not_a_crash(
         tmp_path: Path, change: dict[str, Any], said: str) -> None:
-    case = _lab()
+    case = _lab().answer("sysctl", ["max_user_watches"], "8192\n")  # and a problem of the host, named too
     case.deployed({**OUTPUTS, **change}, ["gpu-tenancy-dev"])
     result, _ = case.run(tmp_path, "--stack", "dev")
     assert result.returncode == 1 and result.stderr == ""
-    assert problems(result) == [f"pulumi: the stack's outputs do not describe its lab ({said}). Fix: `make up STACK=dev` "
-                                "writes them again"]
+    assert problems(result) == [
+        "inotify: fs.inotify.max_user_watches is 8192, below 524288 (kind known issues). Fix: sudo sysctl "
+        "fs.inotify.max_user_watches=524288 (persist it in /etc/sysctl.d/)",
+        f"pulumi: the stack's outputs do not describe its lab ({said}). Fix: `make up STACK=dev` writes them again"]
 
 
 def test_an_image_gone_on_the_second_tenant_names_that_tenants_load(tmp_path: Path) -> None:
@@ -1305,3 +1307,14 @@ def test_a_deployed_real_stack_has_no_kind_cluster_to_lose_and_its_clusters_are_
     assert sorted(Path(c[2]).name for c in calls if c[0] == "kubectl" and "nodes" in c) == [
         "management.kubeconfig", "tenant-a.kubeconfig", "tenant-b.kubeconfig"]
     assert not [c for c in calls if c[0] in ("docker", "kind")]
+
+
+def test_a_real_stack_without_a_passphrase_is_told_to_choose_one(tmp_path: Path) -> None:
+    result, _ = HostCase().run(tmp_path, "--stack", "gpu")
+    assert problems(result) == [
+        "passphrase: neither PULUMI_CONFIG_PASSPHRASE nor PULUMI_CONFIG_PASSPHRASE_FILE is set: a real stack's secrets "
+        "are encrypted with a passphrase you choose. Fix: export PULUMI_CONFIG_PASSPHRASE=<yours> (the same every time "
+        "for this stack)"]
+    case = HostCase()
+    case.env = {"PULUMI_CONFIG_PASSPHRASE_FILE": str(tmp_path / "passphrase")}
+    assert problems(case.run(tmp_path / "file", "--stack", "gpu")[0]) == []
