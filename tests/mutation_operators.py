@@ -512,7 +512,10 @@ def run(module: str, tests: list[str], out_dir: Path, repo: Path = REPO, survivo
         if not path.is_file():
             raise SystemExit(f"{module}: no earlier record to take the survivors of ({path})")
         previous = json.loads(path.read_text())
-        if previous.get("function_hashes"):  # mutmut's mutants: results of functions unchanged since, by name
+        if operators == "mutmut" and not previous.get("function_hashes"):
+            raise SystemExit(f"{module}: {path} records no function hashes, so which of its results still apply is "
+                             "unknown: run the module again without --survivors-only")
+        if operators == "mutmut":  # results of functions unchanged since, by name
             unchanged = _unchanged_functions(previous["function_hashes"], [e["name"] for e in previous["mutants"]],
                                              module, original)
             killed_by_name = {e["name"] for e in previous["mutants"]

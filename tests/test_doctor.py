@@ -906,12 +906,18 @@ def test_a_stack_deployed_without_tenants_reads_its_management_cluster(tmp_path:
 def test_outputs_that_do_not_describe_the_lab_are_a_problem_not_a_crash(
         tmp_path: Path, change: dict[str, Any], said: str) -> None:
     case = _lab().answer("sysctl", ["max_user_watches"], "8192\n")  # and a problem of the host, named too
+    state = tmp_path / "state"
+    lock = state / ".pulumi" / "locks" / "dev" / "1.json"  # and one of the state, which needs no outputs
+    lock.parent.mkdir(parents=True)
+    lock.write_text(json.dumps({"pid": 2**22 + 12345, "hostname": socket.gethostname()}))
     case.deployed({**OUTPUTS, **change}, ["gpu-tenancy-dev"])
-    result, _ = case.run(tmp_path, "--stack", "dev")
+    result, _ = case.run(tmp_path, "--stack", "dev", "--state-dir", str(state))
     assert result.returncode == 1 and result.stderr == ""
     assert problems(result) == [
         "inotify: fs.inotify.max_user_watches is 8192, below 524288 (kind known issues). Fix: sudo sysctl "
         "fs.inotify.max_user_watches=524288 (persist it in /etc/sysctl.d/)",
+        f"stack dev: locked by pid {2**22 + 12345} on {socket.gethostname()}, which is no longer running ({lock}). "
+        "Fix: `pulumi cancel --stack dev --yes`",
         f"pulumi: the stack's outputs do not describe its lab ({said}). Fix: `make up STACK=dev` writes them again"]
 
 
@@ -1200,7 +1206,6 @@ def test_a_lock_is_held_while_its_process_runs_or_when_it_is_another_hosts(tmp_p
         locks = stack_locks(tmp_path / "state", "dev")
         assert [(Path(lock["path"]).name, lock["alive"]) for lock in locks] == [
             ("1.json", True), ("2.json", True), ("3.json", True)]
-        assert holder.poll() is None, "asking whether a process runs sends it no signal"
     finally:
         holder.kill()
         holder.wait()
@@ -1269,6 +1274,18 @@ def test_a_version_answer_that_is_no_version_is_quoted(tmp_path: Path) -> None:
     assert TOOLS_BY_NAME["kind"].parse_version("kind v0.32.0-alpha+1f2e go1.26.3 linux/amd64\n") == "v0.32.0-alpha+1f2e"
 
 
+def test_asking_whether_a_locks_process_runs_sends_it_no_signal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpu_tenancy.cli.doctor import command
+
+    root = tmp_path / "state" / ".pulumi" / "locks" / "dev"
+    root.mkdir(parents=True)
+    (root / "1.json").write_text(json.dumps({"pid": 4242, "hostname": socket.gethostname()}))
+    sent: list[tuple[int, int]] = []
+    monkeypatch.setattr(command.os, "kill", lambda pid, signal: sent.append((pid, signal)))
+    assert [lock["alive"] for lock in command.stack_locks(tmp_path / "state", "dev")] == [True]
+    assert sent == [(4242, 0)]  # kill(2) with signal 0: only whether the process exists
+
+
 def test_a_lock_of_another_users_process_is_held(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from gpu_tenancy.cli.doctor import command
 
@@ -1318,3 +1335,19 @@ def test_a_real_stack_without_a_passphrase_is_told_to_choose_one(tmp_path: Path)
     case = HostCase()
     case.env = {"PULUMI_CONFIG_PASSPHRASE_FILE": str(tmp_path / "passphrase")}
     assert problems(case.run(tmp_path / "file", "--stack", "gpu")[0]) == []
+
+
+@pytest.mark.parametrize("unasked", ["engine-down", "no-kind", "kind-fails"])
+def test_a_kind_cluster_is_never_called_gone_when_kind_could_not_be_asked(tmp_path: Path, unasked: str) -> None:
+    """Only a cluster seen missing from `kind get clusters` is gone (its fix is `make destroy`): a host where Docker
+    or kind does not answer says that, and nothing about the cluster."""
+    case = _lab()
+    if unasked == "engine-down":
+        case.answer("docker", ["info"], "", ENGINE_DOWN + "\n", 1)
+    elif unasked == "no-kind":
+        case.without("kind")
+    else:
+        case.answer("kind", ["get", "clusters"], "", "ERROR: failed to list clusters\n", 1)
+    for args in (("--stack", "dev"), ("--stack", "dev", "--before-up")):
+        found = problems(case.run(tmp_path / str(len(args)), *args)[0])
+        assert not [line for line in found if line.startswith("kind cluster:")], found

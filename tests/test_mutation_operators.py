@@ -336,12 +336,17 @@ def test_a_second_pass_keeps_mutmut_results_only_of_functions_unchanged_since(tm
     out = tmp_path / "out"
     first = run("calc.py", ["tests/test_calc.py"], out, repo=repo, operators="mutmut")
     assert first["function_hashes"] and {m["status"] for m in first["mutants"]} == {"killed"}  # type: ignore[union-attr]
-    # f moves down a line, unchanged; g changes where no mutant is (`y = x` now `y = x + 0`).
-    (repo / "calc.py").write_text("# moved\ndef f(x):\n    return x + 1\n\n\ndef g(x):\n    y = x + 0\n    return y * 2\n")
+    # f moves down a line, unchanged; g's code changes and its mutants keep their names (`y` renamed `z`).
+    (repo / "calc.py").write_text("# moved\ndef f(x):\n    return x + 1\n\n\ndef g(x):\n    z = x\n    return z * 2\n")
     second = run("calc.py", ["tests/test_nothing.py"], out, repo=repo, operators="mutmut", survivors_only=True)
     status = {m["name"]: m["status"] for m in second["mutants"]}  # type: ignore[union-attr]
     assert {s for n, s in status.items() if "x_f__" in n} == {"killed"}  # kept
     assert {s for n, s in status.items() if "x_g__" in n} == {"survived"}  # run again on a test that checks nothing
+    record = json.loads((out / "calc.py.json").read_text())
+    del record["function_hashes"]
+    (out / "calc.py.json").write_text(json.dumps(record))
+    with pytest.raises(SystemExit, match="records no function hashes"):
+        run("calc.py", ["tests/test_nothing.py"], out, repo=repo, operators="mutmut", survivors_only=True)
 
 
 def test_scores_read_mutmuts_mutants_run_fresh_where_mutmut_run_left_no_results(

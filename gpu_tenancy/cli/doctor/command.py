@@ -102,9 +102,10 @@ def _int(result: tuple[int, str, str] | None) -> int | None:
         return None
 
 
-def kind_clusters() -> list[str]:
+def kind_clusters() -> list[str] | None:
+    """The kind clusters there are; None when kind cannot say (not on PATH, failing): not known, not none."""
     result = run(["kind", "get", "clusters"])
-    return result[1].split() if result and result[0] == 0 else []
+    return result[1].split() if result and result[0] == 0 else None
 
 
 def gather_host(shape: LabShape, environ: Mapping[str, str]) -> HostFacts:
@@ -142,7 +143,7 @@ def gather_host(shape: LabShape, environ: Mapping[str, str]) -> HostFacts:
     network = run(["docker", "network", "inspect", shape.network])
     facts.network_subnets = parse_network_subnets(network[1]) if network and network[0] == 0 else None
     facts.kind_clusters = kind_clusters()
-    for cluster in facts.kind_clusters:
+    for cluster in facts.kind_clusters or []:
         if cluster == shape.cluster_name or not cluster.startswith("gpu-tenancy-"):
             continue
         node = f"{cluster}-control-plane"
@@ -341,7 +342,8 @@ def deployed_cluster(shape: LabShape, outputs: Mapping[str, Any]) -> str | None:
     return str(outputs.get("kindClusterName") or shape.cluster_name) if shape.simulated else None
 
 
-def gather_lab(shape: LabShape, outputs: Mapping[str, Any], state_dir: Path, clusters_known: list[str]) -> LabFacts:
+def gather_lab(shape: LabShape, outputs: Mapping[str, Any], state_dir: Path,
+               clusters_known: list[str] | None) -> LabFacts:
     cluster_name = deployed_cluster(shape, outputs)
     tenants = stack_outputs.tenants(outputs, shape.stack) if "tenants" in outputs else {}
     deployment = stack_deployment(shape.stack)
@@ -350,7 +352,7 @@ def gather_lab(shape: LabShape, outputs: Mapping[str, Any], state_dir: Path, clu
         kind_clusters=clusters_known, containers={}, clusters=[], locks=stack_locks(state_dir, shape.stack),
         pending_operations=pending_operations(shape.stack, deployment), now=datetime.datetime.now(datetime.UTC),
     )
-    if cluster_name is not None and cluster_name not in clusters_known:
+    if facts.cluster_gone:
         return facts
     if shape.simulated:
         names = [f"{cluster_name}-control-plane", *(node for t in tenants.values() for node in t.nodes)]
@@ -428,7 +430,7 @@ def diagnose(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[list
             if "no stack named" not in str(error):
                 problems.append(Problem("pulumi", f"cannot read the stack's outputs ({error})",
                                         outputs_fix(str(error), args.stack)))
-    deployed = bool(outputs) or (shape.simulated and shape.cluster_name in host.kind_clusters)
+    deployed = bool(outputs) or (shape.simulated and shape.cluster_name in (host.kind_clusters or []))
     problems = host_problems(host, shape, deployed) + problems
     if shape.simulated:
         problems += known_issue_problems(gather_known_issues(shape, host), shape.network)
@@ -445,17 +447,21 @@ def diagnose(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[list
         return problems + lab_problems(lab), notes
     known = host.kind_clusters if shape.simulated else []
     if args.before_up:
-        lab = LabFacts(args.stack, deployed_cluster(shape, outputs), known, {}, [],
-                       stack_locks(args.state_dir, args.stack), pending_operations(args.stack),
-                       datetime.datetime.now(datetime.UTC))
-        return problems + lab_problems(lab), notes
+        return problems + lab_problems(state_facts(shape, outputs, args.state_dir, known)), notes
     try:
         lab = gather_lab(shape, outputs, args.state_dir, known)
     except stack_outputs.OutputsError as error:  # outputs a check needs are missing or malformed: say so, not crash
         unreadable = Problem("pulumi", f"the stack's outputs do not describe its lab ({error})",
                              f"`make up STACK={args.stack}` writes them again")
-        return [*problems, unreadable], notes
+        return [*problems, *lab_problems(state_facts(shape, outputs, args.state_dir, known)), unreadable], notes
     return problems + lab_problems(lab), notes
+
+
+def state_facts(shape: LabShape, outputs: Mapping[str, Any], state_dir: Path, known: list[str] | None) -> LabFacts:
+    """The Pulumi state and the kind cluster alone: what `make up` checks first, and what is left to check when the
+    outputs do not describe the lab."""
+    return LabFacts(shape.stack, deployed_cluster(shape, outputs), known, {}, [], stack_locks(state_dir, shape.stack),
+                    pending_operations(shape.stack), datetime.datetime.now(datetime.UTC))
 
 
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:

@@ -80,7 +80,7 @@ class HostFacts:
     disk_free_bytes: int | None = None
     memory_available_bytes: int | None = None
     tool_versions: dict[str, str | None] = field(default_factory=dict)  # tool -> version text (None: missing)
-    kind_clusters: list[str] = field(default_factory=list)
+    kind_clusters: list[str] | None = None  # None: not known (Docker or kind did not answer)
     cluster_networks: dict[str, list[str]] = field(default_factory=dict)  # other kind cluster -> its networks
     workers_on_network: list[str] = field(default_factory=list)  # gpu-tenancy worker containers on the network
 
@@ -252,7 +252,7 @@ def other_lab_problems(facts: HostFacts, shape: LabShape) -> list[Problem]:
     if not shape.simulated:
         return []
     others = sorted(
-        name for name in facts.kind_clusters
+        name for name in facts.kind_clusters or []
         if name != shape.cluster_name and name.startswith("gpu-tenancy-")
         and shape.network in facts.cluster_networks.get(name, [shape.network])
     )

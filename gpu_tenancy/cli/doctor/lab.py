@@ -55,12 +55,18 @@ class ClusterFacts:
 class LabFacts:
     stack: str
     cluster_name: str | None  # the kind cluster (sim modes)
-    kind_clusters: list[str]
+    kind_clusters: list[str] | None  # None: not known (Docker or kind did not answer), so no cluster is seen gone
     containers: dict[str, str | None]  # container -> Docker state ("running", "exited", ...); None: missing
     clusters: list[ClusterFacts]
     locks: list[dict[str, Any]]  # {"path", "pid", "hostname", "alive"}
     pending_operations: list[dict[str, str]]  # name, type, op ("creating", ...), object, namespace
     now: datetime.datetime
+
+    @property
+    def cluster_gone(self) -> bool:
+        """The stack's kind cluster is seen missing from the clusters kind lists (never when kind could not say)."""
+        return (self.cluster_name is not None and self.kind_clusters is not None
+                and self.cluster_name not in self.kind_clusters)
 
 
 def _annotations(obj: dict[str, Any]) -> dict[str, str]:
@@ -83,7 +89,7 @@ def _parse_time(text: str) -> datetime.datetime | None:
 
 
 def kind_cluster_problems(facts: LabFacts) -> list[Problem]:
-    if facts.cluster_name is None or facts.cluster_name in facts.kind_clusters:
+    if not facts.cluster_gone:
         return []
     return [Problem(
         "kind cluster", f"{facts.cluster_name} is gone (deleted outside Pulumi; `pulumi refresh` cannot see it, "
@@ -218,7 +224,7 @@ def _after_cut_off(operation: dict[str, str], stack: str) -> str:
 
 def lab_problems(facts: LabFacts) -> list[Problem]:
     problems = [*state_problems(facts), *kind_cluster_problems(facts)]
-    if problems and facts.cluster_name is not None and facts.cluster_name not in facts.kind_clusters:
+    if problems and facts.cluster_gone:
         return problems  # nothing else can answer without the cluster
     problems += container_problems(facts)
     for cluster in facts.clusters:
