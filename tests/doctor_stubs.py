@@ -243,17 +243,22 @@ class HostCase:
 def _stubs_in_process(tmp_path: Path) -> Iterator[None]:
     """`subprocess.run` of a stub under tmp_path answers from ANSWER in this process, as the stub's own process
     would (same argv, exit code, output and log line), without starting Python a few dozen times per test; any
-    other program runs as it would. The tool is still found on PATH by `shutil.which`, as doctor finds it."""
+    other program is unmodelled (exit 127), and a call in another shape fails the test. The tool is still found on
+    PATH by `shutil.which`, as doctor finds it."""
     namespace: dict[str, Any] = {}
     exec(ANSWER, namespace)  # the stubs' own source, run as they run it
     real_run = subprocess.run
     bin_dir = (tmp_path / "stub-bin").resolve()
 
     def run(argv: Any, *args: Any, **kwargs: Any) -> subprocess.CompletedProcess[Any]:
-        env = kwargs.get("env") or os.environ
+        # Only the calls doctor makes (`run`, `stack_outputs.read_outputs`): anything else is a change to model first.
+        if args or set(kwargs) - {"capture_output", "text", "timeout", "input", "env"} or not kwargs.get("text") \
+                or not kwargs.get("capture_output") or kwargs.get("input") is not None:
+            raise AssertionError(f"doctor ran {argv!r} in a way the stubs do not model: {args!r} {kwargs!r}")
+        env = os.environ if kwargs.get("env") is None else kwargs["env"]
         found = shutil.which(str(argv[0]), path=env.get("PATH"))
-        if found is None or Path(found).resolve().parent != bin_dir or args or not kwargs.get("text"):
-            return real_run(argv, *args, **kwargs)
+        if found is None or Path(found).resolve().parent != bin_dir:  # not a stub: no real program runs either
+            return subprocess.CompletedProcess(list(argv), 127, "", f"stub: unmodelled program {argv[0]!r}\n")
         code, out, err = namespace["answer"](Path(found).name, [str(a) for a in argv[1:]], env)
         return subprocess.CompletedProcess(list(argv), code, out, err)
 

@@ -964,6 +964,8 @@ def test_a_node_lock_is_stale_only_after_five_minutes() -> None:
     assert stale.what == "HAMi's node lock is stale (2026-12-06T12:00:00Z,workloads,p)"
     (unreadable,) = cluster_problems(_cluster_with({"hami.io/mutex.lock": "yesterday,workloads,p"}), taken)
     assert unreadable.what.startswith("HAMi's node lock is stale")
+    (naive,) = cluster_problems(_cluster_with({"hami.io/mutex.lock": "2026-12-06T12:00:00,workloads,p"}), taken)
+    assert naive.what.startswith("HAMi's node lock is stale")  # a time without an offset is no time to compare
 
 
 def test_a_pod_is_stuck_binding_only_after_five_minutes_and_counted_in_whole_minutes() -> None:

@@ -82,10 +82,12 @@ def _ready(node: dict[str, Any]) -> tuple[bool, str]:
 
 
 def _parse_time(text: str) -> datetime.datetime | None:
+    """An RFC 3339 time (HAMi writes its node lock's so); None for anything else, a time without an offset too."""
     try:
-        return datetime.datetime.fromisoformat(text)  # a trailing "Z" too, since Python 3.11
+        parsed = datetime.datetime.fromisoformat(text)  # a trailing "Z" too, since Python 3.11
     except ValueError:
         return None
+    return parsed if parsed.tzinfo is not None else None
 
 
 def kind_cluster_problems(facts: LabFacts) -> list[Problem]:
