@@ -448,7 +448,8 @@ def test_the_title_says_where_the_view_comes_from_and_when(tmp_path: Path, monke
     monkeypatch.setenv("TERM", "xterm-256color")  # rich styles nothing for TERM=dumb
     dump = dump_file(tmp_path, recorded("real"))
     plain, coloured = io.StringIO(), Terminal()
-    assert status_cli.main(["--objects", str(dump), "--width", "100"], out=plain) == 0
+    # wide enough for the title on one line whatever pytest's temporary path (pytest-of-<user>/pytest-<n>/...) is
+    assert status_cli.main(["--objects", str(dump), "--width", "300"], out=plain) == 0
     assert re.fullmatch(rf"{re.escape(str(dump))} at \d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d \S+",
                         plain.getvalue().splitlines()[0])
     assert "\x1b[" not in plain.getvalue()
@@ -511,7 +512,7 @@ def test_a_picture_gets_the_tables_title_and_pages_are_named(tmp_path: Path, mon
     monkeypatch.setattr(allocation_chart, "render_png", render_png)
     dump = dump_file(tmp_path, recorded("real"))
     out = io.StringIO()
-    assert status_cli.main(["--objects", str(dump), "--png", str(tmp_path / "a.png"), "--width", "100"], out=out) == 0
+    assert status_cli.main(["--objects", str(dump), "--png", str(tmp_path / "a.png"), "--width", "300"], out=out) == 0
     assert titles == [out.getvalue().splitlines()[0]] and capsys.readouterr().err == ""
     pages[0] = [tmp_path / "a.png", tmp_path / "a-2.png"]
     assert status_cli.main(["--objects", str(dump), "--png", str(tmp_path / "a.png"), "--json"]) == 0
