@@ -583,6 +583,13 @@ def test_kinds_known_issues_are_named_with_their_fix(tmp_path: Path, case: HostC
     assert problems(case.run(tmp_path, "--stack", "dev")[0]) == [expected]
 
 
+def test_the_kind_network_is_inspected_once_for_its_subnets_and_its_bridge(tmp_path: Path) -> None:
+    """The route check needs both: the subnets to compare and the bridge whose own route is no clash."""
+    result, calls = _vpn_route(HostCase()).run(tmp_path, "--stack", "dev")
+    assert [p.split(":")[0] for p in problems(result)] == ["kind network"]
+    assert [c for c in calls if c[:3] == ["docker", "network", "inspect"]] == [["docker", "network", "inspect", "kind"]]
+
+
 def test_a_snap_docker_is_known_by_its_command_too() -> None:
     from gpu_tenancy.cli.doctor.known_issues import KnownIssueFacts, snap_problems
 
@@ -617,9 +624,12 @@ def test_route_lines_too_short_or_unreadable_are_skipped_not_the_rest() -> None:
 def test_a_network_without_an_id_or_bridge_option_has_no_bridge_known() -> None:
     from gpu_tenancy.cli.doctor.known_issues import bridge_name
 
-    assert bridge_name([{"Name": "kind", "Options": {}}]) is None
-    assert bridge_name([{"Name": "kind", "Options": None, "Id": "0123456789abcdef"}]) == "br-0123456789ab"
-    assert bridge_name([]) is None
+    assert bridge_name(json.dumps([{"Name": "kind", "Options": {}}])) is None
+    assert bridge_name(json.dumps([{"Name": "kind", "Options": None, "Id": "0123456789abcdef"}])) == "br-0123456789ab"
+    assert bridge_name("[]") is None
+    # what no bridge network's inspect prints: nothing is guessed from it
+    for text in ("", "not json", "{}", '["kind"]', "null"):
+        assert bridge_name(text) is None, text
 
 
 @pytest.mark.parametrize(
@@ -647,9 +657,10 @@ def test_a_network_created_with_a_bridge_name_option_is_found_on_that_bridge() -
 
     network_id = "6b1f5c2a9e3d40c1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f70819"
     named = {"Name": "kind", "Id": network_id, "Options": {"com.docker.network.bridge.name": "kind0"}}
-    assert bridge_name([named]) == "kind0"
-    assert bridge_name([{**named, "Options": {"com.docker.network.driver.mtu": "1500"}}]) == "br-6b1f5c2a9e3d"
-    assert bridge_name([]) is None
+    assert bridge_name(json.dumps([named])) == "kind0"
+    mtu_only = {**named, "Options": {"com.docker.network.driver.mtu": "1500"}}
+    assert bridge_name(json.dumps([mtu_only])) == "br-6b1f5c2a9e3d"
+    assert bridge_name(json.dumps([{**named, "Options": ["kind0"]}])) == "br-6b1f5c2a9e3d"
 
 
 def test_doctor_runs_on_the_runtime_dependencies_alone(tmp_path: Path) -> None:
@@ -834,9 +845,26 @@ def test_a_gone_kind_cluster_is_not_asked_anything_further(tmp_path: Path) -> No
     assert not [c for c in calls if c[:2] == ["docker", "inspect"]]
 
 
-def test_the_state_is_exported_once_per_run(tmp_path: Path) -> None:
-    _, calls = _lab().run(tmp_path, "--stack", "dev")
+CUT_OFF_JOIN = {"version": 3, "deployment": {"pending_operations": [{"type": "creating", "resource": {
+    "urn": "urn:pulumi:dev::gpu-tenancy::gpu-tenancy:tenant:Tenant$command:local:Command::tenant-a-worker-join",
+    "type": "command:local:Command", "inputs": {}}}]}}
+
+
+@pytest.mark.parametrize(("outputs", "args"), [
+    (OUTPUTS, ()),
+    (OUTPUTS, ("--before-up",)),
+    ({**OUTPUTS, "tenants": ["tenant-a"]}, ()),  # outputs that do not describe the lab
+    ({}, ()),  # the first `up`, cut off before it wrote any output
+], ids=["lab", "before-up", "outputs-unreadable", "nothing-deployed"])
+def test_the_state_is_exported_once_per_run_and_its_pending_operations_named(
+        tmp_path: Path, outputs: dict[str, Any], args: tuple[str, ...]) -> None:
+    case = _lab().deployed(outputs, ["gpu-tenancy-dev"], CUT_OFF_JOIN)
+    result, calls = case.run(tmp_path, "--stack", "dev", *args)
     assert [c for c in calls if c[:3] == ["pulumi", "stack", "export"]] == [["pulumi", "stack", "export", "--stack", "dev"]]
+    assert [p for p in problems(result) if p.startswith("stack dev:")] == [
+        "stack dev: an interrupted `up` left tenant-a-worker-join (command:local:Command) creating. Fix: `pulumi "
+        "refresh --stack dev --clear-pending-creates --yes`, then `make up STACK=dev` (the command runs again and "
+        "finds what it made)"]
 
 
 def test_kubeconfigs_are_files_only_their_owner_reads_in_a_directory_named_for_doctor(

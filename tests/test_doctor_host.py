@@ -150,6 +150,21 @@ def test_a_tool_answers_with_its_exit_code_output_and_errors(tmp_path: Path) -> 
     assert command.run([str(tool)], stdin="in\n") == (3, "in\n", "warn\n")
 
 
+def test_a_tool_runs_in_the_c_locale_with_the_rest_of_the_environment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A German host's `free` prints `Speicher:` for `Mem:` (procps-ng po/de.po), and the memory check would find
+    nothing to compare: the tools answer in the C locale, and still see PATH, DOCKER_HOST, KUBECONFIG and the rest."""
+    from gpu_tenancy.cli.doctor import command
+
+    tool = tmp_path / "tool"
+    tool.write_text('#!/bin/sh\necho "$LC_ALL|$LANG|$DOCKER_HOST"\n')
+    tool.chmod(0o755)
+    monkeypatch.setenv("LC_ALL", "de_DE.UTF-8")
+    monkeypatch.setenv("LANG", "de_DE.UTF-8")
+    monkeypatch.setenv("DOCKER_HOST", "unix:///run/user/1000/docker.sock")
+    assert command.run([str(tool)]) == (0, "C|de_DE.UTF-8|unix:///run/user/1000/docker.sock\n", "")
+
+
 def test_a_lock_file_that_cannot_be_read_is_skipped_and_the_others_are_read(tmp_path: Path) -> None:
     import socket
 

@@ -14,6 +14,7 @@ lock files.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import os
@@ -57,11 +58,13 @@ WORKER_LABEL = "gpu-tenancy.io/component=worker"
 
 
 def run(argv: Sequence[str], timeout: float = TIMEOUT_SECONDS, stdin: str | None = None) -> tuple[int, str, str] | None:
-    """(exit code, stdout, stderr) of a tool; None when it is not on PATH."""
+    """(exit code, stdout, stderr) of a tool; None when it is not on PATH. In the C locale: the parsers read the
+    English output (`free`'s `Mem:` line, `df`'s columns), which a translated one would hide."""
     if shutil.which(argv[0]) is None:
         return None
     try:
-        done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, input=stdin)
+        done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, input=stdin,
+                              env={**os.environ, "LC_ALL": "C"})
     except subprocess.TimeoutExpired:
         return 124, "", f"no answer in {timeout:.0f} s"
     except OSError as error:
@@ -141,7 +144,9 @@ def gather_host(shape: LabShape, environ: Mapping[str, str]) -> HostFacts:
     if facts.docker_info is None:
         return facts
     network = run(["docker", "network", "inspect", shape.network])
-    facts.network_subnets = parse_network_subnets(network[1]) if network and network[0] == 0 else None
+    if network and network[0] == 0:
+        facts.network_subnets = parse_network_subnets(network[1])
+        facts.network_bridge = bridge_name(network[1])
     facts.kind_clusters = kind_clusters()
     for cluster in facts.kind_clusters or []:
         if cluster == shape.cluster_name or not cluster.startswith("gpu-tenancy-"):
@@ -177,12 +182,7 @@ def gather_known_issues(shape: LabShape, host: HostFacts) -> KnownIssueFacts:
     if host.docker_info is None:
         return facts
     facts.routes = parse_proc_net_route(_host_file("/proc/net/route"))
-    network = run(["docker", "network", "inspect", shape.network])
-    try:
-        inspected = json.loads(network[1]) if network and network[0] == 0 else []
-    except ValueError:
-        inspected = []
-    facts.network_bridge = bridge_name(inspected) if isinstance(inspected, list) else None
+    facts.network_bridge = host.network_bridge
     facts.network_subnets = list(host.network_subnets or [])
     source = run(["findmnt", "-n", "-o", "SOURCE", "--target", str(host.docker_info.get("DockerRootDir") or "/")])
     facts.data_root_source = source[1].strip() if source and source[0] == 0 else None
@@ -286,11 +286,9 @@ def image_loads(deployment: Mapping[str, Any]) -> dict[str, str]:
     return {urn.rsplit("::", 1)[-1]: urn for urn in urns if urn.endswith("-image-load")}
 
 
-def pending_operations(stack: str, deployment: Mapping[str, Any] | None = None) -> list[dict[str, str]]:
+def pending_operations(deployment: Mapping[str, Any]) -> list[dict[str, str]]:
     """What an interrupted `up` left unfinished (`pulumi stack export`: deployment.pending_operations), with the
     names a recovery needs (a container's name, a Helm release's namespace and name: top-level inputs of both)."""
-    if deployment is None:
-        deployment = stack_deployment(stack)
     pending = []
     for operation in deployment.get("pending_operations") or []:
         resource = operation.get("resource") or {}
@@ -338,38 +336,41 @@ def read_cluster(name: str, kubeconfig_text: str, directory: Path, hint: str, re
 
 def deployed_cluster(shape: LabShape, outputs: Mapping[str, Any]) -> str | None:
     """The kind cluster the stack was deployed on (its outputs say; the stack file's name for it may have changed
-    since), None for a stack without one."""
-    return str(outputs.get("kindClusterName") or shape.cluster_name) if shape.simulated else None
+    since), None when nothing is deployed (no outputs) or the stack has none (real)."""
+    return str(outputs.get("kindClusterName") or shape.cluster_name) if outputs and shape.simulated else None
 
 
-def gather_lab(shape: LabShape, outputs: Mapping[str, Any], state_dir: Path,
-               clusters_known: list[str] | None) -> LabFacts:
-    cluster_name = deployed_cluster(shape, outputs)
+def state_facts(shape: LabShape, cluster_name: str | None, kind_clusters: list[str] | None, state_dir: Path,
+                deployment: Mapping[str, Any]) -> LabFacts:
+    """The Pulumi state and the kind cluster alone: what `make up` checks first, and what is left to check when the
+    outputs do not describe the lab."""
+    return LabFacts(shape.stack, cluster_name, kind_clusters, {}, [], stack_locks(state_dir, shape.stack),
+                    pending_operations(deployment), datetime.datetime.now(datetime.UTC))
+
+
+def gather_lab(shape: LabShape, outputs: Mapping[str, Any], state: LabFacts, deployment: Mapping[str, Any]) -> LabFacts:
+    """`state` with the lab's containers and clusters as Docker and each API server see them; nothing is read inside a
+    kind cluster seen gone. OutputsError (state unchanged) for outputs that do not describe the lab."""
+    if state.cluster_gone:
+        return state
     tenants = stack_outputs.tenants(outputs, shape.stack) if "tenants" in outputs else {}
-    deployment = stack_deployment(shape.stack)
-    facts = LabFacts(
-        stack=shape.stack, cluster_name=cluster_name,
-        kind_clusters=clusters_known, containers={}, clusters=[], locks=stack_locks(state_dir, shape.stack),
-        pending_operations=pending_operations(shape.stack, deployment), now=datetime.datetime.now(datetime.UTC),
-    )
-    if facts.cluster_gone:
-        return facts
+    containers: dict[str, str | None] = {}
     if shape.simulated:
-        names = [f"{cluster_name}-control-plane", *(node for t in tenants.values() for node in t.nodes)]
-        for name in names:
-            state = run(["docker", "inspect", "--format", "{{.State.Status}}", name])
-            facts.containers[name] = state[1].strip() if state and state[0] == 0 else None
+        for name in [f"{state.cluster_name}-control-plane", *(node for t in tenants.values() for node in t.nodes)]:
+            inspected = run(["docker", "inspect", "--format", "{{.State.Status}}", name])
+            containers[name] = inspected[1].strip() if inspected and inspected[0] == 0 else None
+    clusters = []
     with tempfile.TemporaryDirectory(prefix="gpu-tenancy-doctor-") as directory:  # mkdtemp: 0700
         if "managementKubeconfig" in outputs:
-            facts.clusters.append(read_cluster(
+            clusters.append(read_cluster(
                 "management", stack_outputs.management_kubeconfig(outputs, shape.stack), Path(directory),
                 f"`make -s kubeconfig-management STACK={shape.stack}`", registration=False))
         for tenant in sorted(tenants):
-            facts.clusters.append(read_cluster(
+            clusters.append(read_cluster(
                 tenant, stack_outputs.tenant_kubeconfig(outputs, shape.stack, tenant), Path(directory),
                 f"`make -s kubeconfig STACK={shape.stack} TENANT={tenant}`", registration=True))
-            facts.clusters[-1].image_loads = image_loads(deployment)
-    return facts
+            clusters[-1].image_loads = image_loads(deployment)
+    return dataclasses.replace(state, containers=containers, clusters=clusters)
 
 
 # --------------------------------------------------------------------------- the command
@@ -439,29 +440,20 @@ def diagnose(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[list
         problems.append(Problem("passphrase", "neither PULUMI_CONFIG_PASSPHRASE nor PULUMI_CONFIG_PASSPHRASE_FILE is "
                                 "set: a real stack's secrets are encrypted with a passphrase you choose",
                                 "export PULUMI_CONFIG_PASSPHRASE=<yours> (the same every time for this stack)"))
+    deployment = stack_deployment(args.stack)
+    known = host.kind_clusters if shape.simulated else []
+    state = state_facts(shape, deployed_cluster(shape, outputs), known, args.state_dir, deployment)
     if not outputs:
         notes.append(f"stack {args.stack}: nothing deployed")
-        lab = LabFacts(args.stack, None, host.kind_clusters, {}, [],
-                       stack_locks(args.state_dir, args.stack), pending_operations(args.stack),
-                       datetime.datetime.now(datetime.UTC))
-        return problems + lab_problems(lab), notes
-    known = host.kind_clusters if shape.simulated else []
-    if args.before_up:
-        return problems + lab_problems(state_facts(shape, outputs, args.state_dir, known)), notes
+    if not outputs or args.before_up:
+        return problems + lab_problems(state), notes
     try:
-        lab = gather_lab(shape, outputs, args.state_dir, known)
+        lab = gather_lab(shape, outputs, state, deployment)
     except stack_outputs.OutputsError as error:  # outputs a check needs are missing or malformed: say so, not crash
         unreadable = Problem("pulumi", f"the stack's outputs do not describe its lab ({error})",
                              f"`make up STACK={args.stack}` writes them again")
-        return [*problems, *lab_problems(state_facts(shape, outputs, args.state_dir, known)), unreadable], notes
+        return [*problems, *lab_problems(state), unreadable], notes
     return problems + lab_problems(lab), notes
-
-
-def state_facts(shape: LabShape, outputs: Mapping[str, Any], state_dir: Path, known: list[str] | None) -> LabFacts:
-    """The Pulumi state and the kind cluster alone: what `make up` checks first, and what is left to check when the
-    outputs do not describe the lab."""
-    return LabFacts(shape.stack, deployed_cluster(shape, outputs), known, {}, [], stack_locks(state_dir, shape.stack),
-                    pending_operations(shape.stack), datetime.datetime.now(datetime.UTC))
 
 
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:

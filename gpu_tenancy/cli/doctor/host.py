@@ -75,6 +75,7 @@ class HostFacts:
     docker_error: str = ""
     environ: Mapping[str, str] = field(default_factory=dict)
     network_subnets: list[str] | None = None  # None: the network does not exist (yet)
+    network_bridge: str | None = None  # its Linux bridge (known_issues.bridge_name); None: not known
     inotify_instances: int | None = None
     inotify_watches: int | None = None
     disk_free_bytes: int | None = None

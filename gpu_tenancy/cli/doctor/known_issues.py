@@ -18,6 +18,7 @@ this host can show before anything is made. Pure checks over facts gathered in g
 from __future__ import annotations
 
 import ipaddress
+import json
 from dataclasses import dataclass, field
 
 from gpu_tenancy.cli.doctor.host import Problem
@@ -125,12 +126,16 @@ def parse_firewalld_backend(text: str) -> str | None:
     return None
 
 
-def bridge_name(network_inspect: list[dict[str, object]]) -> str | None:
-    """The Linux bridge of a Docker bridge network (moby libnetwork: `br-` + the first 12 of its id, unless
-    the option com.docker.network.bridge.name names it)."""
-    if not network_inspect:
+def bridge_name(network_inspect: str) -> str | None:
+    """The Linux bridge of a Docker bridge network from `docker network inspect NAME` (moby libnetwork: `br-` +
+    the first 12 of its id, unless the option com.docker.network.bridge.name names it); None if none is named."""
+    try:
+        networks = json.loads(network_inspect)
+    except ValueError:
         return None
-    options = network_inspect[0].get("Options") or {}
+    if not isinstance(networks, list) or not networks or not isinstance(networks[0], dict):
+        return None
+    options = networks[0].get("Options") or {}
     named = options.get("com.docker.network.bridge.name") if isinstance(options, dict) else None
-    identifier = str(network_inspect[0].get("Id") or "")
+    identifier = str(networks[0].get("Id") or "")
     return str(named) if named else (f"br-{identifier[:12]}" if identifier else None)
