@@ -34,6 +34,7 @@ What each answer follows:
 from __future__ import annotations
 
 import contextlib
+import datetime
 import io
 import json
 import os
@@ -44,6 +45,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -275,3 +278,57 @@ def problems(result: subprocess.CompletedProcess[str]) -> list[str]:
 
 def environ_without_proxy() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+
+
+# What the docker CLI prints when the engine does not answer (docker/cli: the daemon's socket is not there).
+ENGINE_DOWN = "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?"
+
+
+# --------------------------------------------------------------------------- a deployed lab, for test_doctor*.py
+
+
+def kubeconfig_text(server: str) -> str:
+    return yaml.safe_dump({"apiVersion": "v1", "kind": "Config", "clusters": [{"name": "c", "cluster": {"server": server}}],
+                           "users": [{"name": "u", "user": {"token": "secret-token"}}]})
+
+
+OUTPUTS = {
+    "mode": "sim",
+    "kindClusterName": "gpu-tenancy-dev",
+    "managementKubeconfig": kubeconfig_text("https://127.0.0.1:40000"),
+    "tenants": {
+        "tenant-a": {"endpoint": "172.18.255.250:6443", "nodes": ["gpu-tenancy-dev-tenant-a-worker"]},
+        "tenant-b": {"endpoint": "172.18.255.251:6443", "nodes": ["gpu-tenancy-dev-tenant-b-worker"]},
+    },
+    "tenantKubeconfigs": {"tenant-a": kubeconfig_text("https://172.18.255.250:6443"),
+                          "tenant-b": kubeconfig_text("https://172.18.255.251:6443")},
+}
+NOW = datetime.datetime.now(datetime.UTC)
+
+
+def kube_node(name: str, ready: bool = True, annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    register = json.dumps([{"id": "GPU-0", "count": 10, "devmem": 81920, "type": "NVIDIA-A100", "health": True}])
+    return {"metadata": {"name": name, "annotations": {"hami.io/node-nvidia-register": register, **(annotations or {})}},
+            "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "Unknown",
+                                       "reason": "KubeletReady" if ready else "NodeStatusUnknown"}]}}
+
+
+def kube_list(*items: dict[str, Any]) -> str:
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": list(items)})
+
+
+# What kubectl is asked, whole: without --all-namespaces it answers for the default namespace alone, and the Helm
+# records are the Secrets labelled owner=helm (helm v3 pkg/storage/driver/secrets.go).
+PODS = "get pods --all-namespaces -o json"
+HELM_RECORDS = "get secrets --all-namespaces -l owner=helm -o json"
+
+
+def lab_case(clusters: tuple[str, ...] = ("gpu-tenancy-dev",), export: dict[str, Any] | None = None) -> HostCase:
+    case = HostCase().deployed(OUTPUTS, list(clusters), export)
+    case.answer("docker", ["ps", "-a"], "gpu-tenancy-dev-tenant-a-worker\ngpu-tenancy-dev-tenant-b-worker\n")
+    for cluster in ("management", "tenant-a", "tenant-b"):
+        nodes = [] if cluster == "management" else [kube_node(f"gpu-tenancy-dev-{cluster}-worker")]
+        case.answer("kubectl", [f"{cluster}.kubeconfig", "get nodes"], kube_list(*nodes))
+        case.answer("kubectl", [f"{cluster}.kubeconfig", PODS], kube_list())
+        case.answer("kubectl", [f"{cluster}.kubeconfig", HELM_RECORDS], kube_list())
+    return case

@@ -373,6 +373,15 @@ COVERING_TESTS: dict[str, tuple[str, ...]] = {
     # The pack's admission of a tenant's own etcd (its kamaji-etcd release and DataStore) needs that stack recorded.
     "policies/provider_policies.py": ("tests/test_datastore.py",),
 }
+# The doctor's modules: each test file reaches all four through the command (the stubs answer in the test's process).
+DOCTOR_TESTS = ("tests/test_doctor.py", "tests/test_doctor_lab.py", "tests/test_doctor_host.py",
+                "tests/test_integration_faults.py", "tests/test_device_layers.py", "tests/test_docs.py",
+                *(f"tests/test_day_after.py::{name}" for name in (
+                    "test_a_powered_off_host_blocks_only_its_reset", "test_an_unknown_host_is_refused_in_one_line",
+                    "test_make_up_replaces_exactly_the_built_images_docker_no_longer_has",
+                    "test_with_docker_down_nothing_is_replaced")))
+COVERING_TESTS.update({f"gpu_tenancy/cli/doctor/{name}.py": DOCTOR_TESTS
+                       for name in ("command", "host", "known_issues", "lab")})
 # Every module of the pack: tenant_policies imports the policy groups, which no test file needs to import itself.
 PACK_TESTS = ("tests/test_policy_clauses.py", "tests/test_policies.py")
 

@@ -165,9 +165,10 @@ def gather_host(shape: LabShape, environ: Mapping[str, str]) -> HostFacts:
 
 
 def _host_file(path: str) -> str:
-    """A file of this host (GPU_TENANCY_DOCTOR_HOST_ROOT re-roots /proc and /etc for the tests); "" if unreadable."""
+    """A file of this host by its path under / (GPU_TENANCY_DOCTOR_HOST_ROOT re-roots /proc and /etc for the tests);
+    "" if unreadable."""
     try:
-        return (Path(os.environ.get(HOST_ROOT_ENV, "/")) / path.lstrip("/")).read_text()
+        return (Path(os.environ.get(HOST_ROOT_ENV, "/")) / path).read_text()
     except OSError:
         return ""
 
@@ -178,10 +179,10 @@ def gather_known_issues(shape: LabShape, host: HostFacts) -> KnownIssueFacts:
                             docker_info=dict(host.docker_info or {}))
     state = run(["firewall-cmd", "--state"])
     facts.firewalld_running = bool(state and state[0] == 0 and state[1].strip() == "running")
-    facts.firewalld_backend = parse_firewalld_backend(_host_file("/etc/firewalld/firewalld.conf"))
+    facts.firewalld_backend = parse_firewalld_backend(_host_file("etc/firewalld/firewalld.conf"))
     if host.docker_info is None:
         return facts
-    facts.routes = parse_proc_net_route(_host_file("/proc/net/route"))
+    facts.routes = parse_proc_net_route(_host_file("proc/net/route"))
     facts.network_bridge = host.network_bridge
     facts.network_subnets = list(host.network_subnets or [])
     source = run(["findmnt", "-n", "-o", "SOURCE", "--target", str(host.docker_info.get("DockerRootDir") or "/")])
@@ -441,8 +442,7 @@ def diagnose(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[list
                                 "set: a real stack's secrets are encrypted with a passphrase you choose",
                                 "export PULUMI_CONFIG_PASSPHRASE=<yours> (the same every time for this stack)"))
     deployment = stack_deployment(args.stack)
-    known = host.kind_clusters if shape.simulated else []
-    state = state_facts(shape, deployed_cluster(shape, outputs), known, args.state_dir, deployment)
+    state = state_facts(shape, deployed_cluster(shape, outputs), host.kind_clusters, args.state_dir, deployment)
     if not outputs:
         notes.append(f"stack {args.stack}: nothing deployed")
     if not outputs or args.before_up:
