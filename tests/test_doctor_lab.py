@@ -600,6 +600,65 @@ def test_only_images_the_stack_built_are_looked_for() -> None:
     assert built_images(deployment) == {}
 
 
+def test_a_resource_name_is_all_that_follows_the_third_double_colon() -> None:
+    """pulumi sdk/go/common/resource/urn.go `URN.Name`: the name may hold `::` itself."""
+    from gpu_tenancy.cli.doctor.command import urn_name
+
+    assert urn_name("urn:pulumi:dev::gpu-tenancy::gpu-tenancy:tenant:Tenant$command:local:Command::a-join") == "a-join"
+    assert urn_name("urn:pulumi:dev::gpu-tenancy::command:local:Command::a::b-image-load") == "a::b-image-load"
+
+
+# What a state entry without a URN is: nothing that could be replaced or dropped, whatever else it holds; the entries
+# after it are still read.
+NO_URN = ["not an object", {"type": "docker:index/image:Image", "inputs": {"imageName": "gpu-tenancy/x:1"}},
+          {"urn": "", "type": "command:remote:Command", "inputs": {"delete": "kubeadm reset -f"}},
+          {"urn": 7, "type": "command:local:Command"}]
+
+
+def test_state_entries_without_a_urn_are_left_out_and_the_rest_read() -> None:
+    from gpu_tenancy.cli.doctor.command import built_images, image_loads, state_resources
+
+    image = "urn:pulumi:dev::gpu-tenancy::gpu-tenancy:mock_gpu_agent:MockGpuAgent$docker:index/image:Image::agent"
+    load = "urn:pulumi:dev::gpu-tenancy::gpu-tenancy:tenant:Tenant$command:local:Command::tenant-a-agent-image-load"
+    deployment = {"resources": [*NO_URN, {"urn": load, "type": "command:local:Command", "inputs": None},
+                                {"urn": image, "type": "docker:index/image:Image", "inputs": {"imageName": "a:1"}}]}
+    assert state_resources(deployment) == [(load, "command:local:Command", {}),
+                                           (image, "docker:index/image:Image", {"imageName": "a:1"})]
+    assert built_images(deployment) == {image: "a:1"}
+    assert image_loads(deployment) == {"tenant-a-agent-image-load": load}
+
+
+def test_hosts_off_reads_past_state_entries_without_a_urn(tmp_path: Path) -> None:
+    join = ("urn:pulumi:gpu::gpu-tenancy::gpu-tenancy:tenant:Tenant$gpu-tenancy:host_worker:HostWorker$"
+            "command:remote:Command::tenant-b-gpu-l4-01-join")
+    export = {"version": 3, "deployment": {"resources": [
+        *NO_URN, {"urn": join, "type": "command:remote:Command", "inputs": {"delete": "kubeadm reset -f"}}]}}
+    result, _ = HostCase().deployed({"mode": "real"}, [], export).run(
+        tmp_path, "--stack", "gpu", "--stack-file", "Pulumi.gpu.yaml", "--hosts-off", "gpu-l4-01")
+    assert (result.returncode, result.stdout) == (0, f"{join}\n")
+
+
+def test_a_pending_operation_the_state_says_little_about_is_named_with_what_is_known(tmp_path: Path) -> None:
+    """A cut-off create of a container or Helm release whose name the state does not hold: the fix says where to
+    find it instead of a command with an empty name; an operation without a URN or type reads `?`."""
+    export = {"version": 3, "deployment": {"pending_operations": [
+        {"resource": {}},
+        {"type": "creating", "resource": {"urn": "urn:pulumi:dev::gpu-tenancy::docker:index/container:Container::w",
+                                          "type": "docker:index/container:Container", "inputs": {}}},
+        {"type": "creating", "resource": {"urn": "urn:pulumi:dev::gpu-tenancy::kubernetes:helm.sh/v3:Release::r",
+                                          "type": "kubernetes:helm.sh/v3:Release", "inputs": {"name": "kamaji"}}},
+    ]}}
+    found = [p for p in problems(lab_case(export=export).run(tmp_path, "--stack", "dev")[0]) if p.startswith("stack")]
+    refresh = "Fix: `pulumi refresh --stack dev --clear-pending-creates --yes`, then "
+    assert found == [
+        f"stack dev: an interrupted `up` left ? (?) ?. {refresh}`make up STACK=dev`",
+        f"stack dev: an interrupted `up` left w (docker:index/container:Container) creating. {refresh}`docker rm -f "
+        "<the container it left: docker ps -a>` (if it exists), then `make up STACK=dev`",
+        f"stack dev: an interrupted `up` left r (kubernetes:helm.sh/v3:Release) creating. {refresh}free the release "
+        "name the cut-off install holds (`helm list -A --pending`), then `make up STACK=dev`",
+    ]
+
+
 def test_only_locks_whose_process_is_gone_are_problems() -> None:
     from gpu_tenancy.cli.doctor.lab import LabFacts, state_problems
 

@@ -232,12 +232,29 @@ IMAGE_TYPE = "docker:index/image:Image"
 IMAGE_BUILD = "gpu-tenancy:nvml_mock_image:NvmlMockImage$command:local:Command::"
 
 
+def urn_name(urn: str) -> str:
+    """A resource's name: what follows the third `::` of `urn:pulumi:<stack>::<project>::<type>::<name>`, `::` in it
+    too (pulumi sdk/go/common/resource/urn.go `URN.Name`)."""
+    return urn.split("::", 3)[-1]
+
+
+def state_resources(deployment: Mapping[str, Any]) -> list[tuple[str, object, dict[str, Any]]]:
+    """(URN, type, inputs) of each resource of a `pulumi stack export` deployment (apitype ResourceV3); an entry
+    without a URN names nothing that could be replaced or dropped, and is left out."""
+    found = []
+    for resource in deployment.get("resources") or []:
+        urn = resource.get("urn") if isinstance(resource, dict) else None
+        if isinstance(urn, str) and urn:
+            inputs = resource.get("inputs")
+            found.append((urn, resource.get("type"), inputs if isinstance(inputs, dict) else {}))
+    return found
+
+
 def built_images(deployment: Mapping[str, Any]) -> dict[str, str]:
     """URN -> image name of what the stack built into the local Docker (no registry holds it)."""
     images = {}
-    for resource in deployment.get("resources") or []:
-        urn, inputs = str(resource.get("urn", "")), resource.get("inputs") or {}
-        if resource.get("type") == IMAGE_TYPE and inputs.get("imageName"):
+    for urn, kind, inputs in state_resources(deployment):
+        if kind == IMAGE_TYPE and inputs.get("imageName"):
             images[urn] = str(inputs["imageName"])
         elif IMAGE_BUILD in urn and isinstance(inputs.get("environment"), dict) and inputs["environment"].get("IMAGE"):
             images[urn] = str(inputs["environment"]["IMAGE"])
@@ -272,19 +289,13 @@ def host_deletes(stack: str, stack_file: Path, hosts: Sequence[str]) -> list[str
     if unknown:
         raise UsageError(f"{', '.join(unknown)}: no such worker in {stack_file} (workers: {', '.join(sorted(owners))})")
     prefixes = {f"{owner}-{host}-" for host in hosts for owner in owners[host]}
-    urns = []
-    for resource in stack_deployment(stack).get("resources") or []:
-        urn, inputs = str(resource.get("urn", "")), resource.get("inputs") or {}
-        name = urn.rsplit("::", 1)[-1]
-        if resource.get("type") == REMOTE_COMMAND and inputs.get("delete") and any(map(name.startswith, prefixes)):
-            urns.append(urn)
-    return sorted(urns)
+    return sorted(urn for urn, kind, inputs in state_resources(stack_deployment(stack))
+                  if kind == REMOTE_COMMAND and inputs.get("delete") and urn_name(urn).startswith(tuple(prefixes)))
 
 
 def image_loads(deployment: Mapping[str, Any]) -> dict[str, str]:
     """Name -> URN of the commands that load an image into a worker's containerd."""
-    urns = [str(r.get("urn", "")) for r in deployment.get("resources") or []]
-    return {urn.rsplit("::", 1)[-1]: urn for urn in urns if urn.endswith("-image-load")}
+    return {urn_name(urn): urn for urn, _, _ in state_resources(deployment) if urn.endswith("-image-load")}
 
 
 def pending_operations(deployment: Mapping[str, Any]) -> list[dict[str, str]]:
@@ -295,9 +306,9 @@ def pending_operations(deployment: Mapping[str, Any]) -> list[dict[str, str]]:
         resource = operation.get("resource") or {}
         inputs = resource.get("inputs") or {}
         pending.append({
-            "name": str(resource.get("urn", "?")).rsplit("::", 1)[-1],
-            "type": str(resource.get("type", "?")),
-            "op": str(operation.get("type", "?")),
+            "name": urn_name(str(resource.get("urn") or "?")),
+            "type": str(resource.get("type") or "?"),
+            "op": str(operation.get("type") or "?"),
             "object": str(inputs.get("name") or ""),
             "namespace": str(inputs.get("namespace") or ""),
         })

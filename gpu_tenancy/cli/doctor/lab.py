@@ -213,7 +213,11 @@ def _after_cut_off(operation: dict[str, str], stack: str) -> str:
     kind, name, namespace = operation["type"], operation["object"], operation["namespace"]
     if kind == "docker:index/container:Container":
         # terraform-provider-docker creates with the fixed name: a container left by the cut-off create blocks it.
-        return f"`docker rm -f {name}` (if it exists), then `make up STACK={stack}`"
+        container = name or "<the container it left: docker ps -a>"
+        return f"`docker rm -f {container}` (if it exists), then `make up STACK={stack}`"
+    if kind == "kubernetes:helm.sh/v3:Release" and not (name and namespace):
+        return (f"free the release name the cut-off install holds (`helm list -A --pending`), then "
+                f"`make up STACK={stack}`")
     if kind == "kubernetes:helm.sh/v3:Release":
         return (f"free the release name (`kubectl -n {namespace} delete secret -l owner=helm,name={name},"
                 f"status=pending-install`, or `helm uninstall -n {namespace} {name}`), then `make up STACK={stack}`")
