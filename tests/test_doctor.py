@@ -556,11 +556,10 @@ def test_the_docker_command_is_known_by_where_it_really_is(monkeypatch: pytest.M
     (tmp_path / "bin" / "docker").symlink_to(target)
     monkeypatch.setenv("PATH", str(tmp_path / "bin"))
     monkeypatch.setattr(command, "run", lambda *args, **kwargs: None)
-    shape = doctor_host.LabShape("dev", "sim", "gpu-tenancy-dev", "kind", ("a",))
-    facts = command.gather_known_issues(shape, doctor_host.HostFacts())
+    facts = command.gather_known_issues(doctor_host.HostFacts())
     assert facts.docker_cli == str(target.resolve())
     monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
-    assert command.gather_known_issues(shape, doctor_host.HostFacts()).docker_cli is None
+    assert command.gather_known_issues(doctor_host.HostFacts()).docker_cli is None
 
 
 def test_a_mode_no_layer_registers_is_sized_as_the_bare_lab() -> None:

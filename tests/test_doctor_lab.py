@@ -215,6 +215,17 @@ def test_an_unknown_stack_is_refused_in_one_line(tmp_path: Path) -> None:
 def test_a_deployed_lab_needs_only_headroom_not_a_second_footprint(tmp_path: Path) -> None:
     case = lab_case().answer("free", ["-b"], free_output(3 * 1024**3)).answer("df", ["-Pk"], df_output(5 * 1024 * 1024))
     assert problems(case.run(tmp_path, "--stack", "dev")[0]) == []
+    # Deployed by its outputs alone (kind cannot list the clusters), or by its kind cluster alone (an `up` cut off
+    # before it wrote any output): headroom either way.
+    case.answer("kind", ["get", "clusters"], "", "ERROR: failed to list clusters\n", 1)
+    found = problems(case.run(tmp_path / "outputs-only", "--stack", "dev")[0])
+    assert not [p for p in found if p.startswith(("memory", "disk"))], found
+    case = HostCase().deployed({}, ["gpu-tenancy-dev"]).answer("free", ["-b"], free_output(3 * 1024**3))
+    case.answer("df", ["-Pk"], df_output(5 * 1024 * 1024))
+    assert problems(case.run(tmp_path / "cluster-only", "--stack", "dev")[0]) == []
+    # Nothing deployed at all: the whole footprint.
+    case = HostCase().deployed({}, []).answer("free", ["-b"], free_output(3 * 1024**3))
+    assert [p.split(":")[0] for p in problems(case.run(tmp_path / "none", "--stack", "dev")[0])] == ["memory"]
 
 
 # --------------------------------------------------------------------------- `make destroy`: is the lab gone?
