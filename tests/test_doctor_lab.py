@@ -316,7 +316,11 @@ def test_kubectls_last_error_line_or_no_answer_is_the_reason(tmp_path: Path) -> 
     assert found.startswith("tenant tenant-b: its API server does not answer (no answer)")
     case = lab_case().answer("kubectl", ["tenant-b.kubeconfig", "get nodes"], "not json")
     (found,) = problems(case.run(tmp_path / "json", "--stack", "dev")[0])
-    assert found.startswith("tenant tenant-b: its API server does not answer (kubectl printed no JSON)")
+    assert found.startswith("tenant tenant-b: its API server does not answer (kubectl printed no JSON object)")
+    for text in ("null", "[]", '"items"'):  # JSON, but not the List object `get ... -o json` prints: no answer either
+        case = lab_case().answer("kubectl", ["tenant-b.kubeconfig", "get nodes"], text)
+        (found,) = problems(case.run(tmp_path / "not-object", "--stack", "dev")[0])
+        assert found.startswith("tenant tenant-b: its API server does not answer (kubectl printed no JSON object)"), text
 
 
 def test_hosts_off_names_the_deletes_that_need_the_host_and_refuses_what_it_cannot_read(tmp_path: Path) -> None:
@@ -662,11 +666,13 @@ def test_a_pending_operation_the_state_says_little_about_is_named_with_what_is_k
     found = [p for p in problems(lab_case(export=export).run(tmp_path, "--stack", "dev")[0]) if p.startswith("stack")]
     refresh = "Fix: `pulumi refresh --stack dev --clear-pending-creates --yes`, then "
     assert found == [
-        f"stack dev: an interrupted `up` left ? (?) ?. {refresh}`make up STACK=dev`",
-        f"stack dev: an interrupted `up` left w (docker:index/container:Container) creating. {refresh}`docker rm -f "
-        "<the container it left: docker ps -a>` (if it exists), then `make up STACK=dev`",
-        f"stack dev: an interrupted `up` left r (kubernetes:helm.sh/v3:Release) creating. {refresh}free the release "
-        "name the cut-off install holds (`helm list -A --pending`), then `make up STACK=dev`",
+        f"stack dev: an interrupted `up` left ? (?) ?. {refresh}`make up STACK=dev` (if it finds what the cut-off "
+        "create made in the way, remove that and run it again)",
+        f"stack dev: an interrupted `up` left w (docker:index/container:Container) creating. {refresh}remove the "
+        "container it left (`docker ps -a` names it; `docker rm -f` it), then `make up STACK=dev`",
+        f"stack dev: an interrupted `up` left r (kubernetes:helm.sh/v3:Release) creating. {refresh}delete the release "
+        "record the cut-off install left in the cluster it went to (`kubectl get secrets -A -l owner=helm,"
+        "status=pending-install` lists it), then `make up STACK=dev`",
     ]
 
 

@@ -323,9 +323,12 @@ def _kubectl_json(kubeconfig: Path, *args: str) -> tuple[Any, str]:
         lines = [line for line in result[2].strip().splitlines() if line.strip()]
         return None, (lines or ["no answer"])[-1]
     try:
-        return json.loads(result[1]), ""
+        answer = json.loads(result[1])
     except ValueError:
-        return None, "kubectl printed no JSON"
+        answer = None
+    if not isinstance(answer, dict):  # `null` or a list is no answer to `get ... -o json` (a List object) either
+        return None, "kubectl printed no JSON object"
+    return answer, ""
 
 
 def read_cluster(name: str, kubeconfig_text: str, directory: Path, hint: str, registration: bool) -> ClusterFacts:

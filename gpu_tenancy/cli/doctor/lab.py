@@ -207,17 +207,20 @@ def state_problems(facts: LabFacts) -> list[Problem]:
 
 
 def _after_cut_off(operation: dict[str, str], stack: str) -> str:
-    """What else a create that was cut off needs before the next `up` can make it again."""
-    if operation["op"] != "creating":
+    """What else a create that was cut off needs before the next `up` can make it again (an operation the state does
+    not name may have been one)."""
+    if operation["op"] not in ("creating", "?"):
         return f"`make up STACK={stack}`"
     kind, name, namespace = operation["type"], operation["object"], operation["namespace"]
     if kind == "docker:index/container:Container":
         # terraform-provider-docker creates with the fixed name: a container left by the cut-off create blocks it.
-        container = name or "<the container it left: docker ps -a>"
-        return f"`docker rm -f {container}` (if it exists), then `make up STACK={stack}`"
+        if not name:
+            return (f"remove the container it left (`docker ps -a` names it; `docker rm -f` it), then "
+                    f"`make up STACK={stack}`")
+        return f"`docker rm -f {name}` (if it exists), then `make up STACK={stack}`"
     if kind == "kubernetes:helm.sh/v3:Release" and not (name and namespace):
-        return (f"free the release name the cut-off install holds (`helm list -A --pending`), then "
-                f"`make up STACK={stack}`")
+        return ("delete the release record the cut-off install left in the cluster it went to (`kubectl get secrets -A "
+                f"-l owner=helm,status=pending-install` lists it), then `make up STACK={stack}`")
     if kind == "kubernetes:helm.sh/v3:Release":
         return (f"free the release name (`kubectl -n {namespace} delete secret -l owner=helm,name={name},"
                 f"status=pending-install`, or `helm uninstall -n {namespace} {name}`), then `make up STACK={stack}`")
@@ -225,7 +228,10 @@ def _after_cut_off(operation: dict[str, str], stack: str) -> str:
         # pulumi-kubernetes' server-side-apply create refuses an object that exists unless upsertExistingObjects.
         return (f"`PULUMI_K8S_UPSERT_EXISTING_OBJECTS=true make up STACK={stack}` (the provider then adopts the "
                 "object the cut-off create may have made)")
-    return f"`make up STACK={stack}` (the command runs again and finds what it made)"
+    if kind.startswith("command:"):
+        return f"`make up STACK={stack}` (the command runs again and finds what it made)"
+    return (f"`make up STACK={stack}` (if it finds what the cut-off create made in the way, remove that and run it "
+            "again)")
 
 
 def lab_problems(facts: LabFacts) -> list[Problem]:
