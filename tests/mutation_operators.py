@@ -381,7 +381,7 @@ DOCTOR_TESTS = ("tests/test_doctor.py", "tests/test_doctor_lab.py", "tests/test_
                     "test_make_up_replaces_exactly_the_built_images_docker_no_longer_has",
                     "test_with_docker_down_nothing_is_replaced")))
 COVERING_TESTS.update({f"gpu_tenancy/cli/doctor/{name}.py": DOCTOR_TESTS
-                       for name in ("command", "host", "known_issues", "lab")})
+                       for name in ("command", "deployment", "host", "known_issues", "lab")})
 # Every module of the pack: tenant_policies imports the policy groups, which no test file needs to import itself.
 PACK_TESTS = ("tests/test_policy_clauses.py", "tests/test_policies.py")
 

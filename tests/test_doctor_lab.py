@@ -604,7 +604,7 @@ def test_a_lab_of_a_mode_doctor_does_not_know_is_never_gone(tmp_path: Path) -> N
 
 
 def test_only_images_the_stack_built_are_looked_for() -> None:
-    from gpu_tenancy.cli.doctor.command import built_images
+    from gpu_tenancy.cli.doctor.deployment import built_images
 
     image = "urn:pulumi:dev::gpu-tenancy::gpu-tenancy:mock_gpu_agent:MockGpuAgent$docker:index/image:Image::agent"
     deployment = {"resources": [
@@ -617,7 +617,7 @@ def test_only_images_the_stack_built_are_looked_for() -> None:
 
 def test_a_resource_name_is_all_that_follows_the_third_double_colon() -> None:
     """pulumi sdk/go/common/resource/urn.go `URN.Name`: the name may hold `::` itself."""
-    from gpu_tenancy.cli.doctor.command import urn_name
+    from gpu_tenancy.cli.doctor.deployment import urn_name
 
     assert urn_name("urn:pulumi:dev::gpu-tenancy::gpu-tenancy:tenant:Tenant$command:local:Command::a-join") == "a-join"
     assert urn_name("urn:pulumi:dev::gpu-tenancy::command:local:Command::a::b-image-load") == "a::b-image-load"
@@ -631,7 +631,7 @@ NO_URN = ["not an object", {"type": "docker:index/image:Image", "inputs": {"imag
 
 
 def test_state_entries_without_a_urn_are_left_out_and_the_rest_read() -> None:
-    from gpu_tenancy.cli.doctor.command import built_images, image_loads, state_resources
+    from gpu_tenancy.cli.doctor.deployment import built_images, image_loads, state_resources
 
     image = "urn:pulumi:dev::gpu-tenancy::gpu-tenancy:mock_gpu_agent:MockGpuAgent$docker:index/image:Image::agent"
     load = "urn:pulumi:dev::gpu-tenancy::gpu-tenancy:tenant:Tenant$command:local:Command::tenant-a-agent-image-load"

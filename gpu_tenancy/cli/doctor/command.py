@@ -29,6 +29,13 @@ from typing import Any
 
 from gpu_tenancy.cli import stack_outputs
 from gpu_tenancy.cli.base_command import UsageError, command_parser
+from gpu_tenancy.cli.doctor.deployment import (
+    built_images,
+    image_loads,
+    pending_operations,
+    state_resources,
+    urn_name,
+)
 from gpu_tenancy.cli.doctor.host import (
     HostFacts,
     LabShape,
@@ -227,40 +234,6 @@ def stack_deployment(stack: str) -> dict[str, Any]:
     return deployment if isinstance(deployment, dict) else {}
 
 
-IMAGE_TYPE = "docker:index/image:Image"
-# The sim-nvml mock NVML image, built by a command (components/nvml_mock_image.py) that names it in $IMAGE.
-IMAGE_BUILD = "gpu-tenancy:nvml_mock_image:NvmlMockImage$command:local:Command::"
-
-
-def urn_name(urn: str) -> str:
-    """A resource's name: what follows the third `::` of `urn:pulumi:<stack>::<project>::<type>::<name>`, `::` in it
-    too (pulumi sdk/go/common/resource/urn.go `URN.Name`)."""
-    return urn.split("::", 3)[-1]
-
-
-def state_resources(deployment: Mapping[str, Any]) -> list[tuple[str, object, dict[str, Any]]]:
-    """(URN, type, inputs) of each resource of a `pulumi stack export` deployment (apitype ResourceV3); an entry
-    without a URN names nothing that could be replaced or dropped, and is left out."""
-    found = []
-    for resource in deployment.get("resources") or []:
-        urn = resource.get("urn") if isinstance(resource, dict) else None
-        if isinstance(urn, str) and urn:
-            inputs = resource.get("inputs")
-            found.append((urn, resource.get("type"), inputs if isinstance(inputs, dict) else {}))
-    return found
-
-
-def built_images(deployment: Mapping[str, Any]) -> dict[str, str]:
-    """URN -> image name of what the stack built into the local Docker (no registry holds it)."""
-    images = {}
-    for urn, kind, inputs in state_resources(deployment):
-        if kind == IMAGE_TYPE and inputs.get("imageName"):
-            images[urn] = str(inputs["imageName"])
-        elif IMAGE_BUILD in urn and isinstance(inputs.get("environment"), dict) and inputs["environment"].get("IMAGE"):
-            images[urn] = str(inputs["environment"]["IMAGE"])
-    return images
-
-
 def missing_images(stack: str) -> list[tuple[str, str]]:
     """(URN, image) of each image the stack built that Docker no longer has (`docker image prune -a`). Neither
     pulumi-docker's Image (its Read returns the stored state) nor a build command (no Read) sees that, so only
@@ -291,28 +264,6 @@ def host_deletes(stack: str, stack_file: Path, hosts: Sequence[str]) -> list[str
     prefixes = {f"{owner}-{host}-" for host in hosts for owner in owners[host]}
     return sorted(urn for urn, kind, inputs in state_resources(stack_deployment(stack))
                   if kind == REMOTE_COMMAND and inputs.get("delete") and urn_name(urn).startswith(tuple(prefixes)))
-
-
-def image_loads(deployment: Mapping[str, Any]) -> dict[str, str]:
-    """Name -> URN of the commands that load an image into a worker's containerd."""
-    return {urn_name(urn): urn for urn, _, _ in state_resources(deployment) if urn.endswith("-image-load")}
-
-
-def pending_operations(deployment: Mapping[str, Any]) -> list[dict[str, str]]:
-    """What an interrupted `up` left unfinished (`pulumi stack export`: deployment.pending_operations), with the
-    names a recovery needs (a container's name, a Helm release's namespace and name: top-level inputs of both)."""
-    pending = []
-    for operation in deployment.get("pending_operations") or []:
-        resource = operation.get("resource") or {}
-        inputs = resource.get("inputs") or {}
-        pending.append({
-            "name": urn_name(str(resource.get("urn") or "?")),
-            "type": str(resource.get("type") or "?"),
-            "op": str(operation.get("type") or "?"),
-            "object": str(inputs.get("name") or ""),
-            "namespace": str(inputs.get("namespace") or ""),
-        })
-    return pending
 
 
 def _kubectl_json(kubeconfig: Path, *args: str) -> tuple[Any, str]:
